@@ -1,0 +1,24 @@
+// Runs every test file under test/ with node's test runner (via tsx), two files at a time.
+// Node 20's `--test` does not expand globs, so the file list is built here.
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+
+function findTests(dir) {
+  const out = []
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) out.push(...findTests(path))
+    else if (name.endsWith('.test.ts')) out.push(path)
+  }
+  return out
+}
+
+const only = process.argv.slice(2)
+const files = (only.length > 0 ? only : findTests('test')).sort()
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
+  { stdio: 'inherit' },
+)
+process.exit(result.status ?? 1)

@@ -1,0 +1,158 @@
+// Policies: what users write (PolicyOptions), validated once into what the engine runs (Policy).
+
+import { parseDuration, formatDuration, type Duration } from './duration.js'
+import { FloodgateError } from './errors.js'
+
+export const ALGORITHMS = [
+  'fixed-window',
+  'sliding-window',
+  'sliding-log',
+  'token-bucket',
+  'leaky-bucket',
+  'gcra',
+  'concurrency',
+] as const
+
+export type AlgorithmName = (typeof ALGORITHMS)[number]
+
+/**
+ * How a policy enforces its limit.
+ * - `hard`: deny past the limit.
+ * - `soft`: admit up to `overage` over the limit (0.1 = 10%); such decisions say `over: true`.
+ * - `elastic`: past the limit, admit up to `ceiling` while the shared pool (spare capacity) admits.
+ */
+export type Mode = 'hard' | 'soft' | 'elastic'
+
+/** A policy as users write it (options, config). Durations may be strings. */
+export interface PolicyOptions {
+  /** Names the policy in decisions, headers and metrics; unique within one limiter. Defaults to `<algorithm>-<limit>-per-<period>`. */
+  name?: string
+  algorithm: AlgorithmName
+  /** Requests (cost units) per `period`; for `concurrency`, the number in flight. */
+  limit: number
+  /** The window or refill period; for `concurrency`, how long a lease lives unless released. */
+  period: Duration
+  /** Capacity for token-bucket, gcra and leaky-bucket (queue size): how many may pass at once. Defaults to `limit`. */
+  burst?: number
+  /** leaky-bucket only: `true` admits with a `delayMs` to wait (shaping); `false` (default) rejects when full (policing). */
+  shaping?: boolean
+  mode?: Mode
+  /** `soft` mode: the fraction allowed over the limit, e.g. 0.1 for 10%. */
+  overage?: number
+  /** `elastic` mode: the most this key may use while the pool has spare capacity; must be ≥ `limit`. */
+  ceiling?: number
+  /** After a denial, keep the key denied for this long (a block period after abuse). */
+  blockMs?: Duration
+  /** Decide and report, but never deny. */
+  shadow?: boolean
+}
+
+/** A validated policy: numbers only, durations in milliseconds. Immutable. */
+export interface Policy {
+  readonly name: string
+  readonly algorithm: AlgorithmName
+  readonly limit: number
+  readonly periodMs: number
+  readonly burst: number
+  readonly shaping: boolean
+  readonly mode: Mode
+  readonly overage: number
+  readonly ceiling: number
+  readonly blockMs: number
+  readonly shadow: boolean
+}
+
+const KNOWN_FIELDS = new Set([
+  'name', 'algorithm', 'limit', 'period', 'burst', 'shaping', 'mode', 'overage', 'ceiling', 'blockMs', 'shadow',
+])
+
+/** Validates one policy; every error names the field (prefixed by `where`, e.g. `policies[1]`). */
+export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
+  if (options === null || typeof options !== 'object') {
+    throw invalid(where, `expected an object like { algorithm: 'gcra', limit: 10, period: '1s' }`)
+  }
+  for (const field of Object.keys(options)) {
+    if (!KNOWN_FIELDS.has(field)) {
+      throw invalid(`${where}.${field}`, `unknown option; known options are ${[...KNOWN_FIELDS].join(', ')}`)
+    }
+  }
+  const algorithm = options.algorithm
+  if (!(ALGORITHMS as readonly string[]).includes(algorithm)) {
+    throw invalid(`${where}.algorithm`, `unknown algorithm ${JSON.stringify(algorithm)}; use one of ${ALGORITHMS.join(', ')}`)
+  }
+  const limit = positiveInteger(options.limit, `${where}.limit`)
+  const periodMs = parseDuration(options.period, `${where}.period`)
+  const burst = options.burst === undefined ? limit : positiveInteger(options.burst, `${where}.burst`, 'burst must be at least 1')
+  if (options.shaping !== undefined && typeof options.shaping !== 'boolean') {
+    throw invalid(`${where}.shaping`, 'must be true or false')
+  }
+  if (options.shaping && algorithm !== 'leaky-bucket') {
+    throw invalid(`${where}.shaping`, `only applies to leaky-bucket, not ${algorithm}`)
+  }
+  const mode = options.mode ?? 'hard'
+  if (mode !== 'hard' && mode !== 'soft' && mode !== 'elastic') {
+    throw invalid(`${where}.mode`, `unknown mode ${JSON.stringify(mode)}; use hard, soft or elastic`)
+  }
+  let overage = 0
+  if (mode === 'soft') {
+    if (typeof options.overage !== 'number' || !Number.isFinite(options.overage) || options.overage <= 0) {
+      throw invalid(`${where}.overage`, 'soft mode needs overage > 0, e.g. 0.1 to allow 10% over the limit')
+    }
+    overage = options.overage
+  } else if (options.overage !== undefined) {
+    throw invalid(`${where}.overage`, `only applies to mode 'soft'`)
+  }
+  let ceiling = limit
+  if (mode === 'elastic') {
+    ceiling = positiveInteger(options.ceiling, `${where}.ceiling`)
+    if (ceiling < limit) throw invalid(`${where}.ceiling`, `must be at least the limit (${limit}), got ${ceiling}`)
+  } else if (options.ceiling !== undefined) {
+    throw invalid(`${where}.ceiling`, `only applies to mode 'elastic'`)
+  }
+  const blockMs = options.blockMs === undefined ? 0 : parseDuration(options.blockMs, `${where}.blockMs`)
+  if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+    throw invalid(`${where}.shadow`, 'must be true or false')
+  }
+  const name = options.name ?? `${algorithm}-${limit}-per-${formatDuration(periodMs)}`
+  if (typeof name !== 'string' || name.length === 0) throw invalid(`${where}.name`, 'must be a non-empty string')
+  return Object.freeze({
+    name,
+    algorithm,
+    limit,
+    periodMs,
+    burst,
+    shaping: options.shaping ?? false,
+    mode,
+    overage,
+    ceiling,
+    blockMs,
+    shadow: options.shadow ?? false,
+  })
+}
+
+/** Validates a list of policies for one key: at least one, names unique. */
+export function createPolicies(options: readonly PolicyOptions[], where = 'policies'): Policy[] {
+  if (!Array.isArray(options) || options.length === 0) {
+    throw invalid(where, 'give at least one policy')
+  }
+  const policies = options.map((option, i) => createPolicy(option, `${where}[${i}]`))
+  const seen = new Set<string>()
+  for (const [i, policy] of policies.entries()) {
+    if (seen.has(policy.name)) {
+      throw invalid(`${where}[${i}].name`, `duplicate policy name ${JSON.stringify(policy.name)}; give each policy its own name`)
+    }
+    seen.add(policy.name)
+  }
+  return policies
+}
+
+function positiveInteger(value: unknown, field: string, message = 'must be a whole number greater than 0'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw invalid(field, `${message}, got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+function invalid(field: string, message: string): FloodgateError {
+  return new FloodgateError('INVALID_POLICY', `${field}: ${message}`)
+}

@@ -1,0 +1,92 @@
+// Public types of the RateLimiter: its options and the Decision every adapter reads.
+
+import type { Duration } from '../core/duration.js'
+import type { Policy, PolicyOptions } from '../core/policy.js'
+import type { Store } from '../stores/store.js'
+
+/** Which path produced a decision. */
+export type DecisionSource =
+  | 'store' // the store decided
+  | 'deny-cache' // answered in-process: the key is known to be over its limit until retryAfterMs
+  | 'fallback-open' // the store failed; onStoreError 'open' allowed it
+  | 'fallback-closed' // the store failed; onStoreError 'closed' denied it
+  | 'fallback-local' // the store failed; a local in-memory limiter decided
+
+/** One policy's part of a decision. */
+export interface PolicyDecision {
+  name: string
+  /** The nominal limit (not the soft/elastic allowance). */
+  limit: number
+  periodMs: number
+  allowed: boolean
+  remaining: number
+  resetMs: number
+  retryAfterMs: number
+  delayMs: number
+  /** Denied because of a block period after an earlier denial. */
+  blocked: boolean
+  /** Admitted beyond the nominal limit (soft overage or elastic headroom). */
+  over: boolean
+  /** A shadow policy that would have denied; the request was allowed. */
+  shadow: boolean
+}
+
+/** A concurrency lease: hand it back with `limiter.release(lease)` when the work is done. */
+export interface Lease {
+  readonly key: string
+  readonly cost: number
+  /** Names of the concurrency policies the lease holds a slot in. */
+  readonly policies: readonly string[]
+}
+
+/** The answer to `limiter.limit(key)`. Every number is whole milliseconds or units, ≥ 0. */
+export interface Decision {
+  allowed: boolean
+  /** The deciding policy's nominal limit. */
+  limit: number
+  remaining: number
+  /** Until the deciding policy is fully restored / its window ends. */
+  resetMs: number
+  /** 0 when allowed; otherwise the wait until this cost would pass. */
+  retryAfterMs: number
+  /** Leaky-bucket shaping: wait this long before doing the work. */
+  delayMs: number
+  /** Name of the deciding policy: the denying one, or the tightest when allowed. */
+  policy: string
+  over: boolean
+  shadow: boolean
+  source: DecisionSource
+  /** Every policy's part, in the limiter's order. */
+  policies: PolicyDecision[]
+  /** Present when a concurrency policy admitted the request. */
+  lease?: Lease
+}
+
+export interface LimitOptions {
+  /** Units to charge (default 1); 0 peeks without charging. */
+  cost?: number
+  /** Decide with these policies instead of the limiter's own (the rules engine uses this). */
+  policies?: readonly Policy[]
+}
+
+/** What the limiter does when the store fails or times out. */
+export type OnStoreError = 'open' | 'closed' | 'local'
+
+export interface RateLimiterOptions {
+  /** Where state lives; defaults to a new MemoryStore. */
+  store?: Store
+  /** The policies of every key, decided all-or-nothing. Optional only if every call passes its own. */
+  policies?: readonly PolicyOptions[]
+  /** Longest wait for the store per call before the failure mode applies (default 100ms). */
+  timeout?: Duration
+  /** Behaviour when the store fails: allow (`open`, default), deny (`closed`) or decide locally (`local`). */
+  onStoreError?: OnStoreError
+  /** For `local`: divide each limit by this many instances (default 1), so the fleet stays near the global limit. */
+  instances?: number
+  /** Circuit breaker: consecutive failures before the store is skipped, and how long until a probe. */
+  breaker?: { failures?: number; cooldown?: Duration }
+  /** In-process cache of keys known to be over their limit; `false` disables it. */
+  denyCache?: { maxKeys?: number } | false
+  /** For `elastic` policies: the shared pool that says whether the system has spare capacity. */
+  pool?: { limiter: { limit(key: string, options?: LimitOptions): Promise<Decision> }; key?: string }
+}

@@ -1,0 +1,37 @@
+// The Store interface: what the limiter asks of any state backend (memory, Redis).
+
+import type { Policy } from '../core/policy.js'
+import type { PolicyResult } from '../core/evaluate.js'
+
+/** One key's decision request: every policy of the key is decided together, all-or-nothing. */
+export interface EvaluateRequest {
+  key: string
+  policies: readonly Policy[]
+  /** > 0 charges, 0 peeks, < 0 refunds (see src/core/algorithms/types.ts). */
+  cost: number
+  /**
+   * Milliseconds since the epoch. Omitted: the store's clock decides (Redis: the server's
+   * `TIME`, so app servers with skewed clocks agree; memory: `Date.now()`). Tests pass it.
+   */
+  now?: number
+}
+
+export interface EvaluateResponse {
+  allowed: boolean
+  /** One per policy, in the request's order. */
+  results: PolicyResult[]
+  /** The `now` the store decided at. */
+  now: number
+}
+
+export interface Store {
+  /**
+   * Decides a batch of independent requests; the answer has one response per request, in order.
+   * Rejects (throws) only when the backend fails: the limiter turns that into a failure mode.
+   */
+  evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]>
+  /** Forgets all state (counters and blocks) of `key` for these policies. */
+  reset(key: string, policies: readonly Policy[]): Promise<void>
+  /** Releases connections and timers the store owns (not clients the caller passed in). */
+  close(): Promise<void>
+}
