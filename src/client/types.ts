@@ -1,0 +1,69 @@
+// Wire types of the Floodgate service's HTTP API (`POST /v1/check`), shared by the SDK and the server.
+
+/** One descriptor entry: a key and its value, e.g. `{ key: 'user', value: 'alice' }`. */
+export interface DescriptorEntry {
+  key: string
+  value: string
+}
+
+/** The body of `POST /v1/check`. */
+export interface CheckRequest {
+  /** The rule domain, as written in the rules file. */
+  domain: string
+  /** One list of entries per thing to limit; each is decided on its own. */
+  descriptors: DescriptorEntry[][]
+  /** Units to charge each descriptor (default 1); 0 checks without charging. */
+  hits?: number
+}
+
+/** A descriptor that matched a rule with limits. */
+export interface LimitedResult {
+  allowed: boolean
+  /** Id of the matched rule. */
+  rule: string
+  /** Name of the deciding policy. */
+  policy: string
+  limit: number
+  remaining: number
+  /** Milliseconds until the deciding policy's window ends / it is fully restored. */
+  resetMs: number
+  /** 0 when allowed; otherwise milliseconds until the same request would pass. */
+  retryAfterMs: number
+  /** The rule is in shadow mode: `allowed` is true even if it would have denied (`wouldDeny`). */
+  shadow: boolean
+  /** A shadow-mode rule that would have denied this request. */
+  wouldDeny: boolean
+  /** Which path decided: the store, the deny cache, or a failure mode of the store. */
+  source: string
+}
+
+/** A descriptor whose rule is `unlimited`: always allowed, the store is not touched. */
+export interface UnlimitedResult {
+  allowed: true
+  rule: string
+  unlimited: true
+}
+
+/** A descriptor no rule matched: allowed. */
+export interface UnmatchedResult {
+  allowed: true
+  rule: null
+}
+
+export type DescriptorResult = LimitedResult | UnlimitedResult | UnmatchedResult
+
+/** The answer of `POST /v1/check` (HTTP 200 when allowed, 429 when not). */
+export interface CheckResponse {
+  /** True when every descriptor is allowed. */
+  allowed: boolean
+  /** The longest wait among denied descriptors (0 when allowed). */
+  retryAfterMs: number
+  /** One per request descriptor, in order. */
+  results: DescriptorResult[]
+}
+
+/** What `FloodgateClient.check` returns: the service's answer, or a failure-mode answer with `error` set. */
+export interface CheckResult extends CheckResponse {
+  /** Set when the service could not be asked (timeout, network, server error); `allowed` then follows `failOpen`. */
+  error?: string
+}
