@@ -60,9 +60,11 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     async stop() {
       const current = child
       child = undefined
-      if (!current || current.exitCode !== null) return
+      if (!current || current.exitCode !== null || current.signalCode !== null) return
       await new Promise<void>((resolve) => {
         current.once('exit', () => resolve())
+        // The child is unref'd so it never holds a test open; while we wait for it, it must.
+        current.ref()
         current.kill('SIGTERM')
       })
     },
