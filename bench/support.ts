@@ -1,0 +1,109 @@
+// Shared benchmark helpers: closed-loop load with N concurrent callers, interleaved rounds with
+// medians, and plain-text tables, so every bench measures and reports the same way.
+
+/** The middle value (mean of the two middle values for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+export interface LoadOptions {
+  /** Callers running concurrently, each awaiting its previous call before the next (closed loop). */
+  callers: number
+  /** Stop starting new calls after this long (ms). */
+  durationMs: number
+  /** …or after this many calls in total, whichever comes first. */
+  maxOps: number
+  /** The operation; `i` is the global call number (0-based), e.g. to pick a key. */
+  op: (i: number) => Promise<unknown>
+}
+
+export interface LoadResult {
+  ops: number
+  elapsedMs: number
+  /** Completed calls per second over the whole run. */
+  perSecond: number
+}
+
+/**
+ * Runs `op` from `callers` concurrent loops until the time or count bound, and returns the
+ * throughput. A closed loop (each caller waits for its answer) measures what callers actually
+ * get, not how fast requests can be queued.
+ */
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const { callers, durationMs, maxOps, op } = options
+  let next = 0
+  let done = 0
+  const start = performance.now()
+  const deadline = start + durationMs
+  async function caller(): Promise<void> {
+    while (next < maxOps && performance.now() < deadline) {
+      await op(next++)
+      done++
+    }
+  }
+  await Promise.all(Array.from({ length: callers }, caller))
+  const elapsedMs = performance.now() - start
+  return { ops: done, elapsedMs, perSecond: (done * 1000) / elapsedMs }
+}
+
+/** A contender: a name and one measurement (a rate, higher is better) per call. */
+export interface Contender {
+  name: string
+  measure: () => Promise<number>
+}
+
+/**
+ * Runs every contender once per round, in the same order each round, for `rounds` rounds.
+ * Interleaving spreads slow phases of a noisy machine over all contenders instead of one.
+ * Returns every contender's samples and median, in the contenders' order.
+ */
+export async function interleavedRounds(
+  contenders: readonly Contender[],
+  rounds: number,
+  onSample?: (name: string, round: number, value: number) => void,
+): Promise<{ name: string; samples: number[]; median: number }[]> {
+  const samples = contenders.map(() => [] as number[])
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, contender] of contenders.entries()) {
+      const value = await contender.measure()
+      samples[i].push(value)
+      onSample?.(contender.name, round, value)
+    }
+  }
+  return contenders.map((contender, i) => ({ name: contender.name, samples: samples[i], median: median(samples[i]) }))
+}
+
+/** `a / b` as text with two decimals and an `x`, e.g. `1.85x`; `-` when `b` is not positive. */
+export function ratio(a: number, b: number): string {
+  return b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}x` : '-'
+}
+
+/** A whole number with thousands separators, e.g. `123,456`. */
+export function formatCount(value: number): string {
+  return Math.round(value).toLocaleString('en-US')
+}
+
+/** Bytes as B / KiB / MiB with one decimal. */
+export function formatBytes(bytes: number): string {
+  if (Math.abs(bytes) < 1024) return `${Math.round(bytes)} B`
+  if (Math.abs(bytes) < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+}
+
+/**
+ * Prints an aligned plain-text table: text columns left-aligned, columns whose cells all look
+ * numeric right-aligned.
+ */
+export function printTable(headers: readonly string[], rows: readonly (readonly string[])[], title?: string): void {
+  const widths = headers.map((header, c) => Math.max(header.length, ...rows.map((row) => (row[c] ?? '').length)))
+  const numeric = headers.map((_, c) => rows.length > 0 && rows.every((row) => /^[-+]?[\d,.]+\s*[a-zA-Z%/]*$|^-$/.test(row[c] ?? '')))
+  const line = (cells: readonly string[]): string =>
+    cells.map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd()
+  if (title !== undefined) console.log(`\n${title}`)
+  console.log(line(headers))
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '))
+  for (const row of rows) console.log(line(row))
+}
