@@ -1,0 +1,197 @@
+// The one place a domain + descriptors + hits become per-descriptor decisions (rules → limiter); shared by HTTP and gRPC.
+
+import { FloodgateError } from '../core/errors.js'
+import { createPolicy, type Policy } from '../core/policy.js'
+import type { Decision, LimitOptions } from '../limiter/types.js'
+import type { ServiceMetrics } from './metrics.js'
+
+/** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
+export interface Entry {
+  key: string
+  value: string
+}
+
+/** The units Envoy's `RateLimitOverride` can name (MONTH = 30 days, YEAR = 365 days). */
+export const OVERRIDE_UNIT_MS = {
+  SECOND: 1_000,
+  MINUTE: 60_000,
+  HOUR: 3_600_000,
+  DAY: 86_400_000,
+  MONTH: 30 * 86_400_000,
+  YEAR: 365 * 86_400_000,
+} as const
+
+export type OverrideUnit = keyof typeof OVERRIDE_UNIT_MS
+
+/** One descriptor to decide. */
+export interface DescriptorInput {
+  entries: Entry[]
+  /** Units to charge this descriptor; wins over the request's `hits` (Envoy's per-descriptor hits_addend). */
+  hits?: number
+  /** Envoy's per-descriptor limit override: a fixed window of this size in place of the configured rule. */
+  limit?: { requestsPerUnit: number; unit: OverrideUnit }
+}
+
+export interface DecideInput {
+  domain: string
+  descriptors: DescriptorInput[]
+  /** Units to charge each descriptor without its own `hits`; 0 checks without counting. */
+  hits: number
+}
+
+/** What a rule lookup yields for one descriptor (the fields of the rules engine's MatchedRule used here). */
+export interface RuleMatch {
+  id: string
+  name?: string
+  policies: readonly Policy[]
+  unlimited: boolean
+  shadow: boolean
+  storeKey: string
+}
+
+/** The rules snapshot: which rule applies to each descriptor. */
+export interface RuleLookup {
+  match(domain: string, descriptors: Entry[][]): (RuleMatch | undefined)[]
+}
+
+/** The limiter, as far as deciding and resetting need it. */
+export interface DecisionLimiter {
+  limit(key: string, options?: LimitOptions): Promise<Decision>
+  reset(key: string, options?: { policies?: readonly Policy[] }): Promise<void>
+}
+
+/** The decision for one descriptor. */
+export type DescriptorOutcome =
+  | { kind: 'unmatched' }
+  | { kind: 'unlimited'; ruleId: string }
+  | {
+      kind: 'limited'
+      /** The matched rule's id; `override` when a request-supplied limit decided without a rule. */
+      ruleId: string
+      ruleName: string | undefined
+      /** The answer to give: false only when a non-shadow rule denies. */
+      allowed: boolean
+      /** A shadow-mode rule would have denied. */
+      wouldDeny: boolean
+      /** Allowed with at least the near-limit ratio of the limit used. */
+      near: boolean
+      /** The deciding policy. */
+      policy: Policy
+      decision: Decision
+    }
+
+export interface DecideResult {
+  /** Every descriptor allowed. */
+  allowed: boolean
+  outcomes: DescriptorOutcome[]
+}
+
+export interface DeciderOptions {
+  /** The current rules snapshot; called per request so a reload applies to the next decision. */
+  rules: () => RuleLookup
+  limiter: DecisionLimiter
+  metrics?: ServiceMetrics
+  /** Share of a limit used from which an allowed hit counts as near the limit (default 0.8). */
+  nearLimitRatio?: number
+}
+
+const MAX_OVERRIDE_POLICIES = 1_000
+
+/**
+ * Turns requests into decisions: matches each descriptor to a rule, asks the limiter for all of
+ * them concurrently (so a Redis store batches them into one round trip), applies shadow mode and
+ * counts the per-rule metrics. Unmatched and unlimited descriptors never touch the store.
+ */
+export class Decider {
+  readonly #rules: () => RuleLookup
+  readonly #limiter: DecisionLimiter
+  readonly #metrics: ServiceMetrics | undefined
+  readonly #nearLimitRatio: number
+  readonly #overridePolicies = new Map<string, Policy>()
+
+  constructor(options: DeciderOptions) {
+    this.#rules = options.rules
+    this.#limiter = options.limiter
+    this.#metrics = options.metrics
+    this.#nearLimitRatio = options.nearLimitRatio ?? 0.8
+  }
+
+  /** Decides every descriptor of `input`; rejects with FloodgateError (INVALID_REQUEST) on an empty domain or no descriptors. */
+  async decide(input: DecideInput): Promise<DecideResult> {
+    if (input.domain === '') throw new FloodgateError('INVALID_REQUEST', 'domain: must not be empty; name the rules domain')
+    if (input.descriptors.length === 0) throw new FloodgateError('INVALID_REQUEST', 'descriptors: give at least one descriptor')
+    const rules = this.#rules().match(input.domain, input.descriptors.map((d) => d.entries))
+    const outcomes = await Promise.all(
+      input.descriptors.map((descriptor, i) => this.#decideOne(input.domain, descriptor, rules[i], descriptor.hits ?? input.hits)),
+    )
+    return { allowed: outcomes.every((o) => o.kind !== 'limited' || o.allowed), outcomes }
+  }
+
+  /** The rule and store key a descriptor maps to, for admin peeks and resets; undefined when nothing limits it. */
+  resolve(domain: string, entries: Entry[]): RuleMatch | undefined {
+    const rule = this.#rules().match(domain, [entries])[0]
+    return rule === undefined || rule.unlimited ? undefined : rule
+  }
+
+  /** Forgets the counters of the rule `entries` match; false when no limited rule matches. */
+  async reset(domain: string, entries: Entry[]): Promise<boolean> {
+    const rule = this.resolve(domain, entries)
+    if (rule === undefined) return false
+    await this.#limiter.reset(rule.storeKey, { policies: rule.policies })
+    return true
+  }
+
+  async #decideOne(domain: string, descriptor: DescriptorInput, rule: RuleMatch | undefined, hits: number): Promise<DescriptorOutcome> {
+    let ruleId: string
+    let policies: readonly Policy[]
+    let storeKey: string
+    let shadow = false
+    if (descriptor.limit !== undefined) {
+      // As envoyproxy/ratelimit: a request-supplied limit replaces the configured one, even where no rule matched.
+      ruleId = rule?.id ?? 'override'
+      policies = [this.#overridePolicy(descriptor.limit.requestsPerUnit, descriptor.limit.unit)]
+      storeKey = rule?.storeKey ?? overrideStoreKey(domain, descriptor.entries)
+    } else if (rule === undefined) {
+      return { kind: 'unmatched' }
+    } else if (rule.unlimited) {
+      return { kind: 'unlimited', ruleId: rule.id }
+    } else {
+      ruleId = rule.id
+      policies = rule.policies
+      storeKey = rule.storeKey
+      shadow = rule.shadow
+    }
+    const decision = await this.#limiter.limit(storeKey, { cost: hits, policies })
+    const policy = policies.find((p) => p.name === decision.policy) ?? policies[0]
+    const wouldDeny = shadow ? !decision.allowed || decision.shadow : decision.shadow
+    const allowed = shadow || decision.allowed
+    const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
+    this.#metrics?.recordHit(ruleId, { hits, allowed, near, wouldDeny, denyCache: decision.source === 'deny-cache' })
+    return { kind: 'limited', ruleId, ruleName: rule?.name, allowed, wouldDeny, near, policy, decision }
+  }
+
+  #overridePolicy(requestsPerUnit: number, unit: OverrideUnit): Policy {
+    const id = `${requestsPerUnit}/${unit}`
+    let policy = this.#overridePolicies.get(id)
+    if (policy === undefined) {
+      if (!Number.isInteger(requestsPerUnit) || requestsPerUnit < 1) {
+        throw new FloodgateError('INVALID_REQUEST', `limit.requests_per_unit: must be at least 1, got ${requestsPerUnit}`)
+      }
+      policy = createPolicy({
+        name: `override-${requestsPerUnit}-per-${unit.toLowerCase()}`,
+        algorithm: 'fixed-window',
+        limit: requestsPerUnit,
+        period: OVERRIDE_UNIT_MS[unit],
+      })
+      // Overrides come from requests: keep the cache bounded however many distinct ones arrive.
+      if (this.#overridePolicies.size >= MAX_OVERRIDE_POLICIES) this.#overridePolicies.clear()
+      this.#overridePolicies.set(id, policy)
+    }
+    return policy
+  }
+}
+
+/** A store key for an override descriptor no rule matched: the domain and every entry, unambiguously encoded. */
+function overrideStoreKey(domain: string, entries: Entry[]): string {
+  return `override:${JSON.stringify([domain, ...entries.map((e) => [e.key, e.value])])}`
+}

@@ -1,0 +1,144 @@
+// Prometheus metrics of the service: per-rule hit counters (as envoyproxy/ratelimit names them), latency, store health, reloads.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
+export const OTHER_RULE = '_other'
+
+/** The state of the store's circuit breaker, as the `floodgate_breaker_state` gauge reports it. */
+export type BreakerState = 'closed' | 'open' | 'half-open'
+const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, open: 1, 'half-open': 2 }
+
+/** How one descriptor's decision counts, for the per-rule counters. */
+export interface HitOutcome {
+  /** Units charged (the hits addend); a peek (0) still counts as a check of one. */
+  hits: number
+  allowed: boolean
+  /** Allowed with at least the near-limit ratio of the limit used. */
+  near: boolean
+  /** A shadow-mode rule that would have denied. */
+  wouldDeny: boolean
+  /** Answered from the limiter's deny cache, without the store. */
+  denyCache: boolean
+}
+
+export interface ServiceMetricsOptions {
+  /** Most distinct rule labels kept (default 1000); further rules share the `_other` label. */
+  maxRuleLabels?: number
+  /** Also export Node's process metrics (default true). */
+  processMetrics?: boolean
+}
+
+/** The service's metrics in their own registry (several services can live in one process, e.g. tests). */
+export class ServiceMetrics {
+  readonly registry = new Registry()
+  readonly #maxRuleLabels: number
+  readonly #ruleLabels = new Set<string>()
+
+  readonly #totalHits: Counter<'rule'>
+  readonly #overLimit: Counter<'rule'>
+  readonly #nearLimit: Counter<'rule'>
+  readonly #withinLimit: Counter<'rule'>
+  readonly #shadowMode: Counter<'rule'>
+  readonly #denyCacheHits: Counter<'rule'>
+  readonly #latency: Histogram<'transport'>
+  readonly #storeErrors: Counter
+  readonly #breaker: Gauge
+  readonly #fallbacks: Counter<'mode'>
+  readonly #reloads: Counter<'result'>
+  readonly #rules: Gauge
+
+  constructor(options: ServiceMetricsOptions = {}) {
+    this.#maxRuleLabels = options.maxRuleLabels ?? 1000
+    const registers = [this.registry]
+    const perRule = (name: string, help: string) => new Counter({ name, help, labelNames: ['rule'] as const, registers })
+    this.#totalHits = perRule('floodgate_total_hits', 'Hits checked, per rule (the hits addend summed).')
+    this.#overLimit = perRule('floodgate_over_limit', 'Hits denied for being over the limit, per rule (shadow rules included).')
+    this.#nearLimit = perRule('floodgate_near_limit', 'Hits allowed with at least the near-limit ratio (default 80%) of the limit used, per rule.')
+    this.#withinLimit = perRule('floodgate_within_limit', 'Hits allowed, per rule.')
+    this.#shadowMode = perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.')
+    this.#denyCacheHits = perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.')
+    this.#latency = new Histogram({
+      name: 'floodgate_decision_duration_seconds',
+      help: 'Time to decide one request (all its descriptors), by transport.',
+      labelNames: ['transport'] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    })
+    this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
+    this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed, 1 open, 2 half-open.', registers })
+    this.#fallbacks = new Counter({
+      name: 'floodgate_fallback_decisions_total',
+      help: 'Decisions made without the store, by failure mode (open, closed, local).',
+      labelNames: ['mode'] as const,
+      registers,
+    })
+    this.#reloads = new Counter({
+      name: 'floodgate_config_reloads_total',
+      help: 'Rule reloads, by result (success, error).',
+      labelNames: ['result'] as const,
+      registers,
+    })
+    this.#rules = new Gauge({ name: 'floodgate_rules_loaded', help: 'Rules in the active configuration.', registers })
+    this.#reloads.inc({ result: 'success' }, 0)
+    this.#reloads.inc({ result: 'error' }, 0)
+    this.#storeErrors.inc(0)
+    this.#breaker.set(0)
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'floodgate_' })
+  }
+
+  /** Counts one descriptor's decision against its rule. */
+  recordHit(ruleId: string, outcome: HitOutcome): void {
+    const labels = { rule: this.#ruleLabel(ruleId) }
+    const hits = Math.max(outcome.hits, 1)
+    this.#totalHits.inc(labels, hits)
+    if (outcome.denyCache) this.#denyCacheHits.inc(labels, hits)
+    if (outcome.wouldDeny) {
+      this.#overLimit.inc(labels, hits)
+      this.#shadowMode.inc(labels, hits)
+    } else if (!outcome.allowed) {
+      this.#overLimit.inc(labels, hits)
+    } else {
+      this.#withinLimit.inc(labels, hits)
+      if (outcome.near) this.#nearLimit.inc(labels, hits)
+    }
+  }
+
+  /** Records how long one request took to decide. */
+  observeLatency(transport: 'http' | 'grpc', seconds: number): void {
+    this.#latency.observe({ transport }, seconds)
+  }
+
+  recordStoreError(): void {
+    this.#storeErrors.inc()
+  }
+
+  setBreakerState(state: BreakerState): void {
+    this.#breaker.set(BREAKER_VALUE[state])
+  }
+
+  recordFallback(mode: 'open' | 'closed' | 'local'): void {
+    this.#fallbacks.inc({ mode })
+  }
+
+  recordReload(result: 'success' | 'error', ruleCount?: number): void {
+    this.#reloads.inc({ result })
+    if (ruleCount !== undefined) this.#rules.set(ruleCount)
+  }
+
+  setRuleCount(count: number): void {
+    this.#rules.set(count)
+  }
+
+  /** The exposition text and its content type, for `GET /metrics`. */
+  async expose(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() }
+  }
+
+  #ruleLabel(ruleId: string): string {
+    if (this.#ruleLabels.has(ruleId)) return ruleId
+    if (this.#ruleLabels.size >= this.#maxRuleLabels) return OTHER_RULE
+    this.#ruleLabels.add(ruleId)
+    return ruleId
+  }
+}
