@@ -1,0 +1,38 @@
+-- Fixed window: the Lua twin of src/core/algorithms/fixed-window.ts (read that file for the why).
+-- State { windowStart, count }.
+
+ALGORITHMS['fixed-window'] = {
+  step = function(state, now, cost, p)
+    local limit, periodMs = p.limit, p.periodMs
+    local windowStart = floor(now / periodMs) * periodMs
+    local count = 0
+    if state ~= nil then
+      windowStart = max(windowStart, state[1])
+      if state[1] == windowStart then count = state[2] end
+    end
+    local resetMs = windowStart + periodMs - now
+
+    local allowed = true
+    if cost > 0 then
+      allowed = count + cost <= limit
+      if allowed then count = count + cost end
+    elseif cost < 0 then
+      count = max(0, count + cost)
+    else
+      allowed = count <= limit
+    end
+
+    return {
+      allowed = allowed,
+      remaining = max(0, floor(limit - count)),
+      resetMs = resetMs,
+      retryAfterMs = allowed and 0 or resetMs,
+      delayMs = 0,
+      state = { windowStart, count },
+    }
+  end,
+
+  ttl = function(state, now, p)
+    return max(1, state[1] + p.periodMs - now)
+  end,
+}

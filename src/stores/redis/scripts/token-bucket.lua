@@ -1,0 +1,46 @@
+-- Token bucket with lazy refill: the Lua twin of src/core/algorithms/token-bucket.ts (read that
+-- file for the why). State { level, lastMs }, level in token-milliseconds (tokens * periodMs).
+
+ALGORITHMS['token-bucket'] = {
+  step = function(state, now, cost, p)
+    local limit, periodMs, burst = p.limit, p.periodMs, p.burst
+    local capacity = burst * periodMs
+    local at = now
+    local level = capacity
+    if state ~= nil then
+      at = max(now, state[2])
+      level = min(capacity, state[1] + (at - state[2]) * limit)
+    end
+
+    local allowed = true
+    if cost > 0 then
+      allowed = level >= cost * periodMs
+      if allowed then level = level - cost * periodMs end
+    elseif cost < 0 then
+      level = min(capacity, level - cost * periodMs)
+    end
+
+    local resetMs = at + ceil((capacity - level) / limit) - now
+    local retryAfterMs = 0
+    if not allowed then
+      if cost > burst then
+        retryAfterMs = resetMs
+      else
+        retryAfterMs = at + ceil((cost * periodMs - level) / limit) - now
+      end
+    end
+    return {
+      allowed = allowed,
+      remaining = floor(level / periodMs),
+      resetMs = resetMs,
+      retryAfterMs = retryAfterMs,
+      delayMs = 0,
+      state = { level, at },
+    }
+  end,
+
+  ttl = function(state, now, p)
+    local capacity = p.burst * p.periodMs
+    return max(1, state[2] + ceil((capacity - state[1]) / p.limit) - now)
+  end,
+}
