@@ -1,0 +1,143 @@
+// Rate-limit response headers, one function per generation: legacy X-RateLimit-*, IETF draft-6, -7, and -8 (structured).
+
+import type { Decision } from '../limiter/types.js'
+
+/** A header generation; `draft-6`, `draft-7` and `draft-8` share field names, so at most one of them at a time. */
+export type HeaderStyle = 'legacy' | 'draft-6' | 'draft-7' | 'draft-8'
+
+export const HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'draft-6', 'draft-7', 'draft-8']
+
+/**
+ * The default: `legacy` because most clients in the wild read `X-RateLimit-*`, plus the current
+ * structured IETF fields (`draft-8`, unchanged through draft-10) for clients that follow the draft.
+ */
+export const DEFAULT_HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'draft-8']
+
+/** Header name/value pairs in the order to set them. */
+export type HeaderList = [name: string, value: string][]
+
+/** The numbers one policy contributes to headers. */
+interface QuotaView {
+  name: string
+  limit: number
+  periodMs: number
+  allowed: boolean
+  remaining: number
+  resetMs: number
+  retryAfterMs: number
+}
+
+/** The deciding policy's view; falls back to the decision's own numbers when it lists no policies (fail-open). */
+function decidingView(decision: Decision): QuotaView {
+  const part = decision.policies.find((p) => p.name === decision.policy)
+  return {
+    name: decision.policy,
+    limit: decision.limit,
+    periodMs: part?.periodMs ?? 0,
+    allowed: decision.allowed,
+    remaining: decision.remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs: decision.retryAfterMs,
+  }
+}
+
+function policyViews(decision: Decision): QuotaView[] {
+  return decision.policies.length > 0 ? decision.policies : [decidingView(decision)]
+}
+
+/**
+ * Whole seconds until the policy has quota again: for an exhausted policy the wait for this
+ * request (so `Retry-After` is never earlier), otherwise until it is fully restored. Ceiled so a
+ * client that waits exactly this long is never too early.
+ */
+export function secondsUntilQuota(view: Pick<QuotaView, 'allowed' | 'resetMs' | 'retryAfterMs'>): number {
+  return Math.ceil((view.allowed ? view.resetMs : Math.max(view.retryAfterMs, 0)) / 1000)
+}
+
+/** The window in whole seconds (at least 1: the drafts have no sub-second windows). */
+function windowSeconds(view: QuotaView): number {
+  return Math.max(1, Math.ceil(view.periodMs / 1000))
+}
+
+/** `X-RateLimit-Limit/Remaining/Reset` (Reset in Unix epoch seconds), as GitHub and Twitter send them. */
+export function legacyHeaders(decision: Decision, nowMs: number): HeaderList {
+  const view = decidingView(decision)
+  return [
+    ['X-RateLimit-Limit', String(view.limit)],
+    ['X-RateLimit-Remaining', String(view.remaining)],
+    ['X-RateLimit-Reset', String(Math.ceil(nowMs / 1000) + secondsUntilQuota(view))],
+  ]
+}
+
+/** Draft-6: every policy in `RateLimit-Policy` (`100;w=60, 1000;w=86400`), the deciding one in separate fields. */
+export function draft6Headers(decision: Decision): HeaderList {
+  const view = decidingView(decision)
+  return [
+    ['RateLimit-Policy', policyViews(decision).map((p) => `${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    ['RateLimit-Limit', String(view.limit)],
+    ['RateLimit-Remaining', String(view.remaining)],
+    ['RateLimit-Reset', String(secondsUntilQuota(view))],
+  ]
+}
+
+/** Draft-7: `RateLimit-Policy` plus one combined `RateLimit: limit=…, remaining=…, reset=…` for the deciding policy. */
+export function draft7Headers(decision: Decision): HeaderList {
+  const view = decidingView(decision)
+  return [
+    ['RateLimit-Policy', policyViews(decision).map((p) => `${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    ['RateLimit', `limit=${view.limit}, remaining=${view.remaining}, reset=${secondsUntilQuota(view)}`],
+  ]
+}
+
+/**
+ * Draft-8 onward (RFC 8941 lists): one member per policy, named by a String —
+ * `RateLimit-Policy: "burst";q=100;w=60, "daily";q=1000;w=86400` and `RateLimit: "burst";r=50;t=30, …`.
+ */
+export function draft8Headers(decision: Decision): HeaderList {
+  const views = policyViews(decision)
+  return [
+    ['RateLimit-Policy', views.map((p) => `${sfString(p.name)};q=${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    ['RateLimit', views.map((p) => `${sfString(p.name)};r=${p.remaining};t=${secondsUntilQuota(p)}`).join(', ')],
+  ]
+}
+
+/** `Retry-After` in whole seconds, ceiled and at least 1: never earlier than the real wait. Empty when allowed. */
+export function retryAfterHeader(decision: Decision): HeaderList {
+  if (decision.allowed) return []
+  return [['Retry-After', String(retryAfterSeconds(decision))]]
+}
+
+/** The wait a denied client is told, in whole seconds (ceiled, ≥ 1). */
+export function retryAfterSeconds(decision: Pick<Decision, 'retryAfterMs'>): number {
+  return Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+}
+
+const STYLE_WRITERS: Record<HeaderStyle, (decision: Decision, nowMs: number) => HeaderList> = {
+  legacy: legacyHeaders,
+  'draft-6': draft6Headers,
+  'draft-7': draft7Headers,
+  'draft-8': draft8Headers,
+}
+
+/** Every header for a decision in the chosen styles, plus `Retry-After` when it was denied. */
+export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyle[], nowMs: number): HeaderList {
+  const headers: HeaderList = []
+  for (const style of styles) headers.push(...STYLE_WRITERS[style](decision, nowMs))
+  headers.push(...retryAfterHeader(decision))
+  return headers
+}
+
+/**
+ * An RFC 8941 String: quotes and backslashes escaped; characters outside printable ASCII (which
+ * a String cannot hold) become `?`, so a policy name can never break the header.
+ */
+export function sfString(text: string): string {
+  let out = '"'
+  for (const char of text) {
+    const code = char.codePointAt(0)!
+    if (char === '"' || char === '\\') out += `\\${char}`
+    else if (code < 0x20 || code > 0x7e) out += '?'
+    else out += char
+  }
+  return `${out}"`
+}

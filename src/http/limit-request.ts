@@ -1,0 +1,197 @@
+// The one request flow every adapter runs: identify → limit → headers → allow, delay or reject → refund at the end.
+
+import { FloodgateError } from '../core/errors.js'
+import type { Decision, PolicyDecision } from '../limiter/types.js'
+import { clientIp } from './client-ip.js'
+import { rateLimitHeaders, type HeaderList } from './headers.js'
+import { ipKey } from './ip-key.js'
+import type { KeyPart, RequestInfo } from './keys.js'
+import type { ResolvedHttpOptions } from './options.js'
+import { rejectBody, type RejectBody } from './responses.js'
+
+/** What an adapter tells the flow about one request. */
+export interface HttpExchange {
+  /** The socket's peer address. */
+  remoteAddress: string | undefined
+  method: string
+  /** URL path without the query string. */
+  path: string
+  /** The matched route pattern, if the framework knows it before the handler runs. */
+  route?: string
+  header(name: string): string | undefined
+}
+
+/**
+ * What the adapter does next.
+ * - `pass`: not limited (skipped, or an error was reported and the request fails open).
+ * - `allow`: set `headers`, continue, and call `finish(status)` once when the response is done
+ *   (`undefined` if the client went away first) — it releases leases and applies the skip* refunds.
+ * - `reject`: set `headers` and answer with `reject` (or the user's handler).
+ */
+export type LimitOutcome =
+  | { action: 'pass' }
+  | { action: 'allow'; decision: Decision; headers: HeaderList; finish: (status: number | undefined) => void }
+  | { action: 'reject'; decision: Decision; headers: HeaderList; reject: RejectBody }
+
+/** One key part after the limiter decided it. */
+interface Charged {
+  part: KeyPart
+  decision: Decision
+}
+
+/** Runs the flow for one request; never throws (errors go to `onError` and the request passes). */
+export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: Req, exchange: HttpExchange): Promise<LimitOutcome> {
+  try {
+    if (options.skip !== undefined && (await options.skip(req))) return { action: 'pass' }
+    const info = requestInfo(options, exchange)
+    const parts = await keyParts(options, req, info)
+    const cost = await requestCost(options, req)
+    const charged = await Promise.all(
+      parts.map(async (part) => ({ part, decision: await options.limiter.limit(part.key, { cost, policies: part.policies }) })),
+    )
+    let decision = mergeDecisions(charged.map((c) => c.decision))
+    if (!decision.allowed && charged.length > 1) {
+      // Each key is decided atomically, but not together: undo the keys that admitted.
+      await undo(options, charged.filter((c) => c.decision.allowed), cost)
+    }
+    if (decision.allowed && decision.delayMs > options.maxDelayMs) {
+      await undo(options, charged, cost)
+      decision = tooLongToWait(decision, options.maxDelayMs)
+    }
+    const headers = rateLimitHeaders(decision, options.headerStyles, Date.now())
+    if (!decision.allowed) return { action: 'reject', decision, headers, reject: rejectBody(decision, options.body) }
+    if (decision.delayMs > 0) await sleep(decision.delayMs)
+    return { action: 'allow', decision, headers, finish: finisher(options, req, charged, cost) }
+  } catch (error) {
+    reportError(options, error, req)
+    return { action: 'pass' }
+  }
+}
+
+function requestInfo<Req>(options: ResolvedHttpOptions<Req>, exchange: HttpExchange): RequestInfo {
+  const forwarded = exchange.header(options.forwardedHeader)
+  if (options.trust.kind === 'none' && forwarded !== undefined) warnForwardedIgnored(options)
+  const address = clientIp(exchange.remoteAddress, forwarded, options.trust, options.forwardedHeader)
+  return {
+    ip: address === undefined ? undefined : ipKey(address, options.ipv6Subnet),
+    method: exchange.method.toUpperCase(),
+    path: exchange.path,
+    route: exchange.route,
+    header: exchange.header,
+  }
+}
+
+const warned = new WeakSet<object>()
+
+function warnForwardedIgnored<Req>(options: ResolvedHttpOptions<Req>): void {
+  if (warned.has(options)) return
+  warned.add(options)
+  options.onWarning({
+    code: 'FG_FORWARDED_HEADER_IGNORED',
+    message: `A request carried ${options.forwardedHeader} but trustProxy is off, so clients are keyed by the socket address; behind a proxy every client would share the proxy's limit. Set trustProxy to the number of proxies or their CIDRs.`,
+  })
+}
+
+async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: RequestInfo): Promise<KeyPart[]> {
+  const result = await options.key(req, info)
+  let parts: KeyPart[]
+  if (typeof result === 'string') parts = [{ key: result }]
+  else if (result === undefined) parts = []
+  else parts = result.filter((part): part is KeyPart => part !== undefined)
+  for (const part of parts) {
+    if (typeof part.key !== 'string' || part.key === '') {
+      throw new FloodgateError('INVALID_REQUEST', `key: the key function returned ${JSON.stringify(part.key)}; return a non-empty string, parts like { key }, or undefined for the IP`)
+    }
+  }
+  if (parts.length > 0) return parts
+  if (info.ip === undefined) {
+    throw new FloodgateError('INVALID_REQUEST', 'the client IP is unknown (no socket address), so the request cannot be keyed; give a key function')
+  }
+  return [{ key: `ip:${info.ip}` }]
+}
+
+async function requestCost<Req>(options: ResolvedHttpOptions<Req>, req: Req): Promise<number> {
+  const cost = typeof options.cost === 'function' ? await options.cost(req) : options.cost
+  if (!Number.isInteger(cost) || cost < 0) {
+    throw new FloodgateError('INVALID_REQUEST', `cost: the cost function returned ${JSON.stringify(cost)}; return a whole number ≥ 0`)
+  }
+  return cost
+}
+
+/**
+ * One decision for several keys: the denial with the longest wait, else the tightest admission,
+ * listing every key's policies so headers show all of them.
+ */
+export function mergeDecisions(decisions: readonly Decision[]): Decision {
+  if (decisions.length === 1) return decisions[0]
+  let deciding = decisions[0]
+  for (const d of decisions.slice(1)) {
+    if (d.allowed !== deciding.allowed ? !d.allowed : !d.allowed ? d.retryAfterMs > deciding.retryAfterMs : d.remaining < deciding.remaining) {
+      deciding = d
+    }
+  }
+  return {
+    ...deciding,
+    delayMs: Math.max(...decisions.map((d) => d.delayMs)),
+    over: decisions.some((d) => d.over),
+    shadow: decisions.some((d) => d.shadow),
+    policies: decisions.flatMap((d) => d.policies),
+  }
+}
+
+/**
+ * A shaping admission whose wait exceeds `maxDelayMs`, turned into a denial by the policy that
+ * asked for the longest wait: the client may come back when the wait would fit.
+ */
+function tooLongToWait(decision: Decision, maxDelayMs: number): Decision {
+  const shaping = decision.policies.reduce<PolicyDecision | undefined>((a, p) => (a === undefined || p.delayMs > a.delayMs ? p : a), undefined)
+  const retryAfterMs = Math.max(1, decision.delayMs - maxDelayMs)
+  const name = shaping?.name ?? decision.policy
+  return {
+    ...decision,
+    allowed: false,
+    policy: name,
+    limit: shaping?.limit ?? decision.limit,
+    remaining: 0,
+    retryAfterMs,
+    delayMs: 0,
+    lease: undefined,
+    policies: decision.policies.map((p) => (p.name === name ? { ...p, allowed: false, remaining: 0, retryAfterMs, delayMs: 0 } : p)),
+  }
+}
+
+/** Gives back what admitted keys were charged (a refund also frees their concurrency slots). */
+async function undo<Req>(options: ResolvedHttpOptions<Req>, charged: readonly Charged[], cost: number): Promise<void> {
+  if (cost === 0) return
+  await Promise.all(charged.filter((c) => c.decision.allowed).map((c) => options.limiter.refund(c.part.key, cost, { policies: c.part.policies })))
+}
+
+/** The once-only end-of-response step: refund per skipSuccessful/skipFailed, else release leases. */
+function finisher<Req>(options: ResolvedHttpOptions<Req>, req: Req, charged: readonly Charged[], cost: number): (status: number | undefined) => void {
+  let done = false
+  return (status) => {
+    if (done) return
+    done = true
+    let refund = false
+    if (options.skipSuccessfulRequests || options.skipFailedRequests) {
+      const succeeded = status !== undefined && options.requestWasSuccessful(status, req)
+      refund = succeeded ? options.skipSuccessfulRequests : options.skipFailedRequests
+    }
+    const work = refund
+      ? undo(options, charged, cost)
+      : Promise.all(charged.filter((c) => c.decision.lease !== undefined).map((c) => options.limiter.release(c.decision.lease!)))
+    work.catch((error: unknown) => reportError(options, error, req))
+  }
+}
+
+function reportError<Req>(options: ResolvedHttpOptions<Req>, error: unknown, req: Req): void {
+  try {
+    options.onError(error, req)
+  } catch {
+    // A throwing onError must not turn a reported failure into a crashed request.
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

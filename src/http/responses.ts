@@ -1,0 +1,80 @@
+// Bodies of a 429: a JSON object a person can read, or RFC 9457 application/problem+json.
+
+import { formatDuration } from '../core/duration.js'
+import type { Decision } from '../limiter/types.js'
+import { retryAfterSeconds } from './headers.js'
+
+/** `json` (default): `{ error, message, retryAfter, policy }`; `problem`: application/problem+json. */
+export type BodyFormat = 'json' | 'problem'
+
+/** The problem type the IETF rate-limit draft registers for an exceeded quota. */
+export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+
+/** A rejection ready to send: status, content type and serialized body. */
+export interface RejectBody {
+  status: number
+  contentType: string
+  body: string
+}
+
+/** The default JSON body's shape. */
+export interface RateLimitedBody {
+  error: 'rate_limited'
+  message: string
+  /** Seconds to wait, the same number as `Retry-After`. */
+  retryAfter: number
+  /** The policy that denied. */
+  policy: string
+}
+
+/** The problem+json body's shape (`violated-policies` as the draft names it). */
+export interface QuotaExceededProblem {
+  type: string
+  title: string
+  status: number
+  detail: string
+  'violated-policies': string[]
+}
+
+/** "Rate limit exceeded: 100 requests per 1m" — the denying policy in words. */
+export function rateLimitMessage(decision: Decision): string {
+  const part = decision.policies.find((p) => p.name === decision.policy)
+  const unit = decision.limit === 1 ? 'request' : 'requests'
+  const period = part !== undefined && part.periodMs > 0 ? ` per ${formatDuration(part.periodMs)}` : ''
+  return `Rate limit exceeded: ${decision.limit} ${unit}${period}`
+}
+
+/** The names of every policy that denied (the deciding one when the decision lists none). */
+export function violatedPolicies(decision: Decision): string[] {
+  const denied = decision.policies.filter((p) => !p.allowed).map((p) => p.name)
+  return denied.length > 0 ? denied : [decision.policy]
+}
+
+/** `{"error":"rate_limited","message":"Rate limit exceeded: 100 requests per 1m","retryAfter":30,"policy":"burst"}` */
+export function rateLimitedBody(decision: Decision): RateLimitedBody {
+  return {
+    error: 'rate_limited',
+    message: rateLimitMessage(decision),
+    retryAfter: retryAfterSeconds(decision),
+    policy: decision.policy,
+  }
+}
+
+/** The draft's quota-exceeded problem (RFC 9457), naming every violated policy. */
+export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
+  return {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: 'Request cannot be satisfied as assigned quota has been exceeded',
+    status: 429,
+    detail: `${rateLimitMessage(decision)}; retry in ${retryAfterSeconds(decision)}s`,
+    'violated-policies': violatedPolicies(decision),
+  }
+}
+
+/** The status (429), content type and body of a rejection in the chosen format. */
+export function rejectBody(decision: Decision, format: BodyFormat): RejectBody {
+  if (format === 'problem') {
+    return { status: 429, contentType: 'application/problem+json', body: JSON.stringify(quotaExceededProblem(decision)) }
+  }
+  return { status: 429, contentType: 'application/json; charset=utf-8', body: JSON.stringify(rateLimitedBody(decision)) }
+}
