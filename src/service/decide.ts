@@ -3,6 +3,7 @@
 import { FloodgateError } from '../core/errors.js'
 import { createPolicy, type Policy } from '../core/policy.js'
 import type { Decision, LimitOptions } from '../limiter/types.js'
+import { storeKeyOf, type MatchedRule } from '../rules/rule-set.js'
 import type { ServiceMetrics } from './metrics.js'
 
 /** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
@@ -39,19 +40,9 @@ export interface DecideInput {
   hits: number
 }
 
-/** What a rule lookup yields for one descriptor (the fields of the rules engine's MatchedRule used here). */
-export interface RuleMatch {
-  id: string
-  name?: string
-  policies: readonly Policy[]
-  unlimited: boolean
-  shadow: boolean
-  storeKey: string
-}
-
-/** The rules snapshot: which rule applies to each descriptor. */
+/** The rules snapshot (a RuleSet): which rule applies to each descriptor. */
 export interface RuleLookup {
-  match(domain: string, descriptors: Entry[][]): (RuleMatch | undefined)[]
+  match(domain: string, descriptors: Entry[][]): (MatchedRule | undefined)[]
 }
 
 /** The limiter, as far as deciding and resetting need it. */
@@ -68,7 +59,8 @@ export type DescriptorOutcome =
       kind: 'limited'
       /** The matched rule's id; `override` when a request-supplied limit decided without a rule. */
       ruleId: string
-      ruleName: string | undefined
+      /** The matched rule, when one matched. */
+      rule: MatchedRule | undefined
       /** The answer to give: false only when a non-shadow rule denies. */
       allowed: boolean
       /** A shadow-mode rule would have denied. */
@@ -127,10 +119,17 @@ export class Decider {
     return { allowed: outcomes.every((o) => o.kind !== 'limited' || o.allowed), outcomes }
   }
 
-  /** The rule and store key a descriptor maps to, for admin peeks and resets; undefined when nothing limits it. */
-  resolve(domain: string, entries: Entry[]): RuleMatch | undefined {
+  /** The limited rule a descriptor matches (its policies and store key); undefined when nothing limits it. */
+  resolve(domain: string, entries: Entry[]): MatchedRule | undefined {
     const rule = this.#rules().match(domain, [entries])[0]
     return rule === undefined || rule.unlimited ? undefined : rule
+  }
+
+  /** The descriptor's current state without charging or counting it (admin); undefined when nothing limits it. */
+  async peek(domain: string, entries: Entry[]): Promise<{ rule: MatchedRule; decision: Decision } | undefined> {
+    const rule = this.resolve(domain, entries)
+    if (rule === undefined) return undefined
+    return { rule, decision: await this.#limiter.limit(rule.storeKey, { cost: 0, policies: rule.policies }) }
   }
 
   /** Forgets the counters of the rule `entries` match; false when no limited rule matches. */
@@ -141,7 +140,7 @@ export class Decider {
     return true
   }
 
-  async #decideOne(domain: string, descriptor: DescriptorInput, rule: RuleMatch | undefined, hits: number): Promise<DescriptorOutcome> {
+  async #decideOne(domain: string, descriptor: DescriptorInput, rule: MatchedRule | undefined, hits: number): Promise<DescriptorOutcome> {
     let ruleId: string
     let policies: readonly Policy[]
     let storeKey: string
@@ -150,7 +149,7 @@ export class Decider {
       // As envoyproxy/ratelimit: a request-supplied limit replaces the configured one, even where no rule matched.
       ruleId = rule?.id ?? 'override'
       policies = [this.#overridePolicy(descriptor.limit.requestsPerUnit, descriptor.limit.unit)]
-      storeKey = rule?.storeKey ?? overrideStoreKey(domain, descriptor.entries)
+      storeKey = rule?.storeKey ?? storeKeyOf(domain, descriptor.entries)
     } else if (rule === undefined) {
       return { kind: 'unmatched' }
     } else if (rule.unlimited) {
@@ -167,7 +166,7 @@ export class Decider {
     const allowed = shadow || decision.allowed
     const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
     this.#metrics?.recordHit(ruleId, { hits, allowed, near, wouldDeny, denyCache: decision.source === 'deny-cache' })
-    return { kind: 'limited', ruleId, ruleName: rule?.name, allowed, wouldDeny, near, policy, decision }
+    return { kind: 'limited', ruleId, rule, allowed, wouldDeny, near, policy, decision }
   }
 
   #overridePolicy(requestsPerUnit: number, unit: OverrideUnit): Policy {
@@ -189,9 +188,4 @@ export class Decider {
     }
     return policy
   }
-}
-
-/** A store key for an override descriptor no rule matched: the domain and every entry, unambiguously encoded. */
-function overrideStoreKey(domain: string, entries: Entry[]): string {
-  return `override:${JSON.stringify([domain, ...entries.map((e) => [e.key, e.value])])}`
 }

@@ -80,10 +80,19 @@ function statusOf(outcome: DescriptorOutcome): RlsDescriptorStatus {
   const waitMs = outcome.allowed ? decision.resetMs : Math.max(decision.resetMs, decision.retryAfterMs)
   return {
     code: outcome.allowed ? 'OK' : 'OVER_LIMIT',
-    current_limit: envoyLimitOf(policy, outcome.ruleName ?? policy.name),
+    current_limit: currentLimitOf(outcome),
     limit_remaining: decision.remaining,
     duration_until_reset: { seconds: Math.floor(waitMs / 1000), nanos: (waitMs % 1000) * 1_000_000 },
   }
+}
+
+/** A `rate_limit` rule reports its own unit and number; anything else (overrides, `limits:`) is mapped. */
+function currentLimitOf(outcome: Extract<DescriptorOutcome, { kind: 'limited' }>): RlsRateLimit {
+  const { rule, policy } = outcome
+  const name = rule?.name ?? policy.name
+  const ownLimit = rule?.envoyLimit
+  if (ownLimit !== undefined && rule?.policies.includes(policy)) return { name, requests_per_unit: ownLimit.requestsPerUnit, unit: ownLimit.unit }
+  return envoyLimitOf(policy, name)
 }
 
 /**

@@ -1,0 +1,124 @@
+// The HTTP side of the service (Fastify): /v1/check, Envoy's /json and /healthcheck, health probes, /metrics, /admin.
+
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { FloodgateError } from '../core/errors.js'
+import type { RuleSetDescription } from '../rules/rule-set.js'
+import { registerAdminRoutes } from './admin.js'
+import { checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
+import type { Decider } from './decide.js'
+import { fromProtoJson } from './envoy-request.js'
+import { toProtoJson, toRlsResponse } from './envoy-response.js'
+import type { ServiceMetrics } from './metrics.js'
+
+/** What `/readyz` reports. */
+export interface HealthReport {
+  /** Able to answer decisions (false while starting or shutting down). */
+  ready: boolean
+  /** The store answers; when false the limiter is deciding in its failure mode. */
+  storeReachable: boolean
+  /** The configured failure mode (`open`, `closed`, `local`). */
+  onStoreError: string
+  /** Files of the active rules snapshot. */
+  rules: string[]
+}
+
+export interface HttpServerOptions {
+  decider: Decider
+  metrics: ServiceMetrics
+  logger: Logger
+  /** Largest request body; bigger ones get 413. */
+  bodyLimitBytes: number
+  /** Enables /admin with this bearer token; undefined leaves /admin unrouted (404). */
+  adminToken: string | undefined
+  describeRules: () => RuleSetDescription
+  health: () => HealthReport
+  /** Add X-RateLimit-* to `/json` answers' responseHeadersToAdd (as the gRPC option). */
+  responseHeaders: boolean
+}
+
+/** Builds the Fastify app with every route; the caller listens and closes it. */
+export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    disableRequestLogging: true,
+    bodyLimit: options.bodyLimitBytes,
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance
+  // Envoy's /json is often called without a JSON content type (curl -d): read any body as JSON.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string))
+    } catch (error) {
+      done(new FloodgateError('INVALID_REQUEST', `body: not valid JSON (${(error as Error).message})`), undefined)
+    }
+  })
+
+  app.setErrorHandler((error: FastifyError | FloodgateError, request, reply) => {
+    if (error instanceof FloodgateError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_POLICY')) {
+      return reply.code(400).send({ error: 'bad_request', message: error.message })
+    }
+    const status = (error as FastifyError).statusCode
+    if (status !== undefined && status >= 400 && status < 500) {
+      return reply.code(status).send({ error: errorName(status), message: clientMessage(error as FastifyError) })
+    }
+    request.log.error({ err: error, url: request.url }, 'request failed')
+    return reply.code(500).send({ error: 'internal', message: 'internal error; see the service log' })
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  )
+
+  app.post('/v1/check', async (request, reply) => {
+    const started = performance.now()
+    const result = await options.decider.decide(parseCheckRequest(request.body))
+    options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+    for (const [name, value] of checkHeaders(result, Date.now())) reply.header(name, value)
+    return reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
+  })
+
+  app.post('/json', async (request, reply) => {
+    const started = performance.now()
+    const result = await options.decider.decide(fromProtoJson(request.body))
+    options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+    return reply.code(result.allowed ? 200 : 429).send(toProtoJson(toRlsResponse(result, options.responseHeaders)))
+  })
+
+  // As envoyproxy/ratelimit: plain "OK" when healthy, 500 otherwise.
+  app.get('/healthcheck', async (_request, reply) => reply.code(options.health().ready ? 200 : 500).type('text/plain').send(options.health().ready ? 'OK' : 'NOT OK'))
+  app.get('/healthz', async () => ({ status: 'alive' }))
+  app.get('/readyz', async (_request, reply) => {
+    const health = options.health()
+    const status = !health.ready ? 'not_ready' : health.storeReachable ? 'ready' : 'degraded'
+    const message =
+      status === 'degraded'
+        ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
+        : status === 'ready'
+          ? 'rules loaded and store reachable'
+          : 'not accepting decisions (starting or shutting down)'
+    return reply.code(health.ready ? 200 : 503).send({ status, message, ...health })
+  })
+
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, body } = await options.metrics.expose()
+    return reply.type(contentType).send(body)
+  })
+
+  if (options.adminToken !== undefined) {
+    registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules })
+  }
+  return app
+}
+
+function errorName(status: number): string {
+  if (status === 413) return 'payload_too_large'
+  if (status === 415) return 'unsupported_media_type'
+  if (status === 404) return 'not_found'
+  return 'bad_request'
+}
+
+function clientMessage(error: FastifyError): string {
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return `${error.message}; send a smaller body`
+  if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error.name === 'SyntaxError') return `body: not valid JSON (${error.message})`
+  return error.message
+}
