@@ -89,4 +89,18 @@ export interface RateLimiterOptions {
   denyCache?: { maxKeys?: number } | false
   /** For `elastic` policies: the shared pool that says whether the system has spare capacity. */
   pool?: { limiter: { limit(key: string, options?: LimitOptions): Promise<Decision> }; key?: string }
+  /** Milliseconds since the epoch for the deny cache, breaker and local fallback (default `Date.now`); tests inject one. */
+  clock?: () => number
+}
+
+/** Events a RateLimiter emits, for metrics and logs. */
+export interface RateLimiterEvents {
+  /** The store failed or timed out (the failure mode then decided). */
+  'store-error': [error: Error]
+  /** The circuit breaker opened: calls skip the store until its cooldown passes. */
+  'breaker-open': []
+  /** A probe succeeded: calls go to the store again. */
+  'breaker-close': []
+  /** A decision was made without the store, by the failure mode named by `source`. */
+  fallback: [source: DecisionSource]
 }

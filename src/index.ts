@@ -1,0 +1,21 @@
+// Floodgate's main entry: the RateLimiter, the embedded MemoryStore, policies, durations, errors and public types.
+
+export { RateLimiter } from './limiter/rate-limiter.js'
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory-store.js'
+export { createPolicy, createPolicies, ALGORITHMS } from './core/policy.js'
+export type { AlgorithmName, Mode, Policy, PolicyOptions } from './core/policy.js'
+export { parseDuration, formatDuration } from './core/duration.js'
+export type { Duration, DurationUnit } from './core/duration.js'
+export { FloodgateError, type FloodgateErrorCode } from './core/errors.js'
+export type { Store, EvaluateRequest, EvaluateResponse } from './stores/store.js'
+export type { PolicyResult } from './core/evaluate.js'
+export type {
+  Decision,
+  DecisionSource,
+  Lease,
+  LimitOptions,
+  OnStoreError,
+  PolicyDecision,
+  RateLimiterEvents,
+  RateLimiterOptions,
+} from './limiter/types.js'

@@ -1,0 +1,66 @@
+// The circuit breaker: after N consecutive store failures, skip the store until a cooldown passes.
+
+/** What a breaker transition was, for the limiter to announce ('breaker-open' / 'breaker-close'). */
+export type BreakerTransition = 'opened' | 'closed' | undefined
+
+/**
+ * Closed: every call goes to the store. Open: none does, until `cooldownMs` after opening; then
+ * half-open: exactly one probe call goes through while the others still skip; the probe's
+ * success closes the breaker, its failure opens it again for another cooldown.
+ */
+export class CircuitBreaker {
+  readonly failures: number
+  readonly cooldownMs: number
+  private state: 'closed' | 'open' | 'half-open' = 'closed'
+  private consecutive = 0
+  private openedAt = 0
+
+  constructor(failures: number, cooldownMs: number) {
+    this.failures = failures
+    this.cooldownMs = cooldownMs
+  }
+
+  /** True while calls skip the store (open, or half-open with the probe in flight). */
+  get isOpen(): boolean {
+    return this.state !== 'closed'
+  }
+
+  /** Whether a call may go to the store at `now`; the first call after the cooldown becomes the probe. */
+  allows(now: number): boolean {
+    if (this.state === 'closed') return true
+    if (this.state === 'open' && now >= this.openedAt + this.cooldownMs) {
+      this.state = 'half-open'
+      return true
+    }
+    return false
+  }
+
+  /** Milliseconds until the next probe may go (0 when closed): a fair Retry-After for fail-closed. */
+  waitMs(now: number): number {
+    if (this.state === 'closed') return 0
+    return Math.max(1, this.openedAt + this.cooldownMs - now)
+  }
+
+  recordSuccess(): BreakerTransition {
+    this.consecutive = 0
+    if (this.state === 'closed') return undefined
+    this.state = 'closed'
+    return 'closed'
+  }
+
+  recordFailure(now: number): BreakerTransition {
+    this.consecutive++
+    if (this.state === 'half-open') {
+      // The probe failed: stay open for another cooldown; it never closed, so no new announcement.
+      this.state = 'open'
+      this.openedAt = now
+      return undefined
+    }
+    if (this.state === 'closed' && this.consecutive >= this.failures) {
+      this.state = 'open'
+      this.openedAt = now
+      return 'opened'
+    }
+    return undefined
+  }
+}

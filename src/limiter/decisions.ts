@@ -1,0 +1,159 @@
+// Turns the store's per-policy results into the Decision callers read, in nominal terms.
+
+import { decidingPolicy, type PolicyResult } from '../core/evaluate.js'
+import type { PolicyPlan, Tier } from './policy-plan.js'
+import type { Decision, DecisionSource, PolicyDecision } from './types.js'
+
+/**
+ * Builds a Decision. `remaining` hides the soft/elastic headroom (never below 0), `over` marks a
+ * policy that admitted past its nominal capacity, `shadow` a shadow policy that would have denied.
+ * The deciding policy is chosen among the enforced (non-shadow) policies, as they alone decide.
+ */
+export function toDecision(
+  plan: PolicyPlan,
+  tier: Tier,
+  results: readonly PolicyResult[],
+  allowed: boolean,
+  source: DecisionSource,
+): Decision {
+  const policies = plan.policies
+  const parts: PolicyDecision[] = new Array(policies.length)
+  let over = false
+  let shadow = false
+  let delayMs = 0
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i]
+    const result = results[i]
+    const headroom = tier.headroom[i]
+    const part: PolicyDecision = {
+      name: policy.name,
+      limit: tier.limits[i],
+      periodMs: policy.periodMs,
+      allowed: result.allowed,
+      remaining: result.remaining > headroom ? result.remaining - headroom : 0,
+      resetMs: result.resetMs,
+      retryAfterMs: result.retryAfterMs,
+      delayMs: result.delayMs,
+      blocked: result.blocked,
+      over: allowed && result.allowed && result.remaining < headroom,
+      shadow: policy.shadow && !result.allowed,
+    }
+    parts[i] = part
+    if (part.over) over = true
+    if (part.shadow) shadow = true
+    if (part.delayMs > delayMs) delayMs = part.delayMs
+  }
+  const deciding = parts[plan.hasShadow ? decidingEnforced(plan, results) : decidingPolicy(results)]
+  return {
+    allowed,
+    limit: deciding.limit,
+    remaining: deciding.remaining,
+    resetMs: deciding.resetMs,
+    retryAfterMs: allowed ? 0 : deciding.retryAfterMs,
+    delayMs: allowed ? delayMs : 0,
+    policy: deciding.name,
+    over,
+    shadow,
+    source,
+    policies: parts,
+  }
+}
+
+function decidingEnforced(plan: PolicyPlan, results: readonly PolicyResult[]): number {
+  const index = plan.enforcedIndex
+  // A set of shadow policies only decides nothing; the tightest of them still speaks for it.
+  if (index.length === 0) return decidingPolicy(results)
+  return index[decidingPolicy(index.map((i) => results[i]))]
+}
+
+/** A decision made without the store: `open` allows, `closed` denies for `waitMs`. */
+export function toFallbackDecision(plan: PolicyPlan, allowed: boolean, waitMs: number, source: DecisionSource): Decision {
+  const policies = plan.policies
+  const parts: PolicyDecision[] = new Array(policies.length)
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i]
+    parts[i] = {
+      name: policy.name,
+      limit: policy.limit,
+      periodMs: policy.periodMs,
+      allowed,
+      // Nothing is known of the key's use; an allowed request reports the full limit, a denied one none.
+      remaining: allowed ? policy.limit : 0,
+      resetMs: allowed ? 0 : waitMs,
+      retryAfterMs: allowed ? 0 : waitMs,
+      delayMs: 0,
+      blocked: false,
+      over: false,
+      shadow: false,
+    }
+  }
+  const deciding = parts[plan.enforcedIndex.length > 0 ? plan.enforcedIndex[0] : 0]
+  return {
+    allowed,
+    limit: deciding.limit,
+    remaining: deciding.remaining,
+    resetMs: deciding.resetMs,
+    retryAfterMs: deciding.retryAfterMs,
+    delayMs: 0,
+    policy: deciding.name,
+    over: false,
+    shadow: false,
+    source,
+    policies: parts,
+  }
+}
+
+/** A remembered denial replayed from the deny cache: the same parts, waits shortened by the time passed. */
+export function fromDenyCache(cached: Decision, until: number, now: number): Decision {
+  const wait = until - now
+  const elapsed = cached.retryAfterMs - wait
+  const parts = cached.policies.map((part) => ({
+    ...part,
+    resetMs: Math.max(0, part.resetMs - elapsed),
+    retryAfterMs: Math.max(0, part.retryAfterMs - elapsed),
+  }))
+  return {
+    ...cached,
+    resetMs: Math.max(0, cached.resetMs - elapsed),
+    retryAfterMs: wait,
+    source: 'deny-cache',
+    policies: parts,
+  }
+}
+
+/**
+ * The denial when an elastic admission past the limit was refused by the shared pool: the elastic
+ * policies that were over deny for the pool's wait; the others report the state after the refund.
+ */
+export function toPoolDenial(admitted: Decision, afterRefund: Decision | undefined, waitMs: number): Decision {
+  const base = afterRefund ?? admitted
+  let deciding: PolicyDecision | undefined
+  const parts = base.policies.map((part, i) => {
+    if (!admitted.policies[i].over) return { ...part, over: false }
+    const denied = {
+      ...part,
+      allowed: false,
+      remaining: 0,
+      resetMs: Math.max(part.resetMs, waitMs),
+      retryAfterMs: waitMs,
+      delayMs: 0,
+      over: false,
+    }
+    deciding ??= denied
+    return denied
+  })
+  const speaker = deciding ?? parts[0]
+  return {
+    allowed: false,
+    limit: speaker.limit,
+    remaining: 0,
+    resetMs: speaker.resetMs,
+    retryAfterMs: waitMs,
+    delayMs: 0,
+    policy: speaker.name,
+    over: false,
+    shadow: base.shadow,
+    source: admitted.source,
+    policies: parts,
+  }
+}

@@ -1,0 +1,124 @@
+// Validates RateLimiterOptions once, at construction: every mistake is a FloodgateError naming the field.
+
+import { parseDuration } from '../core/duration.js'
+import { FloodgateError } from '../core/errors.js'
+import { createPolicies, type Policy } from '../core/policy.js'
+import type { Store } from '../stores/store.js'
+import type { OnStoreError, RateLimiterOptions } from './types.js'
+
+/** The options with defaults applied and durations in milliseconds. */
+export interface ResolvedOptions {
+  store: Store | undefined
+  policies: Policy[] | undefined
+  timeoutMs: number
+  onStoreError: OnStoreError
+  instances: number
+  breakerFailures: number
+  breakerCooldownMs: number
+  /** 0 when the deny cache is off. */
+  denyCacheMaxKeys: number
+  pool: RateLimiterOptions['pool']
+  clock: () => number
+}
+
+const KNOWN_OPTIONS = new Set([
+  'store', 'policies', 'timeout', 'onStoreError', 'instances', 'breaker', 'denyCache', 'pool', 'clock',
+])
+
+export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') {
+    throw invalid('options', "expected an object like { policies: [{ algorithm: 'gcra', limit: 10, period: '1s' }] }")
+  }
+  for (const field of Object.keys(options)) {
+    if (!KNOWN_OPTIONS.has(field)) {
+      throw invalid(field, `unknown option; known options are ${[...KNOWN_OPTIONS].join(', ')}`)
+    }
+  }
+  const policies = options.policies === undefined ? undefined : createPolicies(options.policies, 'policies')
+  const pool = resolvePool(options.pool)
+  if (pool === undefined && policies?.some((policy) => policy.mode === 'elastic')) {
+    throw invalid('pool', "elastic policies need a shared pool: pass pool: { limiter } (a RateLimiter whose policy is the spare capacity)")
+  }
+  return {
+    store: resolveStore(options.store),
+    policies,
+    timeoutMs: options.timeout === undefined ? 100 : parseDuration(options.timeout, 'timeout'),
+    onStoreError: resolveOnStoreError(options.onStoreError),
+    instances: options.instances === undefined ? 1 : wholeNumber(options.instances, 'instances', 'the number of processes sharing the limits'),
+    ...resolveBreaker(options.breaker),
+    denyCacheMaxKeys: resolveDenyCache(options.denyCache),
+    pool,
+    clock: resolveClock(options.clock),
+  }
+}
+
+function resolveStore(store: unknown): Store | undefined {
+  if (store === undefined) return undefined
+  const candidate = store as Partial<Store> | null
+  if (
+    candidate === null || typeof candidate !== 'object' ||
+    typeof candidate.evaluate !== 'function' || typeof candidate.reset !== 'function' || typeof candidate.close !== 'function'
+  ) {
+    throw invalid('store', 'expected a Store such as new MemoryStore() or new RedisStore({ client })')
+  }
+  return candidate as Store
+}
+
+function resolveOnStoreError(value: unknown): OnStoreError {
+  if (value === undefined) return 'open'
+  if (value === 'open' || value === 'closed' || value === 'local') return value
+  throw invalid('onStoreError', `unknown mode ${JSON.stringify(value)}; use 'open' (allow), 'closed' (deny) or 'local' (decide in-process)`)
+}
+
+function resolveBreaker(value: unknown): { breakerFailures: number; breakerCooldownMs: number } {
+  if (value === undefined) return { breakerFailures: 5, breakerCooldownMs: 5_000 }
+  if (value === null || typeof value !== 'object') {
+    throw invalid('breaker', "expected an object like { failures: 5, cooldown: '5s' }")
+  }
+  const { failures, cooldown, ...rest } = value as { failures?: unknown; cooldown?: unknown }
+  for (const field of Object.keys(rest)) throw invalid(`breaker.${field}`, 'unknown option; known options are failures, cooldown')
+  return {
+    breakerFailures: failures === undefined ? 5 : wholeNumber(failures, 'breaker.failures', 'consecutive failures before the store is skipped'),
+    breakerCooldownMs: cooldown === undefined ? 5_000 : parseDuration(cooldown, 'breaker.cooldown'),
+  }
+}
+
+function resolveDenyCache(value: unknown): number {
+  if (value === undefined) return 10_000
+  if (value === false) return 0
+  if (value === null || typeof value !== 'object') {
+    throw invalid('denyCache', 'expected false (off) or an object like { maxKeys: 10000 }')
+  }
+  const { maxKeys, ...rest } = value as { maxKeys?: unknown }
+  for (const field of Object.keys(rest)) throw invalid(`denyCache.${field}`, 'unknown option; the only option is maxKeys')
+  return maxKeys === undefined ? 10_000 : wholeNumber(maxKeys, 'denyCache.maxKeys', 'the most denied keys remembered')
+}
+
+function resolvePool(value: unknown): RateLimiterOptions['pool'] {
+  if (value === undefined) return undefined
+  const pool = value as { limiter?: { limit?: unknown }; key?: unknown } | null
+  if (pool === null || typeof pool !== 'object' || pool.limiter === null || typeof pool.limiter !== 'object' || typeof pool.limiter.limit !== 'function') {
+    throw invalid('pool.limiter', 'expected a RateLimiter (anything with limit(key, options)) holding the spare capacity')
+  }
+  if (pool.key !== undefined && (typeof pool.key !== 'string' || pool.key.length === 0)) {
+    throw invalid('pool.key', 'must be a non-empty string')
+  }
+  return value as RateLimiterOptions['pool']
+}
+
+function resolveClock(value: unknown): () => number {
+  if (value === undefined) return Date.now
+  if (typeof value !== 'function') throw invalid('clock', 'must be a function returning milliseconds since the epoch')
+  return value as () => number
+}
+
+function wholeNumber(value: unknown, field: string, meaning: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw invalid(field, `must be a whole number ≥ 1 (${meaning}), got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+function invalid(field: string, message: string): FloodgateError {
+  return new FloodgateError('INVALID_OPTION', `${field}: ${message}`)
+}

@@ -1,0 +1,337 @@
+// The RateLimiter: decides keys against a policy set on a store, with modes, shadow policies,
+// a deny cache, leases, and failure handling (timeout, circuit breaker, open/closed/local).
+
+import { EventEmitter } from 'node:events'
+import { FloodgateError } from '../core/errors.js'
+import type { PolicyResult } from '../core/evaluate.js'
+import type { Policy } from '../core/policy.js'
+import { MemoryStore } from '../stores/memory/memory-store.js'
+import type { EvaluateResponse, Store } from '../stores/store.js'
+import { CircuitBreaker } from './circuit-breaker.js'
+import { fromDenyCache, toDecision, toFallbackDecision, toPoolDenial } from './decisions.js'
+import { DenyCache } from './deny-cache.js'
+import { resolveOptions, type ResolvedOptions } from './options.js'
+import { createPlan, type PolicyPlan, type Tier } from './policy-plan.js'
+import { checkCost, checkKey, checkLease } from './requests.js'
+import { withTimeout } from './timeout.js'
+import type { Decision, DecisionSource, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
+
+/** Where a decision's state lives: the configured store, or the local fallback store. */
+type Backend = 'remote' | 'local'
+
+/** What release() needs to hand a lease back where it was taken. */
+interface LeaseOrigin {
+  plan: PolicyPlan
+  backend: Backend
+  policies: Policy[]
+  released: boolean
+}
+
+/**
+ * Decides requests for keys: `await limiter.limit('user:42')`. Every policy of the set is decided
+ * together, all-or-nothing. Emits 'store-error', 'breaker-open', 'breaker-close' and 'fallback'.
+ *
+ * Shadow policies: the whole set is decided in one store call. If it denied only because of shadow
+ * policies, the enforced policies are decided again alone and the answer is theirs; the shadow
+ * policies then stay uncharged, exactly as a denial would leave them had they been enforced.
+ *
+ * Elastic policies: the store decides with each elastic policy scaled to its ceiling; an admission
+ * past the nominal limit must also be admitted by the shared pool, else the key's charge is
+ * refunded and the request denied. Charge, pool and refund are separate steps, not one atomic
+ * one: between them, concurrent requests for the key see the charge (they may be denied a little
+ * early, never admitted past the ceiling).
+ */
+export class RateLimiter extends EventEmitter<RateLimiterEvents> {
+  readonly store: Store
+  private readonly options: ResolvedOptions
+  private readonly ownsStore: boolean
+  // The embedded store answers synchronously and cannot time out: it skips the promise, the timeout and the breaker.
+  private readonly inProcess: MemoryStore | undefined
+  private readonly clock: () => number
+  private readonly breaker: CircuitBreaker
+  private readonly denyCache: DenyCache<Decision> | undefined
+  private readonly ownPlan: PolicyPlan | undefined
+  private readonly plans = new WeakMap<readonly Policy[], PolicyPlan>()
+  private readonly leases = new WeakMap<Lease, LeaseOrigin>()
+  private planCount = 0
+  private localStore: MemoryStore | undefined
+
+  constructor(options: RateLimiterOptions = {}) {
+    super()
+    this.options = resolveOptions(options)
+    this.clock = this.options.clock
+    this.ownsStore = this.options.store === undefined
+    this.store = this.options.store ?? new MemoryStore({ clock: this.clock })
+    this.inProcess = this.store instanceof MemoryStore ? this.store : undefined
+    this.breaker = new CircuitBreaker(this.options.breakerFailures, this.options.breakerCooldownMs)
+    this.denyCache = this.options.denyCacheMaxKeys > 0 ? new DenyCache(this.options.denyCacheMaxKeys) : undefined
+    if (this.options.policies !== undefined) this.ownPlan = createPlan(this.options.policies, this.options.instances, '')
+  }
+
+  /** The limiter's own validated policies (empty when every call passes its own). */
+  get policies(): readonly Policy[] {
+    return this.ownPlan?.policies ?? []
+  }
+
+  /**
+   * Decides one request for `key` and charges `cost` (default 1) if every policy admits it; cost 0
+   * peeks. Rejects only for invalid arguments: store failures become the configured failure mode.
+   */
+  limit(key: string, options?: LimitOptions): Promise<Decision> {
+    try {
+      checkKey(key)
+      const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
+      const plan = this.planFor(options?.policies)
+      if (cost > 0 && this.denyCache !== undefined) {
+        const now = this.clock()
+        const hit = this.denyCache.get(plan.cacheTag === '' ? key : plan.cacheTag + key, plan, now)
+        if (hit !== undefined) return Promise.resolve(fromDenyCache(hit.value, hit.until, now))
+      }
+      if (this.inProcess === undefined) return this.decideRemotely(key, cost, plan)
+      const decision = this.decideOn(this.inProcess, plan.remote, 'store', key, cost, plan)
+      if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'remote', decision)
+      return Promise.resolve(this.finish(key, cost, plan, 'remote', decision, true))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** The key's current state without charging it (a peek: `limit` with cost 0). */
+  get(key: string, options?: Omit<LimitOptions, 'cost'>): Promise<Decision> {
+    return this.limit(key, { policies: options?.policies, cost: 0 })
+  }
+
+  /**
+   * Gives `cost` units back to `key` on every policy of the set (e.g. the request turned out not to
+   * count). Store failures do not reject: they are reported with 'store-error' (and applied to the
+   * local store in 'local' mode).
+   */
+  async refund(key: string, cost: number, options?: Omit<LimitOptions, 'cost'>): Promise<void> {
+    checkKey(key)
+    checkCost(cost, 1)
+    const plan = this.planFor(options?.policies)
+    this.forgetDenial(key, plan)
+    await this.evaluateOrLocal(key, plan, plan.remote.policies, plan.local.policies, -cost)
+  }
+
+  /** Forgets every counter and block of `key` for the set (in the store and the local fallback). */
+  async reset(key: string, options?: Omit<LimitOptions, 'cost'>): Promise<void> {
+    checkKey(key)
+    const plan = this.planFor(options?.policies)
+    this.forgetDenial(key, plan)
+    await this.localStore?.reset(key, plan.local.policies)
+    await this.guard(() => this.store.reset(key, plan.remote.policies))
+  }
+
+  /** Hands a concurrency lease back: its cost is refunded on its concurrency policies only. A second release does nothing. */
+  async release(lease: Lease): Promise<void> {
+    checkLease(lease)
+    let origin = this.leases.get(lease)
+    if (origin === undefined) origin = this.foreignLease(lease)
+    if (origin.released) return
+    origin.released = true
+    this.forgetDenial(lease.key, origin.plan)
+    await this.evaluateOn(origin.backend, lease.key, origin.policies, -lease.cost)
+  }
+
+  /** Closes the store if the limiter created it, and the local fallback store. */
+  async close(): Promise<void> {
+    await this.localStore?.close()
+    if (this.ownsStore) await this.store.close()
+  }
+
+  private planFor(policies: readonly Policy[] | undefined): PolicyPlan {
+    if (policies === undefined) {
+      if (this.ownPlan === undefined) {
+        throw new FloodgateError('INVALID_REQUEST', 'policies: this limiter has no policies of its own; pass them to the constructor or to each call')
+      }
+      return this.ownPlan
+    }
+    let plan = this.plans.get(policies)
+    if (plan === undefined) {
+      if (!Array.isArray(policies) || policies.length === 0) {
+        throw new FloodgateError('INVALID_REQUEST', 'policies: give at least one policy (validated with createPolicies)')
+      }
+      if (this.options.pool === undefined && policies.some((policy) => policy.mode === 'elastic')) {
+        throw new FloodgateError('INVALID_OPTION', 'pool: elastic policies need a shared pool: pass pool: { limiter } to the RateLimiter')
+      }
+      // The tag keeps deny-cache entries of different sets for one key apart.
+      plan = createPlan(policies, this.options.instances, `\u0000${++this.planCount}\u0000`)
+      this.plans.set(policies, plan)
+    }
+    return plan
+  }
+
+  /** Decides synchronously on an in-process store (the embedded store, or the local fallback). */
+  private decideOn(store: MemoryStore, tier: Tier, source: DecisionSource, key: string, cost: number, plan: PolicyPlan): Decision {
+    const first = store.evaluateOne(key, tier.policies, cost)
+    if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
+      return toDecision(plan, tier, first.results, first.allowed, source)
+    }
+    const second = store.evaluateOne(key, tier.enforced, cost)
+    return toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, source)
+  }
+
+  private async decideRemotely(key: string, cost: number, plan: PolicyPlan): Promise<Decision> {
+    const tier = plan.remote
+    const first = await this.evaluateRemote(key, tier.policies, cost)
+    if (first === undefined) return this.fallback(key, cost, plan)
+    let decision: Decision
+    if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
+      decision = toDecision(plan, tier, first.results, first.allowed, 'store')
+    } else {
+      const second = await this.evaluateRemote(key, tier.enforced, cost)
+      if (second === undefined) return this.fallback(key, cost, plan)
+      decision = toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, 'store')
+    }
+    if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'remote', decision)
+    return this.finish(key, cost, plan, 'remote', decision, true)
+  }
+
+  /**
+   * An elastic admission past the nominal limit stands only if the shared pool admits it too;
+   * otherwise the key's charge is refunded and the request denied for the pool's wait. A failing
+   * pool counts as no spare capacity: elastic headroom is granted only when confirmed.
+   */
+  private async confirmWithPool(key: string, cost: number, plan: PolicyPlan, backend: Backend, admitted: Decision): Promise<Decision> {
+    const pool = this.options.pool!
+    let poolDecision: Decision | undefined
+    try {
+      poolDecision = await pool.limiter.limit(pool.key ?? 'elastic-pool', { cost })
+    } catch (error) {
+      this.emit('store-error', asError(error))
+    }
+    if (poolDecision?.allowed) return this.finish(key, cost, plan, backend, admitted, true)
+    const tier = backend === 'local' ? plan.local : plan.remote
+    const refund = await this.evaluateOn(backend, key, tier.policies, -cost)
+    const afterRefund = refund === undefined ? undefined : toDecision(plan, tier, refund.results, false, admitted.source)
+    const denial = toPoolDenial(admitted, afterRefund, Math.max(1, poolDecision?.retryAfterMs ?? 1))
+    // The pool's state changes with every other key: its denial is not remembered in the deny cache.
+    return this.finish(key, cost, plan, backend, denial, false)
+  }
+
+  /** Attaches a lease to admitted requests with concurrency policies, and remembers store denials. */
+  private finish(key: string, cost: number, plan: PolicyPlan, backend: Backend, decision: Decision, cacheable: boolean): Decision {
+    if (cost === 0) return decision
+    if (decision.allowed) {
+      if (plan.hasConcurrency) this.attachLease(key, cost, plan, backend, decision)
+    } else if (cacheable && this.denyCache !== undefined && decision.source === 'store' && decision.retryAfterMs > 0 && !deniedByConcurrency(plan, decision)) {
+      const cacheKey = plan.cacheTag === '' ? key : plan.cacheTag + key
+      this.denyCache.set(cacheKey, plan, this.clock() + decision.retryAfterMs, decision)
+    }
+    return decision
+  }
+
+  private attachLease(key: string, cost: number, plan: PolicyPlan, backend: Backend, decision: Decision): void {
+    const tier = backend === 'local' ? plan.local : plan.remote
+    const policies: Policy[] = []
+    for (let i = 0; i < plan.policies.length; i++) {
+      const policy = plan.policies[i]
+      // After a shadow denial only the enforced policies were charged, so only they hold a slot.
+      if (policy.algorithm === 'concurrency' && !(decision.shadow && policy.shadow)) policies.push(tier.policies[i])
+    }
+    if (policies.length === 0) return
+    const lease: Lease = Object.freeze({ key, cost, policies: Object.freeze(policies.map((policy) => policy.name)) })
+    this.leases.set(lease, { plan, backend, policies, released: false })
+    decision.lease = lease
+  }
+
+  /** A lease this limiter did not hand out (e.g. one that crossed a process boundary): resolved by name against the limiter's own policies. */
+  private foreignLease(lease: Lease): LeaseOrigin {
+    const plan = this.ownPlan
+    if (plan === undefined) throw new FloodgateError('INVALID_REQUEST', 'lease: not issued by this limiter, and the limiter has no policies of its own to resolve it')
+    const policies = lease.policies.map((name) => {
+      const at = plan.policies.findIndex((policy) => policy.name === name && policy.algorithm === 'concurrency')
+      if (at < 0) throw new FloodgateError('INVALID_REQUEST', `lease.policies: no concurrency policy named ${JSON.stringify(name)} in this limiter`)
+      return plan.remote.policies[at]
+    })
+    return { plan, backend: 'remote', policies, released: false }
+  }
+
+  /** The decision when the store failed or the breaker is open: the configured failure mode. */
+  private fallback(key: string, cost: number, plan: PolicyPlan): Decision | Promise<Decision> {
+    let decision: Decision
+    const mode = this.options.onStoreError
+    if (mode === 'open') {
+      decision = toFallbackDecision(plan, true, 0, 'fallback-open')
+    } else if (mode === 'closed') {
+      const wait = this.breaker.isOpen ? this.breaker.waitMs(this.clock()) : this.breaker.cooldownMs
+      decision = toFallbackDecision(plan, false, wait, 'fallback-closed')
+    } else {
+      decision = this.decideOn(this.local(), plan.local, 'fallback-local', key, cost, plan)
+    }
+    this.emit('fallback', decision.source)
+    if (mode === 'local') {
+      if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'local', decision)
+      return this.finish(key, cost, plan, 'local', decision, false)
+    }
+    return decision
+  }
+
+  private local(): MemoryStore {
+    this.localStore ??= new MemoryStore({ clock: this.clock })
+    return this.localStore
+  }
+
+  private forgetDenial(key: string, plan: PolicyPlan): void {
+    this.denyCache?.delete(plan.cacheTag === '' ? key : plan.cacheTag + key)
+  }
+
+  private async evaluateOrLocal(key: string, plan: PolicyPlan, remote: readonly Policy[], local: readonly Policy[], cost: number): Promise<void> {
+    const response = await this.evaluateRemote(key, remote, cost)
+    if (response === undefined && this.options.onStoreError === 'local') this.local().evaluateOne(key, local, cost)
+  }
+
+  private async evaluateOn(backend: Backend, key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
+    return backend === 'local' ? this.local().evaluateOne(key, policies, cost) : this.evaluateRemote(key, policies, cost)
+  }
+
+  /** One request to the store, bounded by the timeout and the breaker; undefined when it failed or was skipped. */
+  private async evaluateRemote(key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
+    if (this.inProcess !== undefined) return this.inProcess.evaluateOne(key, policies, cost)
+    const responses = await this.guard(() => this.store.evaluate([{ key, policies, cost }]))
+    return responses?.[0]
+  }
+
+  private async guard<T>(call: () => Promise<T>): Promise<T | undefined> {
+    if (this.inProcess !== undefined) return call()
+    if (!this.breaker.allows(this.clock())) return undefined
+    try {
+      const value = await withTimeout(call(), this.options.timeoutMs)
+      if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
+      return value
+    } catch (error) {
+      this.emit('store-error', asError(error))
+      if (this.breaker.recordFailure(this.clock()) === 'opened') this.emit('breaker-open')
+      return undefined
+    }
+  }
+}
+
+/** True when the set denied and every denying policy is a shadow one. */
+function onlyShadowDenied(plan: PolicyPlan, results: readonly PolicyResult[]): boolean {
+  for (let i = 0; i < results.length; i++) {
+    if (!results[i].allowed && !plan.policies[i].shadow) return false
+  }
+  return true
+}
+
+/** Shadow policies' results from the first call, enforced policies' from the second. */
+function mergeShadow(plan: PolicyPlan, first: readonly PolicyResult[], enforced: readonly PolicyResult[]): PolicyResult[] {
+  const merged = first.slice()
+  const index = plan.enforcedIndex
+  for (let j = 0; j < index.length; j++) merged[index[j]] = enforced[j]
+  return merged
+}
+
+// A concurrency slot can be freed at any moment by a release elsewhere, so its wait is no promise.
+function deniedByConcurrency(plan: PolicyPlan, decision: Decision): boolean {
+  for (let i = 0; i < plan.policies.length; i++) {
+    if (!decision.policies[i].allowed && plan.policies[i].algorithm === 'concurrency') return true
+  }
+  return false
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error))
+}

@@ -1,0 +1,223 @@
+// The embedded store: every key's policy records in process memory, bounded by LRU eviction,
+// decided by the same evaluateKey that the Redis runner mirrors.
+
+import { evaluateKey, type PolicyRecord } from '../../core/evaluate.js'
+import { FloodgateError } from '../../core/errors.js'
+import type { Policy } from '../../core/policy.js'
+import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
+
+export interface MemoryStoreOptions {
+  /**
+   * Most keys kept at once (default 100 000). Past it the least recently used key is dropped,
+   * so a flood of unique keys (random IPv6 addresses) cannot grow the process without bound.
+   * A dropped key starts fresh when it comes back: it is forgiven, never wrongly punished.
+   */
+  maxKeys?: number
+  /** Milliseconds since the epoch when a request carries no `now` (default `Date.now`); tests inject one. */
+  clock?: () => number
+}
+
+/**
+ * Everything kept for one user key. Records are stored per (policy name, algorithm), like the
+ * Redis key layout, so two policy sets that share a policy share its state. `policies[i]` owns
+ * `records[i]` and `expiresAt[i]`.
+ */
+interface KeyEntry {
+  policies: Policy[]
+  records: (PolicyRecord | undefined)[]
+  /**
+   * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
+   * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
+   */
+  expiresAt: number[]
+  /** The latest expiry of any record: past it the whole entry is dead and may be dropped first. */
+  deadAt: number
+  /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
+  lastSet: readonly Policy[] | undefined
+  lastIndex: number[]
+}
+
+/**
+ * An in-process `Store`: no I/O, no timers, answers synchronously (wrapped in resolved promises
+ * for the interface). The limiter recognises it and calls `evaluateOne` directly, skipping the
+ * promise, the timeout and the circuit breaker, none of which can matter in-process.
+ */
+export class MemoryStore implements Store {
+  readonly maxKeys: number
+  private readonly clock: () => number
+  // A Map iterates in insertion order, so deleting and re-inserting a key on every touch makes the
+  // first key the least recently used one: an O(1) LRU without a linked list.
+  private readonly entries = new Map<string, KeyEntry>()
+  // evaluateKey reads the records and keeps no reference, so one scratch array serves every call.
+  private readonly scratch: (PolicyRecord | undefined)[] = []
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new FloodgateError('INVALID_OPTION', 'MemoryStore options: expected an object like { maxKeys: 100000 }')
+    }
+    const maxKeys = options.maxKeys ?? 100_000
+    if (typeof maxKeys !== 'number' || !Number.isInteger(maxKeys) || maxKeys < 1) {
+      throw new FloodgateError('INVALID_OPTION', `maxKeys: must be a whole number ≥ 1, got ${JSON.stringify(maxKeys)}`)
+    }
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new FloodgateError('INVALID_OPTION', 'clock: must be a function returning milliseconds since the epoch')
+    }
+    this.maxKeys = maxKeys
+    this.clock = options.clock ?? Date.now
+  }
+
+  /** How many keys are held now (expired ones included until they are touched or evicted). */
+  get size(): number {
+    return this.entries.size
+  }
+
+  evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
+    try {
+      const out: EvaluateResponse[] = new Array(batch.length)
+      let clockNow = -1
+      for (let i = 0; i < batch.length; i++) {
+        const request = batch[i]
+        let now = request.now
+        if (now === undefined) {
+          if (clockNow < 0) clockNow = this.clock()
+          now = clockNow
+        }
+        out[i] = this.evaluateOne(request.key, request.policies, request.cost, now)
+      }
+      return Promise.resolve(out)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Decides one request synchronously: the hot path of the embedded limiter. Same meaning as one
+   * element of `evaluate`; `now` defaults to the store's clock.
+   */
+  evaluateOne(key: string, policies: readonly Policy[], cost: number, now: number = this.clock()): EvaluateResponse {
+    const entries = this.entries
+    const entry = entries.get(key)
+    const scratch = this.scratch
+    scratch.length = policies.length
+    let index: number[] | undefined
+    if (entry === undefined) {
+      scratch.fill(undefined)
+    } else {
+      index = entry.lastSet === policies ? entry.lastIndex : this.indexFor(entry, policies, now)
+      for (let i = 0; i < policies.length; i++) {
+        const at = index[i]
+        scratch[i] = now < entry.expiresAt[at] ? entry.records[at] : undefined
+      }
+    }
+    const evaluation = evaluateKey(scratch, now, cost, policies)
+    if (entry !== undefined) {
+      // Touch: move the key to the most recently used end.
+      entries.delete(key)
+      entries.set(key, entry)
+      this.save(entry, index!, evaluation.records, evaluation.ttlMs, now)
+    } else if (cost > 0) {
+      // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
+      this.insert(key, policies, evaluation.records, evaluation.ttlMs, now)
+    }
+    return { allowed: evaluation.allowed, results: evaluation.results, now }
+  }
+
+  reset(key: string, policies: readonly Policy[]): Promise<void> {
+    const entry = this.entries.get(key)
+    if (entry !== undefined) {
+      for (const policy of policies) {
+        const at = findPolicy(entry.policies, policy)
+        if (at >= 0) {
+          entry.records[at] = undefined
+          entry.expiresAt[at] = 0
+        }
+      }
+      if (entry.records.every((record) => record === undefined)) this.entries.delete(key)
+    }
+    return Promise.resolve()
+  }
+
+  /** Forgets every key: nothing else to release, the store owns no timers or connections. */
+  close(): Promise<void> {
+    this.entries.clear()
+    return Promise.resolve()
+  }
+
+  private save(entry: KeyEntry, index: number[], records: PolicyRecord[], ttlMs: number[], now: number): void {
+    let deadAt = entry.deadAt
+    for (let i = 0; i < index.length; i++) {
+      const at = index[i]
+      const expiresAt = now + ttlMs[i]
+      entry.records[at] = records[i]
+      entry.expiresAt[at] = expiresAt
+      if (expiresAt > deadAt) deadAt = expiresAt
+    }
+    entry.deadAt = deadAt
+  }
+
+  private insert(key: string, policies: readonly Policy[], records: PolicyRecord[], ttlMs: number[], now: number): void {
+    const entries = this.entries
+    const expiresAt: number[] = new Array(ttlMs.length)
+    let deadAt = 0
+    for (let i = 0; i < ttlMs.length; i++) {
+      expiresAt[i] = now + ttlMs[i]
+      if (expiresAt[i] > deadAt) deadAt = expiresAt[i]
+    }
+    const lastIndex: number[] = new Array(policies.length)
+    for (let i = 0; i < policies.length; i++) lastIndex[i] = i
+    entries.set(key, { policies: policies.slice(), records, expiresAt, deadAt, lastSet: policies, lastIndex })
+    if (entries.size > this.maxKeys) {
+      this.evictOldest()
+    } else {
+      this.dropOldestIfDead(now)
+    }
+  }
+
+  private evictOldest(): void {
+    const oldest = this.entries.keys().next()
+    if (!oldest.done) this.entries.delete(oldest.value)
+  }
+
+  // Opportunistic and O(1): the least recently used entry is the likeliest to have expired, so a
+  // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
+  private dropOldestIfDead(now: number): void {
+    const oldest = this.entries.entries().next()
+    if (!oldest.done && now >= oldest.value[1].deadAt) this.entries.delete(oldest.value[0])
+  }
+
+  /**
+   * Maps a request's policies onto the entry's records by (name, algorithm), appending unknown
+   * ones and dropping expired records of other sets, and remembers the mapping for the next call.
+   */
+  private indexFor(entry: KeyEntry, policies: readonly Policy[], now: number): number[] {
+    for (let at = entry.policies.length - 1; at >= 0; at--) {
+      if (now >= entry.expiresAt[at] && findPolicy(policies, entry.policies[at]) < 0) {
+        entry.policies.splice(at, 1)
+        entry.records.splice(at, 1)
+        entry.expiresAt.splice(at, 1)
+      }
+    }
+    const index: number[] = new Array(policies.length)
+    for (let i = 0; i < policies.length; i++) {
+      let at = findPolicy(entry.policies, policies[i])
+      if (at < 0) {
+        at = entry.policies.length
+        entry.policies.push(policies[i])
+        entry.records.push(undefined)
+        entry.expiresAt.push(0)
+      }
+      index[i] = at
+    }
+    entry.lastSet = policies
+    entry.lastIndex = index
+    return index
+  }
+}
+
+/** Where a policy's record lives: same name and same algorithm, as the Redis key has both. */
+function findPolicy(policies: readonly Policy[], policy: Policy): number {
+  for (let i = 0; i < policies.length; i++) {
+    if (policies[i].name === policy.name && policies[i].algorithm === policy.algorithm) return i
+  }
+  return -1
+}
