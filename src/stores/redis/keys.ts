@@ -1,0 +1,72 @@
+// The Redis key layout: one string per (user key, policy), every policy of a user key in one Cluster slot.
+
+import type { AlgorithmName, Policy } from '../../core/policy.js'
+import { FloodgateError } from '../../core/errors.js'
+
+/**
+ * Short per-algorithm suffixes. The algorithm is part of the key so that switching a policy's
+ * algorithm under the same name starts from fresh state instead of misreading the old one; short,
+ * because Redis keeps the key name once per active user key.
+ */
+export const ALGORITHM_TAG: Readonly<Record<AlgorithmName, string>> = Object.freeze({
+  'fixed-window': 'fw',
+  'sliding-window': 'sw',
+  'sliding-log': 'sl',
+  'token-bucket': 'tb',
+  'leaky-bucket': 'lb',
+  gcra: 'gcra',
+  concurrency: 'conc',
+})
+
+// Characters that could end a hash tag early or fake an escape, and lone UTF-16 surrogates (which
+// would all become the same U+FFFD bytes on the wire, so two distinct keys could collide).
+const NEEDS_ESCAPE = /[%{}\uD800-\uDFFF]/
+
+/**
+ * Escapes text for use inside a key so it can neither close the `{…}` hash tag nor collide with
+ * other text: `%`, `{` and `}` become `%25`, `%7B`, `%7D`; a lone surrogate becomes `%uXXXX`
+ * (valid surrogate pairs pass through). The empty string becomes `%`, because Redis hashes the
+ * whole key when a hash tag is empty, which would scatter one user key's policies across slots.
+ */
+export function escapeKeyPart(text: string): string {
+  if (text.length === 0) return '%'
+  if (!NEEDS_ESCAPE.test(text)) return text
+  let out = ''
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit === 0x25) out += '%25'
+    else if (unit === 0x7b) out += '%7B'
+    else if (unit === 0x7d) out += '%7D'
+    else if (unit >= 0xd800 && unit <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
+      out += text[i] + text[i + 1]
+      i++
+    } else if (unit >= 0xd800 && unit <= 0xdfff) out += '%u' + unit.toString(16).toUpperCase().padStart(4, '0')
+    else out += text[i]
+  }
+  return out
+}
+
+function isLowSurrogate(unit: number): boolean {
+  return unit >= 0xdc00 && unit <= 0xdfff
+}
+
+/**
+ * The Redis key of one policy of one user key:
+ * `prefix + '{' + escape(userKey) + '}' + ':' + escape(policy.name) + ':' + tag`.
+ * The braces are a Redis Cluster hash tag, so every policy of a user key lands in the same slot
+ * and one script call can decide them together.
+ */
+export function policyKey(prefix: string, userKey: string, policy: Policy): string {
+  return `${prefix}{${escapeKeyPart(userKey)}}:${escapeKeyPart(policy.name)}:${ALGORITHM_TAG[policy.algorithm]}`
+}
+
+/** Checks a key prefix: any text without braces (a brace would move the hash tag into the prefix). */
+export function validatePrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore prefix: must be a string without '{' or '}' (it comes before the hash tag), got ${JSON.stringify(prefix)}`,
+    )
+  }
+  return prefix
+}
