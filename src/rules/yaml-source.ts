@@ -30,7 +30,11 @@ export class YamlSource {
     this.issues = issues
     this.doc = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
     for (const error of this.doc.errors) {
-      this.reportAt(error.pos[0], '', `malformed YAML: ${error.message}`)
+      const message =
+        error.code === 'MULTIPLE_DOCS'
+          ? 'a rules file holds one domain; put each `---` document in a file of its own'
+          : `malformed YAML: ${error.message}`
+      this.reportAt(error.pos[0], '', message)
     }
     this.malformed = this.doc.errors.length > 0
     this.root = this.malformed ? undefined : this.resolve(this.doc.contents)
