@@ -52,11 +52,13 @@ export interface TraceOptions {
   refunds?: boolean
   /** Include peeks (cost 0); default true. */
   peeks?: boolean
+  /** Let the clock sometimes step back (negative gaps), as wall clocks do; default false. */
+  clockStepsBack?: boolean
 }
 
 /** Random traces for one algorithm: small and odd periods as well as real ones, costs mostly 1. */
 export function arbTrace(algorithm: AlgorithmName, options: TraceOptions = {}): fc.Arbitrary<Trace> {
-  const { maxLimit = 12, maxSteps = 30, refunds = true, peeks = true } = options
+  const { maxLimit = 12, maxSteps = 30, refunds = true, peeks = true, clockStepsBack = false } = options
   const bucket = algorithm === 'token-bucket' || algorithm === 'leaky-bucket' || algorithm === 'gcra'
   const policy = fc
     .record({
@@ -76,12 +78,14 @@ export function arbTrace(algorithm: AlgorithmName, options: TraceOptions = {}): 
     ]
     if (peeks) costs.push({ weight: 2, arbitrary: fc.constant(0) })
     if (refunds) costs.push({ weight: 2, arbitrary: fc.integer({ min: -capacity - 1, max: -1 }) })
-    const gap = fc.oneof(
+    const gaps: fc.WeightedArbitrary<TraceStep['gap']>[] = [
       { weight: 3, arbitrary: fc.constant(0) },
       { weight: 5, arbitrary: fc.integer({ min: 1, max: Math.max(1, Math.ceil(p.periodMs / p.limit)) }) },
       { weight: 4, arbitrary: fc.integer({ min: 0, max: 2 * p.periodMs + 1 }) },
       { weight: 2, arbitrary: fc.constantFrom<'retry' | 'reset'>('retry', 'reset') },
-    )
+    ]
+    if (clockStepsBack) gaps.push({ weight: 2, arbitrary: fc.integer({ min: -p.periodMs - 1, max: -1 }) })
+    const gap = fc.oneof(...gaps)
     return fc.record({
       policy: fc.constant(p),
       start: fc.integer({ min: 1_500_000_000_000, max: 1_900_000_000_000 }),
