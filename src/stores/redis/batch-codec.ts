@@ -1,0 +1,91 @@
+// Encodes a batch of requests into one runner.lua call (KEYS and ARGV) and decodes its flat reply.
+
+import type { Policy } from '../../core/policy.js'
+import type { PolicyResult } from '../../core/evaluate.js'
+import type { EvaluateRequest, EvaluateResponse } from '../store.js'
+
+/** One request of a call, with its policy keys already built (in the request's policy order). */
+export interface CallRequest {
+  readonly request: EvaluateRequest
+  readonly keys: readonly string[]
+}
+
+/** The arguments of one script call. */
+export interface EncodedCall {
+  /** Keys declared to Redis (routing): the first `declared` requests' keys. */
+  readonly keys: string[]
+  readonly args: string[]
+}
+
+const FIELDS_PER_POLICY = 6
+
+/**
+ * Encodes `requests` for runner.lua. The keys of the first `declared` requests go in KEYS (on a
+ * Cluster: the requests of the routing slot), the rest in ARGV. Each distinct policy is sent once
+ * and referred to by index, because a batch usually repeats the same few policies many times.
+ */
+export function encodeCall(requests: readonly CallRequest[], declared: number): EncodedCall {
+  const keys: string[] = []
+  const extraKeys: string[] = []
+  const policyIndex = new Map<Policy, number>()
+  const policyArgs: string[] = []
+  const requestArgs: string[] = []
+  for (let r = 0; r < requests.length; r++) {
+    const { request, keys: requestKeys } = requests[r]
+    const target = r < declared ? keys : extraKeys
+    for (const key of requestKeys) target.push(key)
+    requestArgs.push(request.now === undefined ? '' : String(request.now), String(request.cost), String(request.policies.length))
+    for (const policy of request.policies) {
+      let index = policyIndex.get(policy)
+      if (index === undefined) {
+        index = policyIndex.size + 1
+        policyIndex.set(policy, index)
+        policyArgs.push(
+          policy.algorithm,
+          String(policy.limit),
+          String(policy.periodMs),
+          String(policy.burst),
+          policy.shaping ? '1' : '0',
+          String(policy.blockMs),
+        )
+      }
+      requestArgs.push(String(index))
+    }
+  }
+  const args = [
+    String(extraKeys.length),
+    ...extraKeys,
+    String(policyArgs.length / FIELDS_PER_POLICY),
+    ...policyArgs,
+    String(requests.length),
+    ...requestArgs,
+  ]
+  return { keys, args }
+}
+
+/** Splits the script's flat integer reply into one response per request, in the call's order. */
+export function decodeReply(reply: unknown, requests: readonly CallRequest[]): EvaluateResponse[] {
+  if (!Array.isArray(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
+  const responses: EvaluateResponse[] = []
+  let at = 0
+  for (const { request } of requests) {
+    const now = Number(reply[at])
+    const allowed = reply[at + 1] === 1
+    at += 2
+    const results: PolicyResult[] = []
+    for (let i = 0; i < request.policies.length; i++) {
+      results.push({
+        allowed: reply[at] === 1,
+        remaining: Number(reply[at + 1]),
+        resetMs: Number(reply[at + 2]),
+        retryAfterMs: Number(reply[at + 3]),
+        delayMs: Number(reply[at + 4]),
+        blocked: reply[at + 5] === 1,
+      })
+      at += FIELDS_PER_POLICY
+    }
+    responses.push({ allowed, results, now })
+  }
+  if (at !== reply.length) throw new Error(`RedisStore: script reply has ${reply.length} numbers, expected ${at}`)
+  return responses
+}

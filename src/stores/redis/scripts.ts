@@ -1,0 +1,69 @@
+// Assembles the one Lua script RedisStore runs (prelude + every algorithm twin + runner) and its SHA1.
+
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { ALGORITHMS } from '../../core/policy.js'
+
+/**
+ * The script's first line. With it, one call may touch keys of several slots that the node serves
+ * (the batch of a whole Cluster node); Redis 7.0 still refuses *declared* keys of several slots
+ * (CROSSSLOT), so only one slot's keys go in KEYS (see runner.lua).
+ */
+const SHEBANG = '#!lua flags=allow-cross-slot-keys'
+
+/** The assembled script: its source (for EVAL) and SHA1 (for EVALSHA). */
+export interface RunnerScript {
+  readonly source: string
+  readonly sha: string
+}
+
+let cached: RunnerScript | undefined
+
+/** The runner script, read from the `.lua` files once per process. */
+export function runnerScript(): RunnerScript {
+  if (cached === undefined) {
+    const directory = scriptsDirectory()
+    const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
+    const present = ALGORITHMS.filter((name) => existsSync(`${directory}${name}.lua`)) // TEMP until all twins land
+    const source = [SHEBANG, read('prelude'), ...present.map(read), read('runner')].join('\n')
+    cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
+  }
+  return cached
+}
+
+// Next to this module when run from source; the built package (dist/stores/redis/) finds them in
+// the src/ folder it ships, since the compiler does not copy .lua files.
+function scriptsDirectory(): string {
+  const candidates = ['./scripts/', '../../../src/stores/redis/scripts/']
+  for (const candidate of candidates) {
+    const directory = fileURLToPath(new URL(candidate, import.meta.url))
+    if (existsSync(`${directory}runner.lua`)) return directory
+  }
+  throw new Error(`Floodgate's Redis scripts (runner.lua) are missing next to ${fileURLToPath(import.meta.url)}`)
+}
+
+/** The part of an ioredis client (`Redis` or `Cluster`) the script needs. */
+export interface ScriptClient {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+}
+
+/**
+ * Runs the runner script by SHA. A server that does not know it (restarted, failed over, or after
+ * `SCRIPT FLUSH`) answers NOSCRIPT; then the call is sent once more with the full source, which
+ * runs it and caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
+ */
+export async function runRunner(client: ScriptClient, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const script = runnerScript()
+  try {
+    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
+  } catch (error) {
+    if (!isNoScript(error)) throw error
+    return await client.eval(script.source, keys.length, ...keys, ...args)
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}

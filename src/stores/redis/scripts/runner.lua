@@ -1,0 +1,187 @@
+-- The runner: decides a batch of requests, each one key's policies all-or-nothing, in one atomic
+-- call. scripts.ts appends it after prelude.lua and every algorithm file. evaluateKey below mirrors
+-- src/core/evaluate.ts line by line (same names, same order); the rest reads, decodes and writes.
+--
+-- Keys: KEYS, then ARGV[2 .. 1 + ARGV[1]]: every policy key, request after request. On a Cluster one
+--   call serves every request of one node, but only keys of one slot may be declared in KEYS; the
+--   others travel in ARGV, which the script's allow-cross-slot-keys flag permits. All keys are read
+--   before anything is written, so a key the node does not own fails the call with no write done.
+-- ARGV after those keys:
+--   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs;
+--   request count, then per request: now ('' = server clock), cost, policy count, policy indexes.
+-- Record (one string per key): blockedUntil, then ',' and the state numbers if there is a state,
+--   each written with %.17g so doubles round-trip exactly.
+-- Returns whole numbers, per request: now, allowed (1/0), then per policy allowed (1/0), remaining,
+--   resetMs, retryAfterMs, delayMs, blocked (1/0).
+
+local function toResult(step)
+  return {
+    allowed = step.allowed,
+    remaining = step.remaining,
+    resetMs = step.resetMs,
+    retryAfterMs = step.retryAfterMs,
+    delayMs = step.delayMs,
+    blocked = false,
+  }
+end
+
+local function evaluateKey(records, now, cost, policies)
+  local steps = {}
+  local results = {}
+  local allowed = true
+  for i = 1, #policies do
+    local policy = policies[i]
+    local record = records[i]
+    local blockedUntil = (record and record.blockedUntil > now) and record.blockedUntil or 0
+    if cost > 0 and blockedUntil > 0 then
+      local wait = blockedUntil - now
+      steps[i] = false
+      results[i] = { allowed = false, remaining = 0, resetMs = wait, retryAfterMs = wait, delayMs = 0, blocked = true }
+      allowed = false
+    else
+      local step = ALGORITHMS[policy.algorithm].step(record and record.state, now, cost, policy)
+      steps[i] = step
+      results[i] = toResult(step)
+      if not step.allowed then allowed = false end
+    end
+  end
+
+  local nextRecords = {}
+  local ttlMs = {}
+  for i = 1, #policies do
+    local policy = policies[i]
+    local algorithm = ALGORITHMS[policy.algorithm]
+    local record = records[i]
+    local blockedUntil = (record and record.blockedUntil > now) and record.blockedUntil or 0
+    local state = record and record.state
+    local step = steps[i]
+    if allowed then
+      state = step.state
+    elseif step then
+      if not step.allowed and cost > 0 and policy.blockMs > 0 then
+        blockedUntil = now + policy.blockMs
+        local result = results[i]
+        result.retryAfterMs = max(result.retryAfterMs, policy.blockMs)
+        result.resetMs = max(result.resetMs, policy.blockMs)
+      elseif step.allowed and cost > 0 then
+        results[i] = toResult(algorithm.step(state, now, 0, policy))
+      end
+    end
+    nextRecords[i] = { blockedUntil = blockedUntil, state = state }
+    local ttl = state == nil and 1 or algorithm.ttl(state, now, policy)
+    if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
+    ttlMs[i] = ttl
+  end
+  return { allowed = allowed, results = results, records = nextRecords, ttlMs = ttlMs }
+end
+
+local function decodeRecord(text)
+  if not text then return nil end
+  local comma = string.find(text, ',', 1, true)
+  if not comma then return { blockedUntil = tonumber(text), state = nil } end
+  local state = {}
+  for part in string.gmatch(string.sub(text, comma + 1), '[^,]+') do state[#state + 1] = tonumber(part) end
+  return { blockedUntil = tonumber(string.sub(text, 1, comma - 1)), state = state }
+end
+
+local function encodeRecord(record)
+  local parts = { string.format('%.17g', record.blockedUntil) }
+  if record.state == nil then return parts[1] end
+  if #record.state == 0 then return parts[1] .. ',' end
+  for i = 1, #record.state do parts[i + 1] = string.format('%.17g', record.state[i]) end
+  return table.concat(parts, ',')
+end
+
+-- Every key of the batch, declared ones first.
+local keys = {}
+for i = 1, #KEYS do keys[i] = KEYS[i] end
+local extraKeys = tonumber(ARGV[1])
+for i = 1, extraKeys do keys[#keys + 1] = ARGV[1 + i] end
+local arg = 2 + extraKeys
+
+local policies = {}
+local policyCount = tonumber(ARGV[arg])
+arg = arg + 1
+for i = 1, policyCount do
+  policies[i] = {
+    algorithm = ARGV[arg],
+    limit = tonumber(ARGV[arg + 1]),
+    periodMs = tonumber(ARGV[arg + 2]),
+    burst = tonumber(ARGV[arg + 3]),
+    shaping = ARGV[arg + 4] == '1',
+    blockMs = tonumber(ARGV[arg + 5]),
+  }
+  arg = arg + 6
+end
+
+-- Read phase: the current text of every key (false when absent). Requests that share a key see
+-- each other's writes through this table, exactly as if each ran as its own call.
+local texts = {}
+for i = 1, #keys do
+  local key = keys[i]
+  if texts[key] == nil then texts[key] = redis.call('GET', key) end
+end
+
+local time = redis.call('TIME')
+local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+
+local out = {}
+local n = 0
+local keyIndex = 0
+local requestCount = tonumber(ARGV[arg])
+arg = arg + 1
+for r = 1, requestCount do
+  local now = ARGV[arg] == '' and serverNow or tonumber(ARGV[arg])
+  local cost = tonumber(ARGV[arg + 1])
+  local count = tonumber(ARGV[arg + 2])
+  arg = arg + 3
+  local requestPolicies = {}
+  local requestKeys = {}
+  local records = {}
+  for i = 1, count do
+    requestPolicies[i] = policies[tonumber(ARGV[arg])]
+    arg = arg + 1
+    keyIndex = keyIndex + 1
+    requestKeys[i] = keys[keyIndex]
+    records[i] = decodeRecord(texts[requestKeys[i]])
+  end
+
+  local evaluation = evaluateKey(records, now, cost, requestPolicies)
+
+  -- A clock ahead of the server's (tests inject `now`) keeps records that much longer, so Redis
+  -- never forgets a record before the request's own clock says it expired. Keeping one longer is
+  -- harmless: stepping a state after its ttl is the same as stepping no state.
+  local lead = max(0, now - serverNow)
+  for i = 1, count do
+    local key = requestKeys[i]
+    local record = evaluation.records[i]
+    if record.state == nil and record.blockedUntil == 0 then
+      if texts[key] then
+        redis.call('DEL', key)
+        texts[key] = false
+      end
+    else
+      local text = encodeRecord(record)
+      -- An unchanged record keeps its expiry: it was valid for this very state when written.
+      if text ~= texts[key] then
+        redis.call('SET', key, text, 'PX', ceil(evaluation.ttlMs[i] + lead))
+        texts[key] = text
+      end
+    end
+  end
+
+  out[n + 1] = now
+  out[n + 2] = evaluation.allowed and 1 or 0
+  n = n + 2
+  for i = 1, count do
+    local result = evaluation.results[i]
+    out[n + 1] = result.allowed and 1 or 0
+    out[n + 2] = result.remaining
+    out[n + 3] = result.resetMs
+    out[n + 4] = result.retryAfterMs
+    out[n + 5] = result.delayMs
+    out[n + 6] = result.blocked and 1 or 0
+    n = n + 6
+  end
+end
+return out

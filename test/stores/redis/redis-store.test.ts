@@ -1,0 +1,229 @@
+// RedisStore on a real redis-server: decisions, atomic multi-policy, tick batching, TTLs, reset, options.
+
+import { test, before, after, beforeEach } from 'node:test'
+import assert from 'node:assert/strict'
+import { Redis } from 'ioredis'
+import { createPolicies, createPolicy } from '../../../src/core/policy.js'
+import { FloodgateError } from '../../../src/core/errors.js'
+import { RedisStore } from '../../../src/redis.js'
+import { policyKey } from '../../../src/stores/redis/keys.js'
+import type { EvaluateRequest } from '../../../src/stores/store.js'
+import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+
+let server: RedisProcess
+let client: Redis
+let store: RedisStore
+
+before(async () => {
+  server = await startRedis()
+  client = new Redis(server.port, server.host)
+  store = new RedisStore({ client })
+})
+
+after(async () => {
+  await store.close()
+  client.disconnect()
+  await server.stop()
+})
+
+beforeEach(async () => {
+  await client.flushdb()
+})
+
+const perMinute = createPolicies([{ name: 'minute', algorithm: 'fixed-window', limit: 10, period: '1m' }])
+
+/** Script calls the server has run since the last CONFIG RESETSTAT (EVALSHA plus EVAL fallbacks). */
+async function scriptCalls(): Promise<number> {
+  const info = await client.info('commandstats')
+  let calls = 0
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1])
+  return calls
+}
+
+async function serverTime(): Promise<number> {
+  const [seconds, micros] = await client.time()
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+}
+
+test('charges, denies past the limit and reports what is left', async () => {
+  const request = { key: 'user:1', policies: perMinute, cost: 4, now: 60_000 }
+  const [first] = await store.evaluate([request])
+  assert.equal(first.allowed, true)
+  assert.equal(first.now, 60_000)
+  assert.deepEqual(first.results, [{ allowed: true, remaining: 6, resetMs: 60_000, retryAfterMs: 0, delayMs: 0, blocked: false }])
+  await store.evaluate([request])
+  const [third] = await store.evaluate([{ ...request, now: 90_000 }])
+  assert.equal(third.allowed, false)
+  assert.deepEqual(third.results[0], { allowed: false, remaining: 2, resetMs: 30_000, retryAfterMs: 30_000, delayMs: 0, blocked: false })
+  const [peek] = await store.evaluate([{ ...request, cost: 0, now: 90_000 }])
+  assert.equal(peek.allowed, true)
+  assert.equal(peek.results[0].remaining, 2)
+  const [refund] = await store.evaluate([{ ...request, cost: -3, now: 90_000 }])
+  assert.equal(refund.results[0].remaining, 5)
+})
+
+test('several policies are decided all-or-nothing: a denial charges none of them', async () => {
+  const policies = createPolicies([
+    { name: 'wide', algorithm: 'sliding-window', limit: 5, period: '1m' },
+    { name: 'narrow', algorithm: 'token-bucket', limit: 2, period: '1m' },
+  ])
+  const request = { key: 'k', policies, cost: 1, now: 1_000_000 }
+  for (let i = 0; i < 2; i++) assert.equal((await store.evaluate([request]))[0].allowed, true)
+  const [denied] = await store.evaluate([request])
+  assert.equal(denied.allowed, false)
+  assert.equal(denied.results[1].allowed, false)
+  // `wide` would have allowed; it was not charged and says so (re-peeked).
+  assert.deepEqual([denied.results[0].allowed, denied.results[0].remaining], [true, 3])
+  const [peek] = await store.evaluate([{ ...request, cost: 0 }])
+  assert.equal(peek.results[0].remaining, 3)
+})
+
+test('a block period starts on denial and denies every charge until it ends', async () => {
+  const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 1, period: '1s', blockMs: '10s' }])
+  const at = (now: number) => ({ key: 'abuser', policies, cost: 1, now })
+  assert.equal((await store.evaluate([at(0)]))[0].allowed, true)
+  const [denied] = await store.evaluate([at(500)])
+  assert.deepEqual([denied.allowed, denied.results[0].blocked, denied.results[0].retryAfterMs], [false, false, 10_000])
+  const [blocked] = await store.evaluate([at(5_000)])
+  assert.deepEqual([blocked.allowed, blocked.results[0].blocked, blocked.results[0].retryAfterMs], [false, true, 5_500])
+  assert.equal((await store.evaluate([at(10_500)]))[0].allowed, true)
+})
+
+test('decisions of one tick are batched into one script call, each answer going to its caller', async () => {
+  await store.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }]) // loads the script
+  await client.config('RESETSTAT')
+  const calls = Array.from({ length: 200 }, (_, i) =>
+    store.evaluate([{ key: `user:${i}`, policies: perMinute, cost: (i % 5) + 1, now: 120_000 }]),
+  )
+  const responses = await Promise.all(calls)
+  assert.equal(await scriptCalls(), 1)
+  responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
+})
+
+test('requests for one key in one tick are decided in call order, as if one after another', async () => {
+  await client.config('RESETSTAT')
+  const request = { key: 'hot', policies: perMinute, cost: 1, now: 120_000 }
+  const responses = await Promise.all(Array.from({ length: 15 }, () => store.evaluate([request])))
+  assert.equal(await scriptCalls(), 1)
+  assert.deepEqual(responses.map(([r]) => r.allowed), [...Array(10).fill(true), ...Array(5).fill(false)])
+  assert.deepEqual(responses.slice(0, 10).map(([r]) => r.results[0].remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+})
+
+test('one evaluate with many requests answers in order; big batches are split by maxBatchSize', async () => {
+  const small = new RedisStore({ client, maxBatchSize: 7 })
+  await small.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
+  await client.config('RESETSTAT')
+  const batch: EvaluateRequest[] = Array.from({ length: 20 }, (_, i) => ({ key: `b${i % 4}`, policies: perMinute, cost: 1, now: 0 }))
+  const responses = await small.evaluate(batch)
+  assert.equal(await scriptCalls(), 3)
+  assert.deepEqual(responses.map((r) => r.results[0].remaining), batch.map((_, i) => 9 - Math.floor(i / 4)))
+})
+
+test('a failing call rejects every caller in it and writes nothing', async () => {
+  const broken = createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, period: '1m' })
+  await client.hset(policyKey('fg:', 'not-a-string', broken), 'field', 'value') // GET on it fails with WRONGTYPE
+  const good = store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
+  const bad = store.evaluate([{ key: 'not-a-string', policies: [broken], cost: 1, now: 0 }])
+  await assert.rejects(good, /WRONGTYPE/)
+  await assert.rejects(bad, /WRONGTYPE/)
+  assert.equal(await client.exists(policyKey('fg:', 'innocent', broken)), 0)
+  const [after] = await store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
+  assert.equal(after.results[0].remaining, 4)
+})
+
+test('records are stored as blockedUntil,state under the documented key, with a TTL', async () => {
+  const policies = createPolicies([{ name: 'fw', algorithm: 'fixed-window', limit: 3, period: '10s' }])
+  const [response] = await store.evaluate([{ key: 'a{b}', policies, cost: 2 }])
+  const key = 'fg:{a%7Bb%7D}:fw:fw'
+  const windowStart = Math.floor(response.now / 10_000) * 10_000
+  assert.equal(await client.get(key), `0,${windowStart},2`)
+  const ttl = await client.pttl(key)
+  assert.ok(ttl > 0 && ttl <= windowStart + 10_000 - response.now, `pttl ${ttl}`)
+})
+
+test('a record expires once its ttl has passed, so Redis holds only active keys', async () => {
+  const policies = createPolicies([{ name: 'short', algorithm: 'token-bucket', limit: 2, period: '100ms' }])
+  await store.evaluate([{ key: 'brief', policies, cost: 1 }])
+  const key = policyKey('fg:', 'brief', policies[0])
+  assert.equal(await client.exists(key), 1)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  assert.equal(await client.exists(key), 0)
+})
+
+test('without a now, the server clock decides', async () => {
+  const policies = createPolicies([{ name: 'three', algorithm: 'fixed-window', limit: 3, period: '1h' }])
+  const before = await serverTime()
+  const responses = await store.evaluate(Array.from({ length: 4 }, () => ({ key: 'clock', policies, cost: 1 })))
+  const after = await serverTime()
+  for (const response of responses) assert.ok(response.now >= before && response.now <= after, `now ${response.now} in [${before}, ${after}]`)
+  assert.deepEqual(responses.map((r) => r.allowed), [true, true, true, false])
+  const windowEnd = Math.floor(responses[3].now / 3_600_000) * 3_600_000 + 3_600_000
+  assert.equal(responses[3].results[0].retryAfterMs, windowEnd - responses[3].now)
+})
+
+test('reset forgets counters and blocks of the key, and only of that key', async () => {
+  const policies = createPolicies([
+    { name: 'a', algorithm: 'fixed-window', limit: 1, period: '1m', blockMs: '1h' },
+    { name: 'b', algorithm: 'gcra', limit: 1, period: '1m' },
+  ])
+  for (const key of ['x', 'y']) {
+    await store.evaluate([{ key, policies, cost: 1, now: 0 }])
+    assert.equal((await store.evaluate([{ key, policies, cost: 1, now: 0 }]))[0].allowed, false)
+  }
+  await store.reset('x', policies)
+  assert.equal(await client.exists(...policies.map((p) => policyKey('fg:', 'x', p))), 0)
+  assert.equal((await store.evaluate([{ key: 'x', policies, cost: 1, now: 1 }]))[0].allowed, true)
+  assert.equal((await store.evaluate([{ key: 'y', policies, cost: 1, now: 1 }]))[0].allowed, false)
+})
+
+test('the prefix keeps stores apart on one server', async () => {
+  const other = new RedisStore({ client, prefix: 'other:' })
+  await store.evaluate([{ key: 'k', policies: perMinute, cost: 10, now: 0 }])
+  const [response] = await other.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+  assert.equal(response.results[0].remaining, 9)
+  assert.equal(await client.exists('other:{k}:minute:fw'), 1)
+})
+
+test('a store made from a URL owns its client and closes it; a given client stays open', async () => {
+  const owned = new RedisStore({ url: server.url, prefix: 'url:' })
+  const [response] = await owned.evaluate([{ key: 'k', policies: perMinute, cost: 1 }])
+  assert.equal(response.allowed, true)
+  await owned.close()
+  assert.equal(owned.client.status, 'end')
+  const borrowed = new RedisStore({ client })
+  await borrowed.close()
+  assert.equal(client.status, 'ready')
+})
+
+test('bad requests are refused with INVALID_REQUEST before reaching Redis', async () => {
+  const bad: unknown[] = [
+    { key: 'k', policies: perMinute, cost: Number.NaN },
+    { key: 42, policies: perMinute, cost: 1 },
+    { key: 'k', policies: [], cost: 1 },
+    { key: 'k', policies: perMinute, cost: 1, now: Number.POSITIVE_INFINITY },
+  ]
+  for (const request of bad) {
+    await assert.rejects(store.evaluate([request as EvaluateRequest]), (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST')
+  }
+})
+
+test('misconfiguration is refused with INVALID_OPTION and a message saying what to change', () => {
+  const prefixed = new Redis({ lazyConnect: true, keyPrefix: 'app:' })
+  const cases: [unknown, RegExp][] = [
+    [{}, /give one of client, url, redis or cluster/],
+    [{ client, url: server.url }, /only one of/],
+    [{ client, prefix: '{x}' }, /without '\{'/],
+    [{ client, maxBatchSize: 0 }, /maxBatchSize/],
+    [{ url: 'http://localhost' }, /redis:\/\//],
+    [{ client: prefixed }, /keyPrefix.*prefix/],
+    [{ client: {} }, /ioredis Redis or Cluster/],
+  ]
+  for (const [options, message] of cases) {
+    assert.throws(
+      () => new RedisStore(options as ConstructorParameters<typeof RedisStore>[0]),
+      (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && message.test(error.message),
+      JSON.stringify(options, (key, value) => (key === 'client' ? typeof value : value)),
+    )
+  }
+  prefixed.disconnect()
+})
