@@ -33,6 +33,9 @@ export type LimitOutcome =
   | { action: 'allow'; decision: Decision; headers: HeaderList; finish: (status: number | undefined) => void }
   | { action: 'reject'; decision: Decision; headers: HeaderList; reject: RejectBody }
 
+/** A denial as custom `handler` hooks receive it: the decision, the headers already set, and the default body. */
+export type Rejection = Extract<LimitOutcome, { action: 'reject' }>
+
 /** One key part after the limiter decided it. */
 interface Charged {
   part: KeyPart

@@ -92,6 +92,11 @@ function optionalFunction<T>(value: T | undefined, field: string): T | undefined
   return value
 }
 
+/** Validates an adapter's `handler` hook (a function, if given). */
+export function resolveHandler<T>(value: T | undefined): T | undefined {
+  return optionalFunction(value, 'handler')
+}
+
 function optionalBoolean(value: unknown, field: string): boolean {
   if (value !== undefined && typeof value !== 'boolean') throw invalid(field, `must be true or false, got ${JSON.stringify(value)}`)
   return value === true

@@ -1,0 +1,68 @@
+// Hono middleware: `app.use(rateLimit({ limiter }))`; the decision is `c.get('rateLimit')`.
+
+import type { Context, MiddlewareHandler } from 'hono'
+import type { Decision } from '../limiter/types.js'
+import { limitRequest, type HttpExchange, type Rejection } from './limit-request.js'
+import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+
+/** The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`. */
+export type RateLimitVariables = { rateLimit: Decision }
+
+/** Options of the Hono middleware. */
+export interface HonoRateLimitOptions extends HttpLimitOptions<Context> {
+  /** Answers a denied request instead of the default 429 body (headers are already set). */
+  handler?: (c: Context, rejection: Rejection) => Response | Promise<Response>
+  /**
+   * The peer address of the connection. Default: what @hono/node-server binds (`c.env.incoming`);
+   * other runtimes pass theirs, e.g. Bun: `(c) => c.env.requestIP(c.req.raw)?.address`.
+   */
+  remoteAddress?: (c: Context) => string | undefined
+}
+
+interface NodeBindings {
+  incoming?: { socket?: { remoteAddress?: string } }
+  server?: NodeBindings
+}
+
+function nodeServerAddress(c: Context): string | undefined {
+  const env = c.env as NodeBindings | undefined
+  return (env?.server ?? env)?.incoming?.socket?.remoteAddress
+}
+
+function honoExchange(c: Context, remoteAddress: string | undefined): HttpExchange {
+  return {
+    remoteAddress,
+    method: c.req.method,
+    path: c.req.path,
+    header: (name) => c.req.header(name),
+  }
+}
+
+/**
+ * Hono middleware. The response of an admitted request counts as finished when the downstream
+ * handlers return (Hono has no socket event), which is when skip* refunds and lease releases happen.
+ */
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Variables: RateLimitVariables }> {
+  const { handler: userHandler, remoteAddress: userAddress, ...httpOptions } = options
+  const resolved = resolveHttpOptions<Context>(httpOptions)
+  const handler = resolveHandler(userHandler)
+  const remoteAddress = resolveHandler(userAddress) ?? nodeServerAddress
+  return async (c, next) => {
+    const outcome = await limitRequest(resolved, c, honoExchange(c, remoteAddress(c)))
+    if (outcome.action === 'pass') return next()
+    c.set('rateLimit', outcome.decision)
+    for (const [name, value] of outcome.headers) c.header(name, value)
+    if (outcome.action === 'reject') {
+      if (handler !== undefined) return handler(c, outcome)
+      c.header('Content-Type', outcome.reject.contentType)
+      return c.body(outcome.reject.body, 429)
+    }
+    let status: number | undefined
+    try {
+      await next()
+      status = c.res.status
+    } finally {
+      outcome.finish(status)
+    }
+  }
+}
