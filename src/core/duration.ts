@@ -33,7 +33,7 @@ export function parseDuration(value: unknown, field = 'duration'): number {
         `${field}: "${value}" is not a duration; write a number of milliseconds or a number with a unit, e.g. "500ms", "30s", "1m", "1h", "1d", "1w"`,
       )
     }
-    ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit]
+    ms = decimalTimes(match[1], UNIT_MS[match[2] as DurationUnit])
   } else {
     throw new FloodgateError(
       'INVALID_DURATION',
@@ -46,7 +46,17 @@ export function parseDuration(value: unknown, field = 'duration'): number {
   if (!Number.isInteger(ms)) {
     throw new FloodgateError('INVALID_DURATION', `${field}: must be a whole number of milliseconds, got ${describe(value)}`)
   }
+  if (ms > Number.MAX_SAFE_INTEGER) {
+    throw new FloodgateError('INVALID_DURATION', `${field}: must be at most ${Number.MAX_SAFE_INTEGER}ms (about 285,000 years), got ${describe(value)}`)
+  }
   return ms
+}
+
+// "0.07" × 1000 is 70.00000000000001 in binary floating point: scale the digits as a whole number
+// first and divide by the power of ten once, which is exact whenever the result is whole.
+function decimalTimes(decimal: string, unitMs: number): number {
+  const [whole, fraction = ''] = decimal.split('.')
+  return (Number(whole + fraction) * unitMs) / 10 ** fraction.length
 }
 
 /** Formats milliseconds the shortest exact way ("1m", "90s", "1500ms"), for messages and headers. */
