@@ -1,0 +1,170 @@
+// Failure as a mode: a store that really fails, hangs or answers late → timeout, open/closed/local, circuit breaker, events.
+
+import { describe, it, after, before } from 'node:test'
+import assert from 'node:assert/strict'
+import { RateLimiter } from '../../src/index.js'
+import type { DecisionSource, PolicyOptions, RateLimiterOptions } from '../../src/index.js'
+import { CircuitBreaker } from '../../src/limiter/circuit-breaker.js'
+import { Clock, FaultyStore } from './fixtures.js'
+
+const POLICIES: PolicyOptions[] = [{ name: 'minute', algorithm: 'fixed-window', limit: 5, period: '1m' }]
+
+const stores: FaultyStore[] = []
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+before(() => process.on('unhandledRejection', onUnhandled))
+after(async () => {
+  process.off('unhandledRejection', onUnhandled)
+  await Promise.all(stores.map((store) => store.close()))
+})
+
+function setup(options: Partial<RateLimiterOptions> = {}) {
+  const clock = new Clock()
+  const store = new FaultyStore(clock)
+  stores.push(store)
+  const limiter = new RateLimiter({ store, clock: clock.read, policies: POLICIES, timeout: '30ms', ...options })
+  const events: string[] = []
+  const errors: Error[] = []
+  const fallbacks: DecisionSource[] = []
+  limiter.on('store-error', (error) => errors.push(error))
+  limiter.on('breaker-open', () => events.push('open'))
+  limiter.on('breaker-close', () => events.push('close'))
+  limiter.on('fallback', (source) => fallbacks.push(source))
+  return { clock, store, limiter, events, errors, fallbacks }
+}
+
+describe('failure modes', () => {
+  it('open: allows when the store fails, and says so', async () => {
+    const { limiter, store, errors, fallbacks } = setup({ onStoreError: 'open' })
+    store.health = 'throw'
+    const decision = await limiter.limit('k')
+    assert.equal(decision.allowed, true)
+    assert.equal(decision.source, 'fallback-open')
+    assert.equal(decision.limit, 5)
+    assert.deepEqual(errors.map((e) => e.message), ['connection refused'])
+    assert.deepEqual(fallbacks, ['fallback-open'])
+  })
+
+  it('closed: denies with a retry wait when the store fails', async () => {
+    const { limiter, store } = setup({ onStoreError: 'closed', breaker: { cooldown: '2s' } })
+    store.health = 'throw'
+    const decision = await limiter.limit('k')
+    assert.equal(decision.allowed, false)
+    assert.equal(decision.source, 'fallback-closed')
+    assert.equal(decision.retryAfterMs, 2_000)
+  })
+
+  it('local: decides in-process with each limit divided by the instance count', async () => {
+    const { limiter, store } = setup({ onStoreError: 'local', instances: 2 })
+    store.health = 'throw'
+    const decisions = []
+    for (let i = 0; i < 4; i++) decisions.push(await limiter.limit('k'))
+    // ceil(5 / 2) = 3 per instance.
+    assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, false])
+    assert.ok(decisions.every((d) => d.source === 'fallback-local'))
+    assert.equal(decisions[0].limit, 3)
+    assert.equal(decisions[0].remaining, 2)
+    // A local denial is not cached: once the store is back, it decides.
+    store.health = 'ok'
+    const back = await limiter.limit('k')
+    assert.equal(back.source, 'store')
+    assert.equal(back.allowed, true)
+  })
+
+  it('times out a hanging store and applies the mode', async () => {
+    const { limiter, store, errors } = setup({ onStoreError: 'closed' })
+    store.health = 'hang'
+    const decision = await limiter.limit('k')
+    assert.equal(decision.source, 'fallback-closed')
+    assert.equal((errors[0] as { code?: string }).code, 'STORE_TIMEOUT')
+  })
+
+  it('leaves no unhandled rejection when the store fails after the timeout', async () => {
+    const { limiter, store } = setup()
+    store.health = 'late-reject'
+    store.lateMs = 60
+    const decision = await limiter.limit('k')
+    assert.equal(decision.source, 'fallback-open')
+    await new Promise((resolve) => setTimeout(resolve, 120))
+    assert.deepEqual(unhandled, [])
+  })
+
+  it('uses the store while it answers within the timeout', async () => {
+    const { limiter, store } = setup()
+    store.delayMs = 1
+    const decision = await limiter.limit('k')
+    assert.equal(decision.source, 'store')
+    assert.equal(decision.remaining, 4)
+  })
+
+  it('refund and reset survive a failing store without rejecting', async () => {
+    const { limiter, store, errors } = setup({ onStoreError: 'local' })
+    store.health = 'throw'
+    await limiter.limit('k')
+    await limiter.refund('k', 1)
+    await limiter.reset('k')
+    assert.equal(errors.length, 3)
+  })
+})
+
+describe('circuit breaker', () => {
+  it('opens after N consecutive failures, skips the store, probes after the cooldown and closes', async () => {
+    const { limiter, store, clock, events } = setup({ breaker: { failures: 3, cooldown: '1s' } })
+    store.health = 'throw'
+    for (let i = 0; i < 3; i++) await limiter.limit('k')
+    assert.deepEqual(events, ['open'])
+    const calls = store.calls
+    const skipped = await limiter.limit('k')
+    assert.equal(skipped.source, 'fallback-open')
+    assert.equal(store.calls, calls, 'an open breaker does not call the store')
+    // After the cooldown one probe goes; it fails, so the breaker stays open for another cooldown.
+    clock.advance(1_000)
+    await limiter.limit('k')
+    assert.equal(store.calls, calls + 1)
+    await limiter.limit('k')
+    assert.equal(store.calls, calls + 1)
+    assert.deepEqual(events, ['open'])
+    // The store is back; the next probe succeeds and closes the breaker.
+    store.health = 'ok'
+    clock.advance(1_000)
+    const probe = await limiter.limit('k')
+    assert.equal(probe.source, 'store')
+    assert.deepEqual(events, ['open', 'close'])
+    assert.equal((await limiter.limit('k')).source, 'store')
+  })
+
+  it('lets exactly one probe through while half-open', async () => {
+    const { limiter, store, clock } = setup({ breaker: { failures: 1, cooldown: '1s' } })
+    store.health = 'throw'
+    await limiter.limit('k')
+    store.health = 'ok'
+    store.delayMs = 5
+    clock.advance(1_000)
+    const calls = store.calls
+    const decisions = await Promise.all([limiter.limit('k'), limiter.limit('k'), limiter.limit('k')])
+    assert.equal(store.calls, calls + 1)
+    assert.deepEqual(decisions.map((d) => d.source), ['store', 'fallback-open', 'fallback-open'])
+  })
+
+  it('closed mode waits out the breaker: retryAfter is the time until the next probe', async () => {
+    const { limiter, store, clock } = setup({ onStoreError: 'closed', breaker: { failures: 1, cooldown: '10s' } })
+    store.health = 'throw'
+    await limiter.limit('k')
+    clock.advance(4_000)
+    assert.equal((await limiter.limit('k')).retryAfterMs, 6_000)
+  })
+
+  it('counts consecutive failures only', () => {
+    const breaker = new CircuitBreaker(2, 100)
+    breaker.recordFailure(0)
+    breaker.recordSuccess()
+    assert.equal(breaker.recordFailure(0), undefined)
+    assert.equal(breaker.isOpen, false)
+    assert.equal(breaker.recordFailure(0), 'opened')
+    assert.equal(breaker.allows(99), false)
+    assert.equal(breaker.allows(100), true)
+    assert.equal(breaker.allows(100), false)
+    assert.equal(breaker.recordSuccess(), 'closed')
+    assert.equal(breaker.allows(100), true)
+  })
+})

@@ -1,0 +1,194 @@
+// MemoryStore: decisions equal evaluateKey with the lazy-expiry rule, LRU bound, reset, shared state by name.
+
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
+import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
+import { createPolicies, createPolicy, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
+import type { Duration } from '../../../src/core/duration.js'
+import { FloodgateError } from '../../../src/core/errors.js'
+
+const T0 = 1_700_000_000_000
+
+function fixed(limit: number, period: Duration = '1s', extra: Partial<PolicyOptions> = {}): Policy {
+  return createPolicy({ algorithm: 'fixed-window', limit, period, ...extra })
+}
+
+async function charge(store: MemoryStore, key: string, policies: readonly Policy[], cost: number, now: number) {
+  const [response] = await store.evaluate([{ key, policies, cost, now }])
+  return response
+}
+
+describe('MemoryStore decisions', () => {
+  it('admits up to the limit and denies the next, all policies together', async () => {
+    const store = new MemoryStore()
+    const policies = createPolicies([
+      { name: 'small', algorithm: 'fixed-window', limit: 2, period: '1m' },
+      { name: 'big', algorithm: 'fixed-window', limit: 5, period: '1h' },
+    ])
+    assert.equal((await charge(store, 'k', policies, 1, T0)).allowed, true)
+    assert.equal((await charge(store, 'k', policies, 1, T0)).allowed, true)
+    const denied = await charge(store, 'k', policies, 1, T0)
+    assert.equal(denied.allowed, false)
+    assert.equal(denied.results[0].allowed, false)
+    // The hourly policy was not charged by the denial: it still has 3 left.
+    assert.equal(denied.results[1].remaining, 3)
+    assert.equal(denied.now, T0)
+  })
+
+  it('uses its clock when a request carries no now', async () => {
+    let now = T0
+    const store = new MemoryStore({ clock: () => now })
+    const policies = [fixed(1)]
+    const [first] = await store.evaluate([{ key: 'k', policies, cost: 1 }])
+    assert.equal(first.now, T0)
+    assert.equal((await store.evaluate([{ key: 'k', policies, cost: 1 }]))[0].allowed, false)
+    now += 1_000
+    assert.equal((await store.evaluate([{ key: 'k', policies, cost: 1 }]))[0].allowed, true)
+  })
+
+  it('answers a batch in order, one response per request', async () => {
+    const store = new MemoryStore()
+    const policies = [fixed(1, '1m')]
+    const out = await store.evaluate([
+      { key: 'a', policies, cost: 1, now: T0 },
+      { key: 'a', policies, cost: 1, now: T0 },
+      { key: 'b', policies, cost: 1, now: T0 },
+    ])
+    assert.deepEqual(out.map((r) => r.allowed), [true, false, true])
+  })
+
+  it('treats a record read at exactly its expiry as absent', async () => {
+    const store = new MemoryStore()
+    const policies = [fixed(1, '1s', { blockMs: '5s' })]
+    await charge(store, 'k', policies, 1, T0)
+    const denied = await charge(store, 'k', policies, 1, T0 + 1)
+    assert.equal(denied.allowed, false)
+    // The block keeps the record alive 5s after the denial; one ms before it still blocks, at it the key is fresh.
+    assert.equal((await charge(store, 'k', policies, 1, T0 + 1 + 4_999)).results[0].blocked, true)
+    const fresh = await charge(store, 'k', policies, 1, T0 + 1 + 5_000)
+    assert.equal(fresh.allowed, true)
+  })
+
+  it('keeps nothing for peeks and refunds of unknown keys', async () => {
+    const store = new MemoryStore()
+    await charge(store, 'peek', [fixed(3)], 0, T0)
+    await charge(store, 'refund', [fixed(3)], -1, T0)
+    assert.equal(store.size, 0)
+  })
+
+  it('shares state between policy sets through the policy name and algorithm, as the Redis keys do', async () => {
+    const store = new MemoryStore()
+    const a = [fixed(2, '1m', { name: 'shared' })]
+    const b = [fixed(2, '1m', { name: 'shared' }), fixed(10, '1m', { name: 'other' })]
+    await charge(store, 'k', a, 1, T0)
+    const viaB = await charge(store, 'k', b, 1, T0)
+    assert.equal(viaB.results[0].remaining, 0)
+    assert.equal((await charge(store, 'k', a, 1, T0)).allowed, false)
+    // Same name, other algorithm: another record.
+    const c = [createPolicy({ name: 'shared', algorithm: 'token-bucket', limit: 2, period: '1m' })]
+    assert.equal((await charge(store, 'k', c, 1, T0)).allowed, true)
+  })
+
+  it('reset forgets the key for those policies only', async () => {
+    const store = new MemoryStore()
+    const one = fixed(1, '1m', { name: 'one' })
+    const two = fixed(1, '1m', { name: 'two' })
+    await charge(store, 'k', [one, two], 1, T0)
+    await store.reset('k', [one])
+    const after = await charge(store, 'k', [one], 1, T0)
+    assert.equal(after.allowed, true)
+    assert.equal((await charge(store, 'k', [two], 1, T0)).allowed, false)
+    await store.reset('k', [one, two])
+    assert.equal(store.size, 0)
+  })
+
+  it('rejects bad options naming the field', () => {
+    for (const maxKeys of [0, -1, 1.5, Number.NaN, '10']) {
+      assert.throws(() => new MemoryStore({ maxKeys: maxKeys as number }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxKeys/.test(e.message))
+    }
+    assert.throws(() => new MemoryStore({ clock: 5 as unknown as () => number }), /clock/)
+  })
+})
+
+describe('MemoryStore bounds', () => {
+  it('stays within maxKeys under a flood of unique keys, evicting the least recently used', async () => {
+    const maxKeys = 1_000
+    const store = new MemoryStore({ maxKeys })
+    const policies = [fixed(5, '1h')]
+    await charge(store, 'vip', policies, 1, T0)
+    for (let i = 0; i < 10 * maxKeys; i++) {
+      await charge(store, `flood:${i}`, policies, 1, T0)
+      // Touching vip keeps it the most recently used one.
+      if (i % 100 === 0) await charge(store, 'vip', policies, 0, T0)
+      assert.ok(store.size <= maxKeys)
+    }
+    assert.equal(store.size, maxKeys)
+    // vip kept its count (1 used); the first flood key was evicted and starts fresh.
+    assert.equal((await charge(store, 'vip', policies, 0, T0)).results[0].remaining, 4)
+    await charge(store, 'flood:0', policies, 4, T0)
+    assert.equal((await charge(store, 'flood:0', policies, 0, T0)).results[0].remaining, 1)
+  })
+
+  it('drops the oldest entry once it is dead when new keys arrive, without a timer', async () => {
+    const store = new MemoryStore({ maxKeys: 100 })
+    const policies = [fixed(5, '1s')]
+    for (let i = 0; i < 50; i++) await charge(store, `old:${i}`, policies, 1, T0)
+    assert.equal(store.size, 50)
+    // A second later every old key is dead; each new key sheds one dead one, so the size stays flat.
+    for (let i = 0; i < 50; i++) await charge(store, `new:${i}`, policies, 1, T0 + 1_000)
+    assert.equal(store.size, 50)
+  })
+})
+
+// The reference: evaluateKey over a Map of records per (key, policy name), each dropped when
+// now >= its expiry. The store must give exactly the same answers.
+class ReferenceStore {
+  private readonly records = new Map<string, { record: PolicyRecord; expiresAt: number }>()
+
+  evaluate(key: string, policies: readonly Policy[], cost: number, now: number) {
+    const ids = policies.map((policy) => `${key}\u0000${policy.name}\u0000${policy.algorithm}`)
+    const records = ids.map((id) => {
+      const held = this.records.get(id)
+      return held !== undefined && now < held.expiresAt ? held.record : undefined
+    })
+    const evaluation = evaluateKey(records, now, cost, policies)
+    ids.forEach((id, i) => this.records.set(id, { record: evaluation.records[i], expiresAt: now + evaluation.ttlMs[i] }))
+    return { allowed: evaluation.allowed, results: evaluation.results }
+  }
+}
+
+const POLICY_SETS: Policy[][] = [
+  createPolicies([{ name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }]),
+  createPolicies([{ name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }, { name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 }]),
+  createPolicies([{ name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 }, { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 }]),
+  createPolicies([{ name: 'd', algorithm: 'sliding-log', limit: 4, period: 300 }]),
+]
+
+describe('MemoryStore equals evaluateKey with lazy expiry', () => {
+  it('gives the same decisions as the reference on random traces', () => {
+    const step = fc.record({
+      key: fc.constantFrom('k1', 'k2', 'k3'),
+      set: fc.nat(POLICY_SETS.length - 1),
+      cost: fc.integer({ min: -2, max: 3 }),
+      gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })),
+    })
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), fc.integer({ min: 1, max: 5 }), (trace, maxKeys) => {
+        // maxKeys ≥ 3 keys in play, so eviction never drops state the reference keeps.
+        const store = new MemoryStore({ maxKeys: maxKeys + 2 })
+        const reference = new ReferenceStore()
+        let now = T0
+        for (const { key, set, cost, gap } of trace) {
+          now += gap
+          const policies = POLICY_SETS[set]
+          const got = store.evaluateOne(key, policies, cost, now)
+          const want = reference.evaluate(key, policies, cost, now)
+          assert.deepEqual({ allowed: got.allowed, results: got.results }, want)
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
