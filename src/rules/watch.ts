@@ -28,7 +28,7 @@ const REWATCH_MS = 1_000
  * listener the error is only kept in `lastError`.
  *
  * The constructor loads synchronously and throws ConfigError if the initial rules are invalid
- * (a service should not start without rules). Call `close()` to stop watching.
+ * (a service should not start without rules). The watch keeps the process alive until `close()`.
  */
 export class RuleWatcher extends EventEmitter {
   readonly path: string
