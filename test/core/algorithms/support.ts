@@ -62,8 +62,13 @@ export function arbTrace(algorithm: AlgorithmName, options: TraceOptions = {}): 
   const bucket = algorithm === 'token-bucket' || algorithm === 'leaky-bucket' || algorithm === 'gcra'
   const policy = fc
     .record({
-      limit: fc.integer({ min: 1, max: maxLimit }),
-      periodMs: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 }), fc.constantFrom(1_000, 60_000, 3_600_000)),
+      // Mostly small limits, where boundaries are hit often; sometimes large ones, to check exactness at scale.
+      limit: fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 1, max: maxLimit }) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 1_000_000 }) }),
+      periodMs: fc.oneof(
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 51, max: 5_000 }),
+        fc.constantFrom(1_000, 60_000, 3_600_000, 86_400_000, 604_800_000),
+      ),
       burstFactor: fc.constantFrom(undefined, 0.5, 1, 2, 3),
     })
     .map(({ limit, periodMs, burstFactor }) => {
