@@ -48,6 +48,8 @@ export const fixedWindow: Algorithm = {
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {
+    // An empty count is no state at all: a peek at a new key need not be kept.
+    if (state[1] === 0) return 1
     return Math.max(1, state[0] + policy.periodMs - now)
   },
 }

@@ -83,6 +83,9 @@ describe('fixed-window: examples', () => {
     const [result] = run([[400, 2]])
     assert.equal(fixedWindow.ttlMs(result.state, START + 400, policy), 600)
     assert.equal(fixedWindow.ttlMs(result.state, START + 5_000, policy), 1)
+    // A peek at a new key leaves nothing worth keeping.
+    const peek = fixedWindow.step(undefined, START + 400, 0, policy)
+    assert.equal(fixedWindow.ttlMs(peek.state, START + 400, policy), 1)
   })
 
   it('stays in the stored window when the clock steps back across a window edge', () => {

@@ -33,6 +33,7 @@ ALGORITHMS['fixed-window'] = {
   end,
 
   ttl = function(state, now, p)
+    if state[2] == 0 then return 1 end
     return max(1, state[1] + p.periodMs - now)
   end,
 }
