@@ -67,6 +67,9 @@ export class RedisStore implements Store {
     this.maxBatchSize = validateBatchSize(options.maxBatchSize ?? 512)
     const { client, owned } = connect(options)
     rejectKeyPrefix(client)
+    // Each failure already reaches the caller as a rejected call (which the limiter turns into its
+    // failure mode); without a listener ioredis would also print every reconnect attempt.
+    if (owned) client.on('error', ignoreConnectionError)
     this.client = client
     this.ownsClient = owned
   }
@@ -115,34 +118,21 @@ export class RedisStore implements Store {
   private groupByServer(items: Pending[]): Pending[][] {
     if (!this.client.isCluster) return [items]
     const slots = (this.client as Cluster).slots
-    const groups = new Map<string, Pending[]>()
-    for (const item of items) {
-      const node = slots[item.slot]?.[0] ?? `slot ${item.slot}`
-      let group = groups.get(node)
-      if (group === undefined) groups.set(node, (group = []))
-      group.push(item)
-    }
-    return [...groups.values()]
+    return groupBy(items, (item) => slots[item.slot]?.[0] ?? `slot ${item.slot}`)
   }
 
   private async send(items: Pending[], mayRegroup: boolean): Promise<void> {
     const ordered = routingSlotFirst(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
-    const { keys, args } = encodeCall(ordered, declared)
     let responses: EvaluateResponse[]
     try {
+      const { keys, args } = encodeCall(ordered, declared)
       responses = decodeReply(await runRunner(this.client, keys, args), ordered)
     } catch (error) {
       // The slot map changed under a multi-slot call: the script failed before writing anything,
       // so each slot is sent alone (declared keys only, which ioredis redirects by itself).
       if (mayRegroup && declared < ordered.length && isRoutingError(error)) {
-        const bySlot = new Map<number, Pending[]>()
-        for (const item of ordered) {
-          let group = bySlot.get(item.slot)
-          if (group === undefined) bySlot.set(item.slot, (group = []))
-          group.push(item)
-        }
-        await Promise.all([...bySlot.values()].map((group) => this.send(group, false)))
+        await Promise.all(groupBy(ordered, (item) => item.slot).map((group) => this.send(group, false)))
         return
       }
       for (const item of ordered) item.reject(error)
@@ -182,6 +172,8 @@ function connect(options: RedisStoreOptions): { client: Redis | Cluster; owned: 
   throw invalidOption('options', "give one of client, url, redis or cluster, e.g. { url: 'redis://localhost:6379' }")
 }
 
+function ignoreConnectionError(): void {}
+
 function rejectKeyPrefix(client: Redis | Cluster): void {
   const keyPrefix = client instanceof Cluster ? client.options.keyPrefix ?? client.options.redisOptions?.keyPrefix : client.options.keyPrefix
   if (keyPrefix) {
@@ -205,6 +197,18 @@ function requestProblem(request: EvaluateRequest): string | undefined {
     return `now must be a finite number of milliseconds, got ${String(request.now)}`
   }
   return undefined
+}
+
+// Groups in first-seen order, keeping each group's items in their original order.
+function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): T[][] {
+  const groups = new Map<K, T[]>()
+  for (const item of items) {
+    const key = keyOf(item)
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, [item])
+    else group.push(item)
+  }
+  return [...groups.values()]
 }
 
 // The first item's slot is the routing slot; its requests move to the front to be declared.

@@ -1,14 +1,19 @@
 // RedisStore on a real redis-server: decisions, atomic multi-policy, tick batching, TTLs, reset, options.
 
 import { test, before, after, beforeEach } from 'node:test'
+import { once } from 'node:events'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { createPolicies, createPolicy } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 
 let server: RedisProcess
 let client: Redis
@@ -226,4 +231,24 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
     )
   }
   prefixed.disconnect()
+})
+
+test('a store made from Sentinel options finds the master through the sentinel', async () => {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-sentinel-'))
+  const config = join(dir, 'sentinel.conf')
+  writeFileSync(config, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor main 127.0.0.1 ${server.port} 1\n`)
+  const sentinel = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
+  const store = new RedisStore({ redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times) => (times > 100 ? null : 50) }, prefix: 'sentinel:' })
+  try {
+    const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 3, now: 0 }])
+    assert.equal(response.results[0].remaining, 7)
+    assert.equal(await client.get('sentinel:{k}:minute:fw'), '0,0,3', 'written on the master the sentinel named')
+  } finally {
+    await store.close()
+    const exited = once(sentinel, 'exit')
+    sentinel.kill('SIGTERM')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
