@@ -4,7 +4,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone, sendNodeRejection, setNodeHeaders } from './node-exchange.js'
-import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 declare global {
   namespace Express {
@@ -27,7 +27,7 @@ export interface ExpressRateLimitOptions extends HttpLimitOptions<Request> {
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const resolved = resolveHttpOptions(options, ['handler'])
-  const handler = resolveHandler(options.handler)
+  const handler = resolveHook(options.handler)
   return async (req, res, next) => {
     const route = typeof req.route?.path === 'string' ? `${req.baseUrl}${req.route.path}` : undefined
     const outcome = await limitRequest(resolved, req, nodeExchange(req, req.originalUrl, route))

@@ -5,7 +5,7 @@ import { FloodgateError } from '../core/errors.js'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone } from './node-exchange.js'
-import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 /** Options of the Fastify plugin; a route's `config.rateLimit` may override any of them. */
 export interface FastifyRateLimitOptions extends HttpLimitOptions<FastifyRequest> {
@@ -32,7 +32,7 @@ type RouteLimitOptions = Omit<FastifyRateLimitOptions, 'global'>
 function routeHook(options: RouteLimitOptions): onRequestHookHandler {
   const { handler: userHandler, ...httpOptions } = options
   const resolved = resolveHttpOptions(httpOptions)
-  const handler = resolveHandler(userHandler)
+  const handler = resolveHook(userHandler)
   return async function floodgateOnRequest(request, reply) {
     const exchange = nodeExchange(request.raw, request.url, request.routeOptions.url)
     const outcome = await limitRequest(resolved, request, exchange)

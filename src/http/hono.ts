@@ -3,7 +3,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type HttpExchange, type Rejection } from './limit-request.js'
-import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 /** The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`. */
 export type RateLimitVariables = { rateLimit: Decision }
@@ -45,8 +45,8 @@ function honoExchange(c: Context, remoteAddress: string | undefined): HttpExchan
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Variables: RateLimitVariables }> {
   const { handler: userHandler, remoteAddress: userAddress, ...httpOptions } = options
   const resolved = resolveHttpOptions<Context>(httpOptions)
-  const handler = resolveHandler(userHandler)
-  const remoteAddress = resolveHandler(userAddress) ?? nodeServerAddress
+  const handler = resolveHook(userHandler)
+  const remoteAddress = resolveHook(userAddress, 'remoteAddress') ?? nodeServerAddress
   return async (c, next) => {
     const outcome = await limitRequest(resolved, c, honoExchange(c, remoteAddress(c)))
     if (outcome.action === 'pass') return next()

@@ -3,7 +3,7 @@
 import type { Context, Middleware } from 'koa'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone } from './node-exchange.js'
-import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 /** Options of the Koa middleware. */
 export interface KoaRateLimitOptions extends HttpLimitOptions<Context> {
@@ -21,7 +21,7 @@ function matchedRoute(ctx: Context): string | undefined {
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const { handler: userHandler, ...httpOptions } = options
   const resolved = resolveHttpOptions<Context>(httpOptions)
-  const handler = resolveHandler(userHandler)
+  const handler = resolveHook(userHandler)
   return async (ctx, next) => {
     const outcome = await limitRequest(resolved, ctx, nodeExchange(ctx.req, ctx.originalUrl, matchedRoute(ctx)))
     if (outcome.action === 'pass') return next()

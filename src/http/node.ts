@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone, sendNodeRejection, setNodeHeaders } from './node-exchange.js'
-import { resolveHandler, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 declare module 'node:http' {
   interface IncomingMessage {
@@ -25,7 +25,7 @@ export interface NodeRateLimitOptions extends HttpLimitOptions<IncomingMessage> 
  */
 export function rateLimit(options: NodeRateLimitOptions): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
   const resolved = resolveHttpOptions(options, ['handler'])
-  const handler = resolveHandler(options.handler)
+  const handler = resolveHook(options.handler)
   return async (req, res) => {
     const outcome = await limitRequest(resolved, req, nodeExchange(req))
     if (outcome.action === 'pass') return true

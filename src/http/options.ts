@@ -92,9 +92,9 @@ function optionalFunction<T>(value: T | undefined, field: string): T | undefined
   return value
 }
 
-/** Validates an adapter's `handler` hook (a function, if given). */
-export function resolveHandler<T>(value: T | undefined): T | undefined {
-  return optionalFunction(value, 'handler')
+/** Validates an adapter's own function option (`handler`, …): a function, if given. */
+export function resolveHook<T>(value: T | undefined, field = 'handler'): T | undefined {
+  return optionalFunction(value, field)
 }
 
 function optionalBoolean(value: unknown, field: string): boolean {
