@@ -1,0 +1,53 @@
+// /metrics scraped as Prometheus text: per-rule counters move with decisions; labels never carry request values.
+
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { checkBody, parseMetrics, postJson, scrape, startTestService, type TestService } from './helpers.js'
+import { ServiceMetrics, OTHER_RULE } from '../../src/service/metrics.js'
+
+describe('/metrics', () => {
+  let service: TestService
+  before(async () => {
+    service = await startTestService()
+  })
+  after(async () => {
+    await service.stop()
+  })
+
+  it('counts hits, within/near/over limit per rule and observes latency', async () => {
+    const url = `${service.httpUrl}/v1/check`
+    for (let i = 0; i < 4; i++) await postJson(url, checkBody('test', [{ user: 'metrics-user' }]))
+    const response = await fetch(`${service.httpUrl}/metrics`)
+    assert.match(response.headers.get('content-type') ?? '', /^text\/plain/)
+    const metrics = parseMetrics(await response.text())
+    const rule = '{rule="test.user"}'
+    assert.equal(metrics.get(`floodgate_total_hits${rule}`), 4)
+    assert.equal(metrics.get(`floodgate_within_limit${rule}`), 3)
+    assert.equal(metrics.get(`floodgate_over_limit${rule}`), 1)
+    // 3 per day: the 3rd hit uses 100% ≥ 80%, the 2nd 67%: one near-limit hit.
+    assert.equal(metrics.get(`floodgate_near_limit${rule}`), 1)
+    assert.ok((metrics.get('floodgate_decision_duration_seconds_count{transport="http"}') ?? 0) >= 4)
+    assert.equal(metrics.get('floodgate_breaker_state'), 0)
+    assert.equal(metrics.get('floodgate_store_errors_total'), 0)
+    for (const key of metrics.keys()) assert.ok(!key.includes('metrics-user'), `raw value leaked into ${key}`)
+  })
+
+  it('counts deny-cache answers', async () => {
+    const url = `${service.httpUrl}/v1/check`
+    for (let i = 0; i < 6; i++) await postJson(url, checkBody('test', [{ user: 'dc' }]))
+    const metrics = await scrape(service.httpUrl)
+    assert.ok((metrics.get('floodgate_deny_cache_hits{rule="test.user"}') ?? 0) >= 1)
+  })
+})
+
+describe('ServiceMetrics', () => {
+  it('caps the number of rule labels', async () => {
+    const metrics = new ServiceMetrics({ maxRuleLabels: 2, processMetrics: false })
+    for (const rule of ['a', 'b', 'c', 'd']) metrics.recordHit(rule, { hits: 1, allowed: true, near: false, wouldDeny: false, denyCache: false })
+    const values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_total_hits{rule="a"}'), 1)
+    assert.equal(values.get('floodgate_total_hits{rule="b"}'), 1)
+    assert.equal(values.get(`floodgate_total_hits{rule="${OTHER_RULE}"}`), 2)
+    assert.equal(values.has('floodgate_total_hits{rule="c"}'), false)
+  })
+})
