@@ -82,7 +82,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
       const plan = this.planFor(options?.policies)
-      if (cost > 0 && this.denyCache !== undefined) {
+      if (cost > 0 && this.denyCache !== undefined && this.denyCache.size > 0) {
         const now = this.clock()
         const hit = this.denyCache.get(plan.cacheTag === '' ? key : plan.cacheTag + key, plan, now)
         if (hit !== undefined) return Promise.resolve(fromDenyCache(hit.value, hit.until, now))

@@ -10,7 +10,9 @@ export interface MemoryStoreOptions {
   /**
    * Most keys kept at once (default 100 000). Past it the least recently used key is dropped,
    * so a flood of unique keys (random IPv6 addresses) cannot grow the process without bound.
-   * A dropped key starts fresh when it comes back: it is forgiven, never wrongly punished.
+   * The order is LRU to within half the store: a key is dropped only after at least maxKeys/2 - 1
+   * other keys were added or moved since its last use. A dropped key starts fresh when it comes
+   * back: it is forgiven, never wrongly punished.
    */
   maxKeys?: number
   /** Milliseconds since the epoch when a request carries no `now` (default `Date.now`); tests inject one. */
@@ -35,6 +37,8 @@ interface KeyEntry {
   /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
   lastSet: readonly Policy[] | undefined
   lastIndex: number[]
+  /** The store's move counter when this entry last moved to the young end of the LRU order. */
+  movedAt: number
 }
 
 /**
@@ -45,9 +49,14 @@ interface KeyEntry {
 export class MemoryStore implements Store {
   readonly maxKeys: number
   private readonly clock: () => number
-  // A Map iterates in insertion order, so deleting and re-inserting a key on every touch makes the
-  // first key the least recently used one: an O(1) LRU without a linked list.
+  // A Map iterates in insertion order, so deleting and re-inserting a key on a touch makes the first
+  // key the least recently used one: an O(1) LRU without a linked list. Moving costs a delete and an
+  // insert (several times a lookup), so an entry moves only when more than maxKeys/2 moves happened
+  // since its last one: a key used within the last maxKeys/2 distinct keys' moves is never the
+  // oldest, and a hot working set smaller than that never moves at all.
   private readonly entries = new Map<string, KeyEntry>()
+  private readonly moveDistance: number
+  private moves = 0
   // evaluateKey reads the records and keeps no reference, so one scratch array serves every call.
   private readonly scratch: (PolicyRecord | undefined)[] = []
 
@@ -63,6 +72,7 @@ export class MemoryStore implements Store {
       throw new FloodgateError('INVALID_OPTION', 'clock: must be a function returning milliseconds since the epoch')
     }
     this.maxKeys = maxKeys
+    this.moveDistance = maxKeys >>> 1
     this.clock = options.clock ?? Date.now
   }
 
@@ -98,7 +108,7 @@ export class MemoryStore implements Store {
     const entries = this.entries
     const entry = entries.get(key)
     const scratch = this.scratch
-    scratch.length = policies.length
+    if (scratch.length !== policies.length) scratch.length = policies.length
     let index: number[] | undefined
     if (entry === undefined) {
       scratch.fill(undefined)
@@ -111,9 +121,11 @@ export class MemoryStore implements Store {
     }
     const evaluation = evaluateKey(scratch, now, cost, policies)
     if (entry !== undefined) {
-      // Touch: move the key to the most recently used end.
-      entries.delete(key)
-      entries.set(key, entry)
+      if (this.moves - entry.movedAt > this.moveDistance) {
+        entries.delete(key)
+        entries.set(key, entry)
+        entry.movedAt = ++this.moves
+      }
       this.save(entry, index!, evaluation.records, evaluation.ttlMs, now)
     } else if (cost > 0) {
       // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
@@ -165,7 +177,7 @@ export class MemoryStore implements Store {
     }
     const lastIndex: number[] = new Array(policies.length)
     for (let i = 0; i < policies.length; i++) lastIndex[i] = i
-    entries.set(key, { policies: policies.slice(), records, expiresAt, deadAt, lastSet: policies, lastIndex })
+    entries.set(key, { policies: policies.slice(), records, expiresAt, deadAt, lastSet: policies, lastIndex, movedAt: ++this.moves })
     if (entries.size > this.maxKeys) {
       this.evictOldest()
     } else {

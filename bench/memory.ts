@@ -1,0 +1,124 @@
+// Embedded-store benchmark (`npm run bench:memory`): decisions/s per algorithm through RateLimiter +
+// MemoryStore, side by side with rate-limiter-flexible's RateLimiterMemory and a bare Map counter
+// (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
+//
+// Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
+// --keys K (distinct keys, default 10 000).
+
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { RateLimiterMemory } from 'rate-limiter-flexible'
+import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../src/index.js'
+import { formatBytes, formatCount, interleavedRounds, printTable, ratio, type Contender } from './support.js'
+
+// Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
+const gc = (globalThis as { gc?: () => void }).gc
+if (gc === undefined) {
+  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
+  process.exit(child.status ?? 1)
+}
+
+const { values } = parseArgs({ options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' } } })
+const OPS = Number(values.ops ?? 1_000_000)
+const ROUNDS = Number(values.rounds ?? 5)
+const KEYS = Number(values.keys ?? 10_000)
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
+
+// Limits high enough that every request is admitted: the benchmark measures the decision path,
+// not denials (which the deny cache would answer even faster). Concurrency is left out: it holds
+// leases, not a rate. The sliding log keeps every timestamp, so its limit stays modest.
+const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra']
+function policyFor(algorithm: AlgorithmName): PolicyOptions {
+  return { algorithm, limit: algorithm === 'sliding-log' ? 10_000 : 1_000_000_000, period: '1h' }
+}
+
+/** Decisions per second of `op` called in a plain `await` loop over the keys. */
+async function awaitLoop(op: (key: string) => Promise<unknown>): Promise<number> {
+  const start = performance.now()
+  for (let i = 0; i < OPS; i++) await op(keys[i % KEYS])
+  return (OPS * 1000) / (performance.now() - start)
+}
+
+function floodgate(algorithm: AlgorithmName): Contender {
+  return {
+    name: `floodgate ${algorithm}`,
+    measure: () => {
+      const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] })
+      return awaitLoop((key) => limiter.limit(key))
+    },
+  }
+}
+
+const rateLimiterFlexible: Contender = {
+  name: 'rate-limiter-flexible RateLimiterMemory',
+  measure: () => {
+    const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 3600 })
+    return awaitLoop((key) => limiter.consume(key))
+  },
+}
+
+// The physical limit of an in-process limiter: one Map read and write per decision, through an
+// async function and an await as every limiter call is.
+const bareMap: Contender = {
+  name: 'bare Map counter (async)',
+  measure: () => {
+    const counts = new Map<string, number>()
+    const hit = async (key: string): Promise<number> => {
+      const count = (counts.get(key) ?? 0) + 1
+      counts.set(key, count)
+      return count
+    }
+    return awaitLoop(hit)
+  },
+}
+
+/** Heap bytes per key after `fill` creates `count` keys, measured between full collections. */
+async function bytesPerKey(count: number, fill: (key: string) => unknown): Promise<number> {
+  const held: unknown[] = []
+  gc!()
+  const before = process.memoryUsage().heapUsed
+  for (let i = 0; i < count; i++) held.push(await fill(`bytes:${i}`))
+  held.length = 0
+  gc!()
+  return (process.memoryUsage().heapUsed - before) / count
+}
+
+async function memoryPerKey(): Promise<[string, number][]> {
+  const count = 100_000
+  const rows: [string, number][] = []
+  for (const algorithm of ALGORITHMS) {
+    const store = new MemoryStore({ maxKeys: count * 2 })
+    // A realistic limit: with a huge one, bucket states expire within a millisecond and are shed.
+    const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
+    rows.push([`floodgate ${algorithm}`, await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1) && undefined)])
+    await store.close()
+  }
+  const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
+  rows.push(['rate-limiter-flexible RateLimiterMemory', await bytesPerKey(count, (key) => rlf.consume(key).then(() => undefined))])
+  const counts = new Map<string, number>()
+  rows.push(['bare Map counter', await bytesPerKey(count, (key) => void counts.set(key, 1))])
+  return rows
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`)
+  const contenders = [...ALGORITHMS.map(floodgate), rateLimiterFlexible, bareMap]
+  const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
+    process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
+  })
+  const rlf = results.find((r) => r.name === rateLimiterFlexible.name)!.median
+  const map = results.find((r) => r.name === bareMap.name)!.median
+  printTable(
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs bare Map'],
+    results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map)]),
+    'Throughput (median; targets: Floodgate ≥ 3x rate-limiter-flexible, ≥ 0.50x bare Map)',
+  )
+  printTable(
+    ['store', 'bytes/key'],
+    (await memoryPerKey()).map(([name, bytes]) => [name, formatBytes(bytes)]),
+    'Heap per key (100 000 keys, one policy, after a full GC)',
+  )
+}
+
+await main()
