@@ -5,12 +5,14 @@ import { FloodgateError } from '../core/errors.js'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone } from './node-exchange.js'
-import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { resolveHook, resolveHttpOptions, type HttpLimiter, type HttpLimitOptions } from './options.js'
 
 /** Options of the Fastify plugin; a route's `config.rateLimit` may override any of them. */
-export interface FastifyRateLimitOptions extends HttpLimitOptions<FastifyRequest> {
-  /** Answers a denied request instead of the default 429 body (headers are already set). */
-  handler?: (request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void | Promise<void>
+export interface FastifyRateLimitOptions extends Omit<HttpLimitOptions<FastifyRequest>, 'limiter'> {
+  /** The limiter; required unless `global: false` and every limited route brings its own in `config.rateLimit`. */
+  limiter?: HttpLimiter
+  /** Answers a denied request instead of the default 429 body (headers are already set); may return the reply. */
+  handler?: (request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => unknown
   /** `true` (default): every route is limited; `false`: only routes with `config.rateLimit`. */
   global?: boolean
 }
@@ -31,7 +33,8 @@ type RouteLimitOptions = Omit<FastifyRateLimitOptions, 'global'>
 /** The limiting hook for one route, built (and its options validated) when the route is registered. */
 function routeHook(options: RouteLimitOptions): onRequestHookHandler {
   const { handler: userHandler, ...httpOptions } = options
-  const resolved = resolveHttpOptions(httpOptions)
+  // A missing limiter is reported here, by name, like every other option.
+  const resolved = resolveHttpOptions(httpOptions as HttpLimitOptions<FastifyRequest>)
   const handler = resolveHook(userHandler)
   return async function floodgateOnRequest(request, reply) {
     const exchange = nodeExchange(request.raw, request.url, request.routeOptions.url)
