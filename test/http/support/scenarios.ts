@@ -23,7 +23,8 @@ async function withApp(
   options: Omit<SharedOptions, 'limiter'>,
   body: (app: RunningApp, limiter: RateLimiter) => Promise<void>,
 ): Promise<void> {
-  const limiter = new RateLimiter({ store: context.newStore(), policies, denyCache: false })
+  // A generous store timeout: a busy test machine must not turn a Redis decision into a fail-open one.
+  const limiter = new RateLimiter({ store: context.newStore(), policies, denyCache: false, timeout: '5s' })
   const app = await context.framework.start({ limiter, onWarning: () => {}, ...options })
   try {
     await body(app, limiter)
