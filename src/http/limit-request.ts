@@ -1,6 +1,7 @@
 // The one request flow every adapter runs: identify → limit → headers → allow, delay or reject → refund at the end.
 
 import { FloodgateError } from '../core/errors.js'
+import type { Policy } from '../core/policy.js'
 import type { Decision, PolicyDecision } from '../limiter/types.js'
 import { clientIp } from './client-ip.js'
 import { rateLimitHeaders, type HeaderList } from './headers.js'
@@ -61,8 +62,9 @@ export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: 
       await undo(options, charged, cost)
       decision = tooLongToWait(decision, options.maxDelayMs)
     }
-    const headers = rateLimitHeaders(decision, options.headerStyles, Date.now())
-    if (!decision.allowed) return { action: 'reject', decision, headers, reject: rejectBody(decision, options.body) }
+    const shown = withoutShadowPolicies(decision, parts, options.limiter.policies)
+    const headers = rateLimitHeaders(shown, options.headerStyles, Date.now())
+    if (!decision.allowed) return { action: 'reject', decision, headers, reject: rejectBody(shown, options.body) }
     if (decision.delayMs > 0) await sleep(decision.delayMs)
     return { action: 'allow', decision, headers, finish: finisher(options, req, charged, cost) }
   } catch (error) {
@@ -140,6 +142,19 @@ export function mergeDecisions(decisions: readonly Decision[]): Decision {
     shadow: decisions.some((d) => d.shadow),
     policies: decisions.flatMap((d) => d.policies),
   }
+}
+
+/**
+ * The decision as clients see it: shadow policies are observed, never enforced, so they stay out
+ * of headers and 429 bodies (a client must not back off because of them).
+ */
+function withoutShadowPolicies(decision: Decision, parts: readonly KeyPart[], own: readonly Policy[] | undefined): Decision {
+  const shadow = new Set<string>()
+  for (const part of parts) {
+    for (const policy of part.policies ?? own ?? []) if (policy.shadow) shadow.add(policy.name)
+  }
+  if (shadow.size === 0) return decision
+  return { ...decision, policies: decision.policies.filter((p) => !shadow.has(p.name)) }
 }
 
 /**

@@ -12,6 +12,8 @@ import type { BodyFormat } from './responses.js'
 
 /** What the middleware needs of a limiter: `RateLimiter` has it. */
 export interface HttpLimiter {
+  /** The limiter's own policies; shadow ones are left out of headers and bodies (they never deny). */
+  readonly policies?: readonly Policy[]
   limit(key: string, options?: LimitOptions): Promise<Decision>
   refund(key: string, cost: number, options?: { policies?: readonly Policy[] }): Promise<unknown>
   release(lease: Lease): Promise<unknown>

@@ -225,4 +225,27 @@ describe('node:http and the shared flow', () => {
       await server.close()
     }
   })
+
+  it('shadow policies are decided and exposed, but kept out of the headers clients read', async () => {
+    const limiter = new RateLimiter({
+      policies: [
+        { name: 'enforced', algorithm: 'fixed-window', limit: 5, period: '1m' },
+        { name: 'trial', algorithm: 'fixed-window', limit: 1, period: '1m', shadow: true },
+      ],
+    })
+    const check = nodeRateLimit({ limiter })
+    const server = await listen(async (req, res) => {
+      if (await check(req, res)) res.end(JSON.stringify({ shadow: req.rateLimit?.shadow }))
+    })
+    try {
+      await server.get('/')
+      const second = await server.get('/')
+      assert.equal(second.status, 200)
+      assert.deepEqual(JSON.parse(second.text), { shadow: true })
+      assert.equal(second.headers.get('ratelimit-policy'), '"enforced";q=5;w=60')
+      assert.equal(second.headers.get('x-ratelimit-remaining'), '3')
+    } finally {
+      await server.close()
+    }
+  })
 })
