@@ -58,7 +58,7 @@ describe('fastify', () => {
     app.get('/other', async () => 'ok')
     const login = [await app.inject('/login'), await app.inject('/login')]
     assert.deepEqual(login.map((r) => r.statusCode), [200, 429])
-    assert.equal(login[1].headers['content-type'], 'application/problem+json')
+    assert.match(String(login[1].headers['content-type']), /^application\/problem\+json/)
     assert.deepEqual(JSON.parse(login[1].body)['violated-policies'], ['login'])
     const health = await app.inject('/health')
     assert.equal(health.statusCode, 200)
