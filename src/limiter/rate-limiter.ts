@@ -16,6 +16,12 @@ import { checkCost, checkKey, checkLease } from './requests.js'
 import { withTimeout } from './timeout.js'
 import type { Decision, DecisionSource, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
 
+/** A remembered denial and the cost it was for: a smaller cost might pass, so only the same cost hits. */
+interface CachedDenial {
+  decision: Decision
+  cost: number
+}
+
 /** Where a decision's state lives: the configured store, or the local fallback store. */
 type Backend = 'remote' | 'local'
 
@@ -49,7 +55,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly inProcess: MemoryStore | undefined
   private readonly clock: () => number
   private readonly breaker: CircuitBreaker
-  private readonly denyCache: DenyCache<Decision> | undefined
+  private readonly denyCache: DenyCache<CachedDenial> | undefined
   private readonly ownPlan: PolicyPlan | undefined
   private readonly plans = new WeakMap<readonly Policy[], PolicyPlan>()
   private readonly leases = new WeakMap<Lease, LeaseOrigin>()
@@ -85,7 +91,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       if (cost > 0 && this.denyCache !== undefined && this.denyCache.size > 0) {
         const now = this.clock()
         const hit = this.denyCache.get(plan.cacheTag === '' ? key : plan.cacheTag + key, plan, now)
-        if (hit !== undefined) return Promise.resolve(fromDenyCache(hit.value, hit.until, now))
+        if (hit !== undefined && hit.value.cost === cost) return Promise.resolve(fromDenyCache(hit.value.decision, hit.until, now))
       }
       if (this.inProcess === undefined) return this.decideRemotely(key, cost, plan)
       const decision = this.decideOn(this.inProcess, plan.remote, 'store', key, cost, plan)
@@ -217,7 +223,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       if (plan.hasConcurrency) this.attachLease(key, cost, plan, backend, decision)
     } else if (cacheable && this.denyCache !== undefined && decision.source === 'store' && decision.retryAfterMs > 0 && !deniedByConcurrency(plan, decision)) {
       const cacheKey = plan.cacheTag === '' ? key : plan.cacheTag + key
-      this.denyCache.set(cacheKey, plan, this.clock() + decision.retryAfterMs, decision)
+      this.denyCache.set(cacheKey, plan, this.clock() + decision.retryAfterMs, { decision, cost })
     }
     return decision
   }

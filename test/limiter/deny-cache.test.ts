@@ -43,6 +43,17 @@ describe('deny cache', () => {
     assert.equal(store.calls, calls + 1)
   })
 
+  it('answers only the cost it was denied for: a smaller cost may pass', async () => {
+    const { limiter } = setup()
+    await limiter.limit('k')
+    const big = await limiter.limit('k', { cost: 2 })
+    assert.equal(big.allowed, false)
+    assert.equal((await limiter.limit('k', { cost: 2 })).source, 'deny-cache')
+    const small = await limiter.limit('k', { cost: 1 })
+    assert.equal(small.allowed, true)
+    assert.equal(small.source, 'store')
+  })
+
   it('is skipped for peeks, which always read the store', async () => {
     const { limiter, store } = setup()
     await exhaust(limiter, 'k')
