@@ -1,0 +1,95 @@
+// GCRA, the Generic Cell Rate Algorithm (as redis-cell and Brandur's throttled); twin of scripts/gcra.lua.
+//
+// Every admitted unit pushes a theoretical arrival time (TAT) forward by one emission interval
+// (`periodMs / limit`); a request is admitted when, after pushing, the TAT runs at most the
+// tolerance (`burst` intervals) ahead of now. So `burst` units may pass at once, then one per
+// interval. It is the token bucket seen from the other side, with nothing to refill.
+//
+// Exactness. The interval is rarely a whole number (1000 ms / 3), and a TAT kept as one double
+// near 1.7e12 ms is rounded at every step (ulp ≈ 0.00024 ms), so a burst of exactly `burst` could
+// fail by a rounding. So times are counted in *ticks* of 1/limit ms, in which the interval is
+// `periodMs` and the tolerance `burst × periodMs`: whole numbers, exact in both executors while
+// `periodMs × max(limit, burst)` < 2^53 (any sane policy). The TAT is stored as
+// `[tatMs, tatTicks, limit]`: whole milliseconds plus a fraction of `tatTicks` < limit ticks, and
+// the limit those ticks were counted in — a reloaded policy with another limit rounds the
+// fraction up to the next millisecond instead of misreading it.
+
+import type { Policy } from '../policy.js'
+import type { Algorithm, State, StepResult } from './types.js'
+
+/**
+ * The GCRA algorithm, state `[tatMs, tatTicks, limit]` (see above).
+ *
+ * - `remaining`: whole units that could pass now; `resetMs`: until the TAT is reached (the policy
+ *   fully restored); `retryAfterMs`: until the TAT has fallen back enough for this cost.
+ * - A denied request reports the state it saw (nothing charged). A cost above `burst` can never
+ *   pass; its `retryAfterMs` is `resetMs`, the time until fully restored (0 on a fresh key).
+ * - Refunds pull the TAT back, never before now (a fresh state).
+ * - A clock that steps back sees the TAT further ahead: stricter, never looser.
+ */
+export const gcra: Algorithm = {
+  name: 'gcra',
+
+  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+    const { limit, periodMs, burst } = policy
+    const tolerance = burst * periodMs
+    let tatMs = now
+    let tatTicks = 0
+    let lag = 0 // how far the TAT is ahead of now, in ticks; 0 when it is already past
+    if (state !== undefined) {
+      const [storedMs, storedTicks] = gcraStoredTat(state, limit)
+      const storedLag = (storedMs - now) * limit + storedTicks
+      if (storedLag > 0) {
+        tatMs = storedMs
+        tatTicks = storedTicks
+        lag = storedLag
+      }
+    }
+
+    let allowed = true
+    let lagAfter = lag
+    if (cost > 0) {
+      allowed = lag + cost * periodMs <= tolerance
+      if (allowed) lagAfter = lag + cost * periodMs
+    } else if (cost < 0) {
+      lagAfter = Math.max(0, lag + cost * periodMs)
+    } else {
+      allowed = lag <= tolerance
+    }
+
+    if (cost !== 0 && allowed) {
+      if (lagAfter === 0) {
+        tatMs = now
+        tatTicks = 0
+      } else {
+        tatTicks = tatTicks + cost * periodMs
+        const carry = Math.floor(tatTicks / limit)
+        tatMs = tatMs + carry
+        tatTicks = tatTicks - carry * limit
+      }
+    }
+
+    const resetMs = Math.ceil(lagAfter / limit)
+    let retryAfterMs = 0
+    if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((lag + cost * periodMs - tolerance) / limit)
+    return {
+      allowed,
+      remaining: Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)),
+      resetMs,
+      retryAfterMs,
+      delayMs: 0,
+      state: [tatMs, tatTicks, limit],
+    }
+  },
+
+  ttlMs(state: State, now: number, policy: Policy): number {
+    const [storedMs, storedTicks] = gcraStoredTat(state, policy.limit)
+    return Math.max(1, Math.ceil(((storedMs - now) * policy.limit + storedTicks) / policy.limit))
+  },
+}
+
+/** The stored TAT as [ms, ticks of 1/limit ms]; ticks counted under another limit round up to a whole ms. */
+function gcraStoredTat(state: State, limit: number): [number, number] {
+  if (state[2] !== limit && state[1] > 0) return [state[0] + 1, 0]
+  return [state[0], state[1]]
+}
