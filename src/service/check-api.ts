@@ -36,7 +36,12 @@ const checkBody = z.object(
       .max(MAX_DESCRIPTORS, `at most ${MAX_DESCRIPTORS} descriptors per request`),
     hits: z.number({ error: 'expected a whole number ≥ 0' }).int('expected a whole number ≥ 0').min(0, 'expected a whole number ≥ 0').max(1_000_000_000).optional(),
   },
-  { error: 'expected a JSON object { "domain", "descriptors", "hits"? }' },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the fields are domain, descriptors and hits`
+        : 'expected a JSON object { "domain", "descriptors", "hits"? }',
+  },
 )
 
 /** Decider input from a `/v1/check` body; FloodgateError (INVALID_REQUEST) says which field is wrong and how. */

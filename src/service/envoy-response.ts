@@ -86,13 +86,17 @@ function statusOf(outcome: DescriptorOutcome): RlsDescriptorStatus {
   }
 }
 
-/** A `rate_limit` rule reports its own unit and number; anything else (overrides, `limits:`) is mapped. */
+/**
+ * A `rate_limit` rule reports its own unit, number and name (empty when unnamed, as upstream);
+ * anything else (a request's override, a `limits:` policy) is mapped and named by its policy.
+ */
 function currentLimitOf(outcome: Extract<DescriptorOutcome, { kind: 'limited' }>): RlsRateLimit {
   const { rule, policy } = outcome
-  const name = rule?.name ?? policy.name
   const ownLimit = rule?.envoyLimit
-  if (ownLimit !== undefined && rule?.policies.includes(policy)) return { name, requests_per_unit: ownLimit.requestsPerUnit, unit: ownLimit.unit }
-  return envoyLimitOf(policy, name)
+  if (ownLimit !== undefined && rule?.policies.includes(policy)) {
+    return { name: rule.name ?? '', requests_per_unit: ownLimit.requestsPerUnit, unit: ownLimit.unit }
+  }
+  return envoyLimitOf(policy, rule?.name ?? policy.name)
 }
 
 /**

@@ -15,6 +15,9 @@ import { ServiceMetrics } from './metrics.js'
 import { countRules } from './rule-count.js'
 import type { Settings, StoreSettings } from './settings.js'
 
+/** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
+const STORE_CLOSE_MS = 2_000
+
 /** A started service. */
 export interface RunningService {
   /** Base URL of the HTTP API, e.g. `http://127.0.0.1:8080`. */
@@ -79,7 +82,8 @@ export async function startService(settings: Settings, options: StartOptions = {
   const closeBackends = async () => {
     await rules.close()
     await limiter.close()
-    await store.close()
+    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
+    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
   }
   let httpUrl: string
   let grpcPort: number
@@ -201,5 +205,15 @@ async function closeHttp(app: ReturnType<typeof createHttpServer>, timeoutMs: nu
     await app.close()
   } finally {
     clearTimeout(force)
+  }
+}
+
+/** Waits for `work`, but no longer than `ms`. */
+async function within(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+  } finally {
+    clearTimeout(timer)
   }
 }
