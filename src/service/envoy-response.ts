@@ -52,7 +52,7 @@ const UNIT_MS: Readonly<Record<RlsUnit, number>> = {
  * The Envoy `RateLimit` that describes `policy`. A policy whose period is exactly one unit (every
  * rule written as `rate_limit: { unit, requests_per_unit }`) maps exactly. Any other period (a
  * `limits:` extension rule, e.g. 100 per 10s) is reported as the same rate in the unit nearest to
- * its period on a log scale, rounded and at least 1 (100 per 10s → 10 per SECOND), since Envoy
+ * its period on a log scale, rounded and at least 1 (100 per 10s → 600 per MINUTE), since Envoy
  * can only express whole units.
  */
 export function envoyLimitOf(policy: Policy, name: string): RlsRateLimit {
