@@ -25,7 +25,8 @@ export interface MemoryStoreOptions {
  * `records[i]` and `expiresAt[i]`.
  */
 interface KeyEntry {
-  policies: Policy[]
+  /** The request's own array until another set arrives (copied before any change: copy on write). */
+  policies: readonly Policy[]
   records: (PolicyRecord | undefined)[]
   /**
    * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
@@ -175,9 +176,7 @@ export class MemoryStore implements Store {
       expiresAt[i] = now + ttlMs[i]
       if (expiresAt[i] > deadAt) deadAt = expiresAt[i]
     }
-    const lastIndex: number[] = new Array(policies.length)
-    for (let i = 0; i < policies.length; i++) lastIndex[i] = i
-    entries.set(key, { policies: policies.slice(), records, expiresAt, deadAt, lastSet: policies, lastIndex, movedAt: ++this.moves })
+    entries.set(key, { policies, records, expiresAt, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
     if (entries.size > this.maxKeys) {
       this.evictOldest()
     } else {
@@ -202,28 +201,41 @@ export class MemoryStore implements Store {
    * ones and dropping expired records of other sets, and remembers the mapping for the next call.
    */
   private indexFor(entry: KeyEntry, policies: readonly Policy[], now: number): number[] {
-    for (let at = entry.policies.length - 1; at >= 0; at--) {
-      if (now >= entry.expiresAt[at] && findPolicy(policies, entry.policies[at]) < 0) {
-        entry.policies.splice(at, 1)
+    const held = entry.policies.slice()
+    for (let at = held.length - 1; at >= 0; at--) {
+      if (now >= entry.expiresAt[at] && findPolicy(policies, held[at]) < 0) {
+        held.splice(at, 1)
         entry.records.splice(at, 1)
         entry.expiresAt.splice(at, 1)
       }
     }
     const index: number[] = new Array(policies.length)
     for (let i = 0; i < policies.length; i++) {
-      let at = findPolicy(entry.policies, policies[i])
+      let at = findPolicy(held, policies[i])
       if (at < 0) {
-        at = entry.policies.length
-        entry.policies.push(policies[i])
+        at = held.length
+        held.push(policies[i])
         entry.records.push(undefined)
         entry.expiresAt.push(0)
       }
       index[i] = at
     }
+    entry.policies = held
     entry.lastSet = policies
     entry.lastIndex = index
     return index
   }
+}
+
+// [0, 1, …, n - 1]: where a new entry's records live, shared by every entry (never modified).
+const IDENTITY: number[][] = []
+function identityIndex(length: number): number[] {
+  let index = IDENTITY[length]
+  if (index === undefined) {
+    index = Array.from({ length }, (_, i) => i)
+    IDENTITY[length] = index
+  }
+  return index
 }
 
 /** Where a policy's record lives: same name and same algorithm, as the Redis key has both. */
