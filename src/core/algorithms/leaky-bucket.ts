@@ -1,0 +1,155 @@
+// Leaky bucket, as a meter (policing) or as a queue (shaping); twin of scripts/leaky-bucket.lua.
+//
+// Both forms drain `limit` units per `periodMs` and hold at most `burst` units.
+//
+// Policing (`shaping: false`): a bucket that leaks continuously. A request pours `cost` units in;
+// it is admitted when they fit (`level + cost <= burst`), else rejected and nothing is kept. State
+// `[level, lastMs, periodMs]`: the level at `lastMs`, counted in drops of 1/periodMs unit so that
+// exactly `limit` drops leak per millisecond and every number is a whole number (exact in both
+// executors while burst × periodMs < 2^53), and the period the drops were counted in, so a
+// reloaded policy with another period reads the same number of units (rounded up).
+//
+// Shaping (`shaping: true`): a FIFO queue served one unit per interval (`periodMs / limit`), by
+// virtual scheduling: only the queue's tail is kept — when it will have served everything admitted
+// so far. A request of cost c starts at `start = max(now, tail)`, waits `delayMs = ceil(start -
+// now)`, and moves the tail to `start + c × interval`. It is rejected when the queue would hold
+// more than `burst` units: `tail - now + c × interval > burst × interval`, i.e. the units still
+// queued (those being served count until done) plus c exceed `burst`. Times are counted in ticks
+// of 1/limit ms (the interval is `periodMs` ticks) for exactness, as in gcra.ts; state
+// `[tailMs, tailTicks, limit]`: the tail is `tailMs + tailTicks / limit`.
+//
+// Admission is the same in both forms (and the same as GCRA's: the three are one rate, seen as a
+// level, a queue and a schedule); shaping adds the delay, and so admits a steady stream evenly.
+
+import type { Policy } from '../policy.js'
+import type { Algorithm, State, StepResult } from './types.js'
+
+/**
+ * The leaky-bucket algorithm, policing or shaping by `policy.shaping` (see above).
+ *
+ * - `remaining`: whole units that still fit; `resetMs`: until the bucket is empty / the queue has
+ *   drained; `retryAfterMs`: until this cost fits. A cost above `burst` never fits; it gets
+ *   `resetMs`, the time until the bucket is empty (0 when it already is).
+ * - `delayMs` (shaping): how long an admitted request waits for its turn; 0 for peeks, refunds and
+ *   denials, and always 0 when policing.
+ * - Refunds take units out (the newest in the queue), never below empty.
+ */
+export const leakyBucket: Algorithm = {
+  name: 'leaky-bucket',
+
+  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+    return policy.shaping ? leakyBucketShape(state, now, cost, policy) : leakyBucketPolice(state, now, cost, policy)
+  },
+
+  ttlMs(state: State, now: number, policy: Policy): number {
+    if (policy.shaping) {
+      const [tailMs, tailTicks] = leakyBucketStoredTail(state, policy.limit)
+      return Math.max(1, Math.ceil(((tailMs - now) * policy.limit + tailTicks) / policy.limit))
+    }
+    return Math.max(1, state[1] + Math.ceil(leakyBucketStoredLevel(state, policy.periodMs) / policy.limit) - now)
+  },
+}
+
+/** Policing: admit when the cost fits in the bucket, else reject. */
+function leakyBucketPolice(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  const { limit, periodMs, burst } = policy
+  const capacity = burst * periodMs
+  let lastMs = now
+  let level = 0
+  if (state !== undefined) {
+    // A clock that stepped back leaks nothing rather than leaking the same time twice.
+    lastMs = Math.max(now, state[1])
+    level = Math.max(0, leakyBucketStoredLevel(state, periodMs) - (lastMs - state[1]) * limit)
+  }
+
+  let allowed = true
+  if (cost > 0) {
+    allowed = level + cost * periodMs <= capacity
+    if (allowed) level = level + cost * periodMs
+  } else if (cost < 0) {
+    level = Math.max(0, level + cost * periodMs)
+  } else {
+    allowed = level <= capacity
+  }
+
+  const resetMs = lastMs + Math.ceil(level / limit) - now
+  let retryAfterMs = 0
+  if (!allowed) retryAfterMs = cost > burst ? resetMs : lastMs + Math.ceil((level + cost * periodMs - capacity) / limit) - now
+  return {
+    allowed,
+    remaining: Math.max(0, Math.floor((capacity - level) / periodMs)),
+    resetMs,
+    retryAfterMs,
+    delayMs: 0,
+    state: [level, lastMs, periodMs],
+  }
+}
+
+/** Shaping: admit with a delay while the queue has room for the cost, else reject. */
+function leakyBucketShape(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  const { limit, periodMs, burst } = policy
+  const capacity = burst * periodMs
+  let tailMs = now
+  let tailTicks = 0
+  let queued = 0 // how far the tail is ahead of now, in ticks; 0 when the queue is empty
+  if (state !== undefined) {
+    const [storedMs, storedTicks] = leakyBucketStoredTail(state, limit)
+    const storedQueued = (storedMs - now) * limit + storedTicks
+    if (storedQueued > 0) {
+      tailMs = storedMs
+      tailTicks = storedTicks
+      queued = storedQueued
+    }
+  }
+
+  let allowed = true
+  let queuedAfter = queued
+  let delayMs = 0
+  if (cost > 0) {
+    allowed = queued + cost * periodMs <= capacity
+    if (allowed) {
+      queuedAfter = queued + cost * periodMs
+      delayMs = Math.ceil(queued / limit)
+    }
+  } else if (cost < 0) {
+    queuedAfter = Math.max(0, queued + cost * periodMs)
+  } else {
+    allowed = queued <= capacity
+  }
+
+  if (cost !== 0 && allowed) {
+    if (queuedAfter === 0) {
+      tailMs = now
+      tailTicks = 0
+    } else {
+      tailTicks = tailTicks + cost * periodMs
+      const carry = Math.floor(tailTicks / limit)
+      tailMs = tailMs + carry
+      tailTicks = tailTicks - carry * limit
+    }
+  }
+
+  const resetMs = Math.ceil(queuedAfter / limit)
+  let retryAfterMs = 0
+  if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((queued + cost * periodMs - capacity) / limit)
+  return {
+    allowed,
+    remaining: Math.max(0, Math.floor((capacity - queuedAfter) / periodMs)),
+    resetMs,
+    retryAfterMs,
+    delayMs,
+    state: [tailMs, tailTicks, limit],
+  }
+}
+
+/** The stored level in drops of 1/periodMs unit; drops counted under another period are converted (rounded up). */
+function leakyBucketStoredLevel(state: State, periodMs: number): number {
+  if (state[2] !== periodMs) return Math.ceil((state[0] * periodMs) / state[2])
+  return state[0]
+}
+
+/** The stored tail as [ms, ticks of 1/limit ms]; ticks counted under another limit round up to a whole ms. */
+function leakyBucketStoredTail(state: State, limit: number): [number, number] {
+  if (state[2] !== limit && state[1] > 0) return [state[0] + 1, 0]
+  return [state[0], state[1]]
+}
