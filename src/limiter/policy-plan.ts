@@ -68,6 +68,18 @@ function createTier(nominal: readonly Policy[], original: readonly Policy[]): Ti
 }
 
 /**
+ * A text that is equal for equal policy sets, so a caller building a fresh array per call (e.g. a
+ * request-supplied override) still reuses one plan, its deny-cache entries and the store's fast path.
+ */
+export function planSignature(policies: readonly Policy[]): string {
+  let signature = ''
+  for (const p of policies) {
+    signature += `${p.name}\u0000${p.algorithm}\u0000${p.limit}\u0000${p.periodMs}\u0000${p.burst}\u0000${p.shaping}\u0000${p.mode}\u0000${p.overage}\u0000${p.ceiling}\u0000${p.blockMs}\u0000${p.shadow}\n`
+  }
+  return signature
+}
+
+/**
  * The policy the store runs for a mode: soft scales limit and burst by 1 + overage, elastic
  * scales them by ceiling / limit (both floored); hard is itself.
  */

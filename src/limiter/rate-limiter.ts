@@ -11,7 +11,7 @@ import { CircuitBreaker } from './circuit-breaker.js'
 import { fromDenyCache, toDecision, toFallbackDecision, toPoolDenial } from './decisions.js'
 import { DenyCache } from './deny-cache.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
-import { createPlan, type PolicyPlan, type Tier } from './policy-plan.js'
+import { createPlan, planSignature, type PolicyPlan, type Tier } from './policy-plan.js'
 import { checkCost, checkKey, checkLease } from './requests.js'
 import { withTimeout } from './timeout.js'
 import type { Decision, DecisionSource, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
@@ -58,6 +58,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly denyCache: DenyCache<CachedDenial> | undefined
   private readonly ownPlan: PolicyPlan | undefined
   private readonly plans = new WeakMap<readonly Policy[], PolicyPlan>()
+  // Plans by content, for callers that pass an equal set in a new array each time (bounded).
+  private readonly plansBySignature = new Map<string, PolicyPlan>()
   private readonly leases = new WeakMap<Lease, LeaseOrigin>()
   private planCount = 0
   private localStore: MemoryStore | undefined
@@ -161,8 +163,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       if (this.options.pool === undefined && policies.some((policy) => policy.mode === 'elastic')) {
         throw new FloodgateError('INVALID_OPTION', 'pool: elastic policies need a shared pool: pass pool: { limiter } to the RateLimiter')
       }
-      // The tag keeps deny-cache entries of different sets for one key apart.
-      plan = createPlan(policies, this.options.instances, `\u0000${++this.planCount}\u0000`)
+      const signature = planSignature(policies)
+      plan = this.plansBySignature.get(signature)
+      if (plan === undefined) {
+        // The tag keeps deny-cache entries of different sets for one key apart.
+        plan = createPlan(policies, this.options.instances, `\u0000${++this.planCount}\u0000`)
+        this.plansBySignature.set(signature, plan)
+        if (this.plansBySignature.size > MAX_PLANS) this.plansBySignature.delete(this.plansBySignature.keys().next().value!)
+      }
       this.plans.set(policies, plan)
     }
     return plan
@@ -313,6 +321,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     }
   }
 }
+
+/** Most policy sets remembered by content; past it the oldest is forgotten (and rebuilt if it returns). */
+const MAX_PLANS = 1_000
 
 /** True when the set denied and every denying policy is a shadow one. */
 function onlyShadowDenied(plan: PolicyPlan, results: readonly PolicyResult[]): boolean {

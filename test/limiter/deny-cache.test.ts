@@ -91,6 +91,17 @@ describe('deny cache', () => {
     assert.equal(viaOther.source, 'store')
   })
 
+  it('recognises an equal policy set passed in a new array on every call', async () => {
+    const { limiter, store } = setup()
+    const fresh = () => createPolicies([{ name: 'override', algorithm: 'fixed-window', limit: 1, period: '1m' }])
+    await limiter.limit('k', { policies: fresh() })
+    assert.equal((await limiter.limit('k', { policies: fresh() })).source, 'store')
+    const calls = store.calls
+    const cached = await limiter.limit('k', { policies: fresh() })
+    assert.equal(cached.source, 'deny-cache')
+    assert.equal(store.calls, calls)
+  })
+
   it('is bounded under a flood of denied unique keys', async () => {
     const { limiter, store } = setup({ denyCache: { maxKeys: 10 } })
     for (let i = 0; i < 100; i++) await exhaust(limiter, `k${i}`)
