@@ -119,7 +119,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     checkCost(cost, 1)
     const plan = this.planFor(options?.policies)
     this.forgetDenial(key, plan)
-    await this.evaluateOrLocal(key, plan, plan.remote.policies, plan.local.policies, -cost)
+    const response = await this.evaluateRemote(key, plan.remote.policies, -cost)
+    // The units may have been charged locally while the store was away: give them back there.
+    if (response === undefined && this.options.onStoreError === 'local') this.local().evaluateOne(key, plan.local.policies, -cost)
   }
 
   /** Forgets every counter and block of `key` for the set (in the store and the local fallback). */
@@ -289,11 +291,6 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   private forgetDenial(key: string, plan: PolicyPlan): void {
     this.denyCache?.delete(plan.cacheTag === '' ? key : plan.cacheTag + key)
-  }
-
-  private async evaluateOrLocal(key: string, plan: PolicyPlan, remote: readonly Policy[], local: readonly Policy[], cost: number): Promise<void> {
-    const response = await this.evaluateRemote(key, remote, cost)
-    if (response === undefined && this.options.onStoreError === 'local') this.local().evaluateOne(key, local, cost)
   }
 
   private async evaluateOn(backend: Backend, key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
