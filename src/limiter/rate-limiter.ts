@@ -46,6 +46,12 @@ interface LeaseOrigin {
  * refunded and the request denied. Charge, pool and refund are separate steps, not one atomic
  * one: between them, concurrent requests for the key see the charge (they may be denied a little
  * early, never admitted past the ceiling).
+ *
+ * Deny cache: a store denial with a wait is remembered per (key, policy set, cost) and answered
+ * in-process until the wait ends. Not remembered: denials by a concurrency policy (a release
+ * elsewhere may free a slot early), pool denials (the pool moves with other keys), fallback
+ * decisions and peeks. refund/reset/release clear the key's entry here; a refund made by another
+ * process is not seen before the wait ends (the same trade as envoyproxy/ratelimit's local cache).
  */
 export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   readonly store: Store
