@@ -37,16 +37,17 @@ const checkBody = z.object(
     hits: z.number({ error: 'expected a whole number ≥ 0' }).int('expected a whole number ≥ 0').min(0, 'expected a whole number ≥ 0').max(1_000_000_000).optional(),
   },
   {
+    // Unknown fields are refused: a misspelt `hits` must not silently charge 1.
     error: (issue) =>
       issue.code === 'unrecognized_keys'
         ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the fields are domain, descriptors and hits`
         : 'expected a JSON object { "domain", "descriptors", "hits"? }',
   },
-)
+).strict()
 
 /** Decider input from a `/v1/check` body; FloodgateError (INVALID_REQUEST) says which field is wrong and how. */
 export function parseCheckRequest(body: unknown): DecideInput {
-  const parsed = checkBody.strict().safeParse(body)
+  const parsed = checkBody.safeParse(body)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const path = issue.path.length > 0 ? issue.path.join('.') : 'body'
