@@ -125,11 +125,12 @@ export function fromDenyCache(cached: Decision, until: number, now: number): Dec
  * The denial when an elastic admission past the limit was refused by the shared pool: the elastic
  * policies that were over deny for the pool's wait; the others report the state after the refund.
  */
-export function toPoolDenial(admitted: Decision, afterRefund: Decision | undefined, waitMs: number): Decision {
+export function toPoolDenial(plan: PolicyPlan, admitted: Decision, afterRefund: Decision | undefined, waitMs: number): Decision {
   const base = afterRefund ?? admitted
   let deciding: PolicyDecision | undefined
   const parts = base.policies.map((part, i) => {
-    if (!admitted.policies[i].over) return { ...part, over: false }
+    const policy = plan.policies[i]
+    if (!admitted.policies[i].over || policy.mode !== 'elastic' || policy.shadow) return { ...part, over: false }
     const denied = {
       ...part,
       allowed: false,

@@ -101,10 +101,12 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         const hit = this.denyCache.get(plan.cacheTag === '' ? key : plan.cacheTag + key, plan, now)
         if (hit !== undefined && hit.value.cost === cost) return Promise.resolve(fromDenyCache(hit.value.decision, hit.until, now))
       }
-      if (this.inProcess === undefined) return this.decideRemotely(key, cost, plan)
+      // Read before the store decides, so a lease's expiry is never estimated later than the store's.
+      const startedAt = plan.hasConcurrency ? this.clock() : 0
+      if (this.inProcess === undefined) return this.decideRemotely(key, cost, plan, startedAt)
       const decision = this.decideOn(this.inProcess, plan.remote, 'store', key, cost, plan)
-      if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'remote', decision)
-      return Promise.resolve(this.finish(key, cost, plan, 'remote', decision, true))
+      if (cost > 0 && plan.hasElastic && elasticOver(plan, decision)) return this.confirmWithPool(key, cost, plan, 'remote', decision, startedAt)
+      return Promise.resolve(this.finish(key, cost, plan, 'remote', decision, true, startedAt))
     } catch (error) {
       return Promise.reject(error)
     }
@@ -139,7 +141,11 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     await this.guard(() => this.store.reset(key, plan.remote.policies))
   }
 
-  /** Hands a concurrency lease back: its cost is refunded on its concurrency policies only. A second release does nothing. */
+  /**
+   * Hands a concurrency lease back: its cost is refunded on its concurrency policies only. A second
+   * release does nothing, nor does releasing a lease past its period: it has expired by itself, and
+   * a refund would free a slot someone else holds now (the state does not know whose slot is whose).
+   */
   async release(lease: Lease): Promise<void> {
     checkLease(lease)
     let origin = this.leases.get(lease)
@@ -147,7 +153,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (origin.released) return
     origin.released = true
     this.forgetDenial(lease.key, origin.plan)
-    await this.evaluateOn(origin.backend, lease.key, origin.policies, -lease.cost)
+    const now = this.clock()
+    const live = lease.acquiredAt === undefined ? origin.policies : origin.policies.filter((policy) => now < lease.acquiredAt! + policy.periodMs)
+    if (live.length > 0) await this.evaluateOn(origin.backend, lease.key, live, -lease.cost)
   }
 
   /** Closes the store if the limiter created it, and the local fallback store. */
@@ -194,20 +202,20 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, source)
   }
 
-  private async decideRemotely(key: string, cost: number, plan: PolicyPlan): Promise<Decision> {
+  private async decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
     const tier = plan.remote
     const first = await this.evaluateRemote(key, tier.policies, cost)
-    if (first === undefined) return this.fallback(key, cost, plan)
+    if (first === undefined) return this.fallback(key, cost, plan, startedAt)
     let decision: Decision
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
       decision = toDecision(plan, tier, first.results, first.allowed, 'store')
     } else {
       const second = await this.evaluateRemote(key, tier.enforced, cost)
-      if (second === undefined) return this.fallback(key, cost, plan)
+      if (second === undefined) return this.fallback(key, cost, plan, startedAt)
       decision = toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, 'store')
     }
-    if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'remote', decision)
-    return this.finish(key, cost, plan, 'remote', decision, true)
+    if (cost > 0 && plan.hasElastic && elasticOver(plan, decision)) return this.confirmWithPool(key, cost, plan, 'remote', decision, startedAt)
+    return this.finish(key, cost, plan, 'remote', decision, true, startedAt)
   }
 
   /**
@@ -215,7 +223,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * otherwise the key's charge is refunded and the request denied for the pool's wait. A failing
    * pool counts as no spare capacity: elastic headroom is granted only when confirmed.
    */
-  private async confirmWithPool(key: string, cost: number, plan: PolicyPlan, backend: Backend, admitted: Decision): Promise<Decision> {
+  private async confirmWithPool(
+    key: string,
+    cost: number,
+    plan: PolicyPlan,
+    backend: Backend,
+    admitted: Decision,
+    startedAt: number,
+  ): Promise<Decision> {
     const pool = this.options.pool!
     let poolDecision: Decision | undefined
     try {
@@ -223,20 +238,28 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     } catch (error) {
       this.emit('store-error', asError(error))
     }
-    if (poolDecision?.allowed) return this.finish(key, cost, plan, backend, admitted, true)
+    if (poolDecision?.allowed) return this.finish(key, cost, plan, backend, admitted, true, startedAt)
     const tier = backend === 'local' ? plan.local : plan.remote
     const refund = await this.evaluateOn(backend, key, tier.policies, -cost)
     const afterRefund = refund === undefined ? undefined : toDecision(plan, tier, refund.results, false, admitted.source)
-    const denial = toPoolDenial(admitted, afterRefund, Math.max(1, poolDecision?.retryAfterMs ?? 1))
+    const denial = toPoolDenial(plan, admitted, afterRefund, Math.max(1, poolDecision?.retryAfterMs ?? 1))
     // The pool's state changes with every other key: its denial is not remembered in the deny cache.
-    return this.finish(key, cost, plan, backend, denial, false)
+    return this.finish(key, cost, plan, backend, denial, false, startedAt)
   }
 
   /** Attaches a lease to admitted requests with concurrency policies, and remembers store denials. */
-  private finish(key: string, cost: number, plan: PolicyPlan, backend: Backend, decision: Decision, cacheable: boolean): Decision {
+  private finish(
+    key: string,
+    cost: number,
+    plan: PolicyPlan,
+    backend: Backend,
+    decision: Decision,
+    cacheable: boolean,
+    startedAt: number,
+  ): Decision {
     if (cost === 0) return decision
     if (decision.allowed) {
-      if (plan.hasConcurrency) this.attachLease(key, cost, plan, backend, decision)
+      if (plan.hasConcurrency) this.attachLease(key, cost, plan, backend, decision, startedAt)
     } else if (cacheable && this.denyCache !== undefined && decision.source === 'store' && decision.retryAfterMs > 0 && !deniedByConcurrency(plan, decision)) {
       const cacheKey = plan.cacheTag === '' ? key : plan.cacheTag + key
       this.denyCache.set(cacheKey, plan, this.clock() + decision.retryAfterMs, { decision, cost })
@@ -244,7 +267,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return decision
   }
 
-  private attachLease(key: string, cost: number, plan: PolicyPlan, backend: Backend, decision: Decision): void {
+  private attachLease(key: string, cost: number, plan: PolicyPlan, backend: Backend, decision: Decision, acquiredAt: number): void {
     const tier = backend === 'local' ? plan.local : plan.remote
     const policies: Policy[] = []
     for (let i = 0; i < plan.policies.length; i++) {
@@ -253,7 +276,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       if (policy.algorithm === 'concurrency' && !(decision.shadow && policy.shadow)) policies.push(tier.policies[i])
     }
     if (policies.length === 0) return
-    const lease: Lease = Object.freeze({ key, cost, policies: Object.freeze(policies.map((policy) => policy.name)) })
+    const lease: Lease = Object.freeze({ key, cost, policies: Object.freeze(policies.map((policy) => policy.name)), acquiredAt })
     this.leases.set(lease, { plan, backend, policies, released: false })
     decision.lease = lease
   }
@@ -271,7 +294,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   }
 
   /** The decision when the store failed or the breaker is open: the configured failure mode. */
-  private fallback(key: string, cost: number, plan: PolicyPlan): Decision | Promise<Decision> {
+  private fallback(key: string, cost: number, plan: PolicyPlan, startedAt: number): Decision | Promise<Decision> {
     let decision: Decision
     const mode = this.options.onStoreError
     if (mode === 'open') {
@@ -284,8 +307,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     }
     this.emit('fallback', decision.source)
     if (mode === 'local') {
-      if (plan.hasElastic && decision.over) return this.confirmWithPool(key, cost, plan, 'local', decision)
-      return this.finish(key, cost, plan, 'local', decision, false)
+      if (cost > 0 && plan.hasElastic && elasticOver(plan, decision)) return this.confirmWithPool(key, cost, plan, 'local', decision, startedAt)
+      return this.finish(key, cost, plan, 'local', decision, false, startedAt)
     }
     return decision
   }
@@ -327,6 +350,18 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
 /** Most policy sets remembered by content; past it the oldest is forgotten (and rebuilt if it returns). */
 const MAX_PLANS = 1_000
+
+/**
+ * True when an enforced elastic policy admitted past its nominal limit. Soft overage needs no pool,
+ * and a shadow policy never denies, so its headroom is not confirmed with the pool either.
+ */
+function elasticOver(plan: PolicyPlan, decision: Decision): boolean {
+  for (let i = 0; i < plan.policies.length; i++) {
+    const policy = plan.policies[i]
+    if (decision.policies[i].over && policy.mode === 'elastic' && !policy.shadow) return true
+  }
+  return false
+}
 
 /** True when the set denied and every denying policy is a shadow one. */
 function onlyShadowDenied(plan: PolicyPlan, results: readonly PolicyResult[]): boolean {

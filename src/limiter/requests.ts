@@ -23,7 +23,8 @@ export function checkLease(lease: unknown): Lease {
   if (
     candidate === null || typeof candidate !== 'object' || typeof candidate.key !== 'string' ||
     typeof candidate.cost !== 'number' || !Number.isInteger(candidate.cost) || candidate.cost < 1 ||
-    !Array.isArray(candidate.policies) || !candidate.policies.every((name) => typeof name === 'string')
+    !Array.isArray(candidate.policies) || !candidate.policies.every((name) => typeof name === 'string') ||
+    (candidate.acquiredAt !== undefined && !Number.isFinite(candidate.acquiredAt))
   ) {
     throw new FloodgateError('INVALID_REQUEST', 'lease: expected the lease of an admitted decision ({ key, cost, policies })')
   }

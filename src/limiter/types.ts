@@ -37,6 +37,11 @@ export interface Lease {
   readonly cost: number
   /** Names of the concurrency policies the lease holds a slot in. */
   readonly policies: readonly string[]
+  /**
+   * When the lease was taken (ms since the epoch, the limiter's clock, read just before the store
+   * decided). Past `acquiredAt + periodMs` the slot has expired by itself and `release` skips it.
+   */
+  readonly acquiredAt?: number
 }
 
 /** The answer to `limiter.limit(key)`. Every number is whole milliseconds or units, ≥ 0. */

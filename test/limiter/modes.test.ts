@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { RateLimiter, MemoryStore, createPolicies } from '../../src/index.js'
 import type { PolicyOptions, RateLimiterOptions } from '../../src/index.js'
-import { Clock } from './fixtures.js'
+import { Clock, T0 } from './fixtures.js'
 
 function limiterWith(policies: PolicyOptions[], options: Partial<RateLimiterOptions> = {}) {
   const clock = new Clock()
@@ -63,6 +63,27 @@ describe('elastic mode', () => {
     let admitted = 0
     for (let i = 0; i < 7; i++) if ((await limiter.limit('b')).allowed) admitted++
     assert.equal(admitted, 5)
+  })
+
+  it('asks the pool only for elastic policies past their limit, and never for a peek', async () => {
+    const pool = new RateLimiter({ policies: [{ name: 'spare', algorithm: 'fixed-window', limit: 1, period: '1h' }] })
+    const { limiter } = limiterWith(
+      [
+        { name: 'plan', algorithm: 'fixed-window', limit: 5, period: '1h', mode: 'elastic', ceiling: 8 },
+        { name: 'soft', algorithm: 'fixed-window', limit: 2, period: '1h', mode: 'soft', overage: 1 },
+      ],
+      { pool: { limiter: pool } },
+    )
+    const third = await limiter.limit('a')
+    await limiter.limit('a')
+    const over = await limiter.limit('a')
+    // The soft policy is over (3 of 2) but needs no pool: the pool is untouched.
+    assert.equal(over.allowed, true)
+    assert.equal(over.policies[1].over, true)
+    assert.equal((await pool.get('elastic-pool')).remaining, 1)
+    assert.equal(third.allowed, true)
+    for (let i = 0; i < 3; i++) await limiter.limit('b', { cost: 0 })
+    assert.equal((await pool.get('elastic-pool')).remaining, 1)
   })
 
   it('never admits past the ceiling, whatever the pool says', async () => {
@@ -162,7 +183,7 @@ describe('concurrency leases', () => {
     const { limiter } = limiterWith(policies)
     const a = await limiter.limit('k')
     const b = await limiter.limit('k')
-    assert.deepEqual(a.lease, { key: 'k', cost: 1, policies: ['inflight'] })
+    assert.deepEqual(a.lease, { key: 'k', cost: 1, policies: ['inflight'], acquiredAt: T0 })
     assert.ok(b.lease)
     const full = await limiter.limit('k')
     assert.equal(full.allowed, false)
@@ -176,6 +197,19 @@ describe('concurrency leases', () => {
     const peek = await limiter.get('k')
     // The rate policy kept every charge: 3 admitted, releases refund nothing there.
     assert.equal(peek.policies[1].remaining, 97)
+  })
+
+  it('does not release a lease that expired by itself: the slot may be someone else’s now', async () => {
+    const { limiter, clock } = limiterWith([{ name: 'one', algorithm: 'concurrency', limit: 1, period: '1m' }])
+    const first = await limiter.limit('k')
+    clock.advance(60_000)
+    const second = await limiter.limit('k')
+    assert.equal(second.allowed, true, 'the first lease expired')
+    clock.advance(1_000)
+    await limiter.release(first.lease!)
+    assert.equal((await limiter.limit('k')).allowed, false, 'the second lease still holds the only slot')
+    await limiter.release(second.lease!)
+    assert.equal((await limiter.limit('k')).allowed, true)
   })
 
   it('resolves a lease that crossed a process boundary by its policy names', async () => {
