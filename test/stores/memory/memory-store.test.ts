@@ -166,6 +166,7 @@ const POLICY_SETS: Policy[][] = [
   createPolicies([{ name: 'd', algorithm: 'sliding-log', limit: 4, period: 300 }]),
   createPolicies([{ name: 'e', algorithm: 'gcra', limit: 3, period: 300, burst: 2, blockMs: 200 }, { name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }]),
   createPolicies([{ name: 'f', algorithm: 'leaky-bucket', limit: 2, period: 200, burst: 3 }, { name: 'g', algorithm: 'leaky-bucket', limit: 4, period: 400, shaping: true }]),
+  createPolicies([{ name: 'h', algorithm: 'concurrency', limit: 3, period: 500 }, { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 }]),
 ]
 
 describe('MemoryStore equals evaluateKey with lazy expiry', () => {
