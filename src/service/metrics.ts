@@ -5,10 +5,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
 export const OTHER_RULE = '_other'
 
-/** The state of the store's circuit breaker, as the `floodgate_breaker_state` gauge reports it. */
-export type BreakerState = 'closed' | 'open' | 'half-open'
-const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, open: 1, 'half-open': 2 }
-
 /** How one descriptor's decision counts, for the per-rule counters. */
 export interface HitOutcome {
   /** Units charged (the hits addend); a peek (0) still counts as a check of one. */
@@ -66,7 +62,7 @@ export class ServiceMetrics {
       registers,
     })
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
-    this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed, 1 open, 2 half-open.', registers })
+    this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).', registers })
     this.#fallbacks = new Counter({
       name: 'floodgate_fallback_decisions_total',
       help: 'Decisions made without the store, by failure mode (open, closed, local).',
@@ -113,8 +109,8 @@ export class ServiceMetrics {
     this.#storeErrors.inc()
   }
 
-  setBreakerState(state: BreakerState): void {
-    this.#breaker.set(BREAKER_VALUE[state])
+  setBreakerOpen(open: boolean): void {
+    this.#breaker.set(open ? 1 : 0)
   }
 
   recordFallback(mode: 'open' | 'closed' | 'local'): void {
@@ -124,10 +120,6 @@ export class ServiceMetrics {
   recordReload(result: 'success' | 'error', ruleCount?: number): void {
     this.#reloads.inc({ result })
     if (ruleCount !== undefined) this.#rules.set(ruleCount)
-  }
-
-  setRuleCount(count: number): void {
-    this.#rules.set(count)
   }
 
   /** The exposition text and its content type, for `GET /metrics`. */

@@ -186,12 +186,12 @@ function wireLimiterEvents(limiter: RateLimiter, metrics: ServiceMetrics, logger
   })
   limiter.on('breaker-open', () => {
     setBreaker(true)
-    metrics.setBreakerState('open')
+    metrics.setBreakerOpen(true)
     logger.error('store unreachable: circuit breaker open, deciding in the failure mode')
   })
   limiter.on('breaker-close', () => {
     setBreaker(false)
-    metrics.setBreakerState('closed')
+    metrics.setBreakerOpen(false)
     logger.info('store reachable again: circuit breaker closed')
   })
   limiter.on('fallback', (source) => {
