@@ -67,6 +67,8 @@ async function serve(argv: readonly string[]): Promise<number> {
     const onInt = () => stop('SIGINT')
     process.on('SIGTERM', onTerm)
     process.on('SIGINT', onInt)
+    // As many daemons do: SIGHUP re-reads the configuration (useful with --no-watch).
+    process.on('SIGHUP', () => service.reloadRules())
   })
   return 0
 }

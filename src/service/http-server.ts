@@ -21,6 +21,8 @@ export interface HealthReport {
   onStoreError: string
   /** Files of the active rules snapshot. */
   rules: string[]
+  /** Issues of the latest failed reload (the previous rules keep serving); absent when the files are valid. */
+  rulesError?: string[]
 }
 
 export interface HttpServerOptions {

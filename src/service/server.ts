@@ -28,6 +28,8 @@ export interface RunningService {
   readonly grpcPort: number
   readonly metrics: ServiceMetrics
   readonly logger: Logger
+  /** Re-reads the rules now (SIGHUP); false when they are invalid and the previous ones keep serving. */
+  reloadRules(): boolean
   /**
    * Graceful shutdown: stop accepting, let in-flight requests finish (up to the shutdown timeout),
    * then close the rule watcher, the limiter and the store. Safe to call twice.
@@ -43,6 +45,9 @@ export interface StartOptions {
 /** Holds the rules: a watcher that hot-reloads them, or a snapshot loaded once (`--no-watch`). */
 interface RulesSource {
   readonly current: RuleSet
+  /** The issues of the latest failed reload, until a reload succeeds. */
+  readonly lastError: ConfigError | undefined
+  reload(): boolean
   close(): Promise<void>
 }
 
@@ -66,6 +71,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     storeReachable: !breakerOpen && storeConnected(store),
     onStoreError: settings.onStoreError,
     rules: [...rules.current.files],
+    rulesError: rules.lastError?.issues.map(formatIssue),
   })
   const http = createHttpServer({
     decider,
@@ -109,15 +115,11 @@ export async function startService(settings: Settings, options: StartOptions = {
       await closeBackends()
       logger.info('stopped')
     })())
-  return { httpUrl, httpPort, grpcAddress, grpcPort, metrics, logger, close }
+  return { httpUrl, httpPort, grpcAddress, grpcPort, metrics, logger, reloadRules: () => rules.reload(), close }
 }
 
 function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
-  if (!settings.watch) {
-    const snapshot = loadRules(settings.config)
-    metrics.recordReload('success', countRules(snapshot))
-    return { current: snapshot, close: async () => {} }
-  }
+  if (!settings.watch) return loadOnce(settings.config, logger, metrics)
   const watcher = new RuleWatcher(settings.config)
   metrics.recordReload('success', countRules(watcher.current))
   watcher.on('reload', (next) => {
@@ -129,6 +131,37 @@ function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics):
     logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
   })
   return watcher
+}
+
+/** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
+function loadOnce(path: string, logger: Logger, metrics: ServiceMetrics): RulesSource {
+  let current = loadRules(path)
+  let lastError: ConfigError | undefined
+  metrics.recordReload('success', countRules(current))
+  return {
+    get current() {
+      return current
+    },
+    get lastError() {
+      return lastError
+    },
+    reload() {
+      try {
+        current = loadRules(path)
+        lastError = undefined
+        metrics.recordReload('success', countRules(current))
+        logger.info({ files: current.files }, 'rules reloaded')
+        return true
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error
+        lastError = error
+        metrics.recordReload('error')
+        logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
+        return false
+      }
+    },
+    close: async () => {},
+  }
 }
 
 function createStore(settings: StoreSettings, prefix: string): Store {

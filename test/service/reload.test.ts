@@ -42,6 +42,27 @@ describe('hot reload', () => {
         'the reload error metric',
       )
       assert.equal(await limitOf(), 7, 'the last good rules keep serving')
+      const ready = (await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string; rulesError: string[] }
+      assert.equal(ready.status, 'ready')
+      assert.match(ready.rulesError.join('\n'), /unknown unit "fortnight"/)
+    } finally {
+      await service.stop()
+    }
+  })
+
+  it('with --no-watch, reloads only when asked (SIGHUP), keeping the old rules on errors', async () => {
+    const service = await startTestService(rulesWithLimit(5), ['--no-watch'])
+    try {
+      const limitOf = async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r' }], 0))).body.results[0].limit
+      writeFileSync(service.rulesFile, rulesWithLimit(9))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.equal(await limitOf(), 5, 'not watched')
+      assert.equal(service.reloadRules(), true)
+      assert.equal(await limitOf(), 9)
+      writeFileSync(service.rulesFile, 'domain: ""\n')
+      assert.equal(service.reloadRules(), false)
+      assert.equal(await limitOf(), 9)
+      assert.equal((await scrape(service.httpUrl)).get('floodgate_config_reloads_total{result="error"}'), 1)
     } finally {
       await service.stop()
     }
