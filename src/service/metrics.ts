@@ -7,7 +7,7 @@ export const OTHER_RULE = '_other'
 
 /** How one descriptor's decision counts, for the per-rule counters. */
 export interface HitOutcome {
-  /** Units charged (the hits addend); a peek (0) still counts as a check of one. */
+  /** Units charged (the hits addend), as upstream counts them; a check without counting (0) adds nothing. */
   hits: number
   allowed: boolean
   /** Allowed with at least the near-limit ratio of the limit used. */
@@ -85,8 +85,9 @@ export class ServiceMetrics {
 
   /** Counts one descriptor's decision against its rule. */
   recordHit(ruleId: string, outcome: HitOutcome): void {
+    const hits = outcome.hits
+    if (hits === 0) return
     const labels = { rule: this.#ruleLabel(ruleId) }
-    const hits = Math.max(outcome.hits, 1)
     this.#totalHits.inc(labels, hits)
     if (outcome.denyCache) this.#denyCacheHits.inc(labels, hits)
     if (outcome.wouldDeny) {
