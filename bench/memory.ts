@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../src/index.js'
+import { evaluateKey, type PolicyRecord } from '../src/core/evaluate.js'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
@@ -52,6 +53,24 @@ function floodgate(algorithm: AlgorithmName): Contender {
       return awaitLoop((key) => limiter.limit(key))
     },
   }
+}
+
+// A diagnostic floor, not a product path: the shared core (evaluateKey + the algorithm) alone,
+// records in a plain array, no store, no Decision, no await. Everything a limiter call adds on top
+// of it is the store's and the limiter's cost.
+const coreOnly: Contender = {
+  name: 'core only: evaluateKey fixed-window (sync)',
+  measure: () => {
+    const policies = createPolicies([policyFor('fixed-window')])
+    const records: (PolicyRecord | undefined)[] = new Array(KEYS).fill(undefined)
+    const now = Date.now()
+    const start = performance.now()
+    for (let i = 0; i < OPS; i++) {
+      const at = i % KEYS
+      records[at] = evaluateKey([records[at]], now, 1, policies).records[0]
+    }
+    return Promise.resolve((OPS * 1000) / (performance.now() - start))
+  },
 }
 
 const rateLimiterFlexible: Contender = {
@@ -107,7 +126,7 @@ async function memoryPerKey(): Promise<[string, number][]> {
 
 async function main(): Promise<void> {
   console.log(`bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`)
-  const contenders = [...ALGORITHMS.map(floodgate), rateLimiterFlexible, bareMap]
+  const contenders = [...ALGORITHMS.map(floodgate), coreOnly, rateLimiterFlexible, bareMap]
   const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
     process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
   })

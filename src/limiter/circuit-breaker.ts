@@ -41,6 +41,7 @@ export class CircuitBreaker {
     return Math.max(1, this.openedAt + this.cooldownMs - now)
   }
 
+  /** A store call answered: the failure streak ends, and an open breaker closes. */
   recordSuccess(): BreakerTransition {
     this.consecutive = 0
     if (this.state === 'closed') return undefined
@@ -48,6 +49,7 @@ export class CircuitBreaker {
     return 'closed'
   }
 
+  /** A store call failed or timed out at `now`: the streak grows, and at `failures` the breaker opens. */
   recordFailure(now: number): BreakerTransition {
     this.consecutive++
     if (this.state === 'half-open') {

@@ -25,6 +25,7 @@ const KNOWN_OPTIONS = new Set([
   'store', 'policies', 'timeout', 'onStoreError', 'instances', 'breaker', 'denyCache', 'pool', 'clock',
 ])
 
+/** Validates every option (unknown ones too) and applies the defaults; throws a FloodgateError naming the field. */
 export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw invalid('options', "expected an object like { policies: [{ algorithm: 'gcra', limit: 10, period: '1s' }] }")

@@ -3,6 +3,7 @@
 import { FloodgateError } from '../core/errors.js'
 import type { Lease } from './types.js'
 
+/** A key is any string (the caller decides what it identifies: a user, an IP, a route). */
 export function checkKey(key: unknown): string {
   if (typeof key !== 'string') {
     throw new FloodgateError('INVALID_REQUEST', `key: must be a string (e.g. 'user:42' or an IP address), got ${typeof key}`)
@@ -18,6 +19,7 @@ export function checkCost(cost: unknown, min: number): number {
   return cost
 }
 
+/** A lease as limit() handed it out, or a copy of one that crossed a process boundary. */
 export function checkLease(lease: unknown): Lease {
   const candidate = lease as Partial<Lease> | null
   if (

@@ -82,6 +82,7 @@ export class MemoryStore implements Store {
     return this.entries.size
   }
 
+  /** Decides each request in order (one clock reading for the requests without `now`). */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
     try {
       const out: EvaluateResponse[] = new Array(batch.length)
@@ -135,6 +136,7 @@ export class MemoryStore implements Store {
     return { allowed: evaluation.allowed, results: evaluation.results, now }
   }
 
+  /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */
   reset(key: string, policies: readonly Policy[]): Promise<void> {
     const entry = this.entries.get(key)
     if (entry !== undefined) {
