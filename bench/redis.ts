@@ -1,0 +1,268 @@
+// `npm run bench:redis`: decisions/s against one local redis-server with 256 concurrent callers
+// over 10k keys — Floodgate (several algorithms) side by side with rate-limiter-flexible,
+// rate-limit-redis and raw autopipelined INCR (one command per request: the physical limit) —
+// plus Redis memory per key. Not a test: numbers only, printed as tables.
+//
+// Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and
+// round), BENCH_MEMORY_KEYS (default 1,000,000 GCRA keys for the used_memory figure).
+
+import { Redis, type RedisOptions } from 'ioredis'
+import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
+import { RateLimiter } from '../src/index.js'
+import { RedisStore } from '../src/redis.js'
+import { createPolicies, type AlgorithmName, type PolicyOptions } from '../src/core/policy.js'
+import { startRedis, type RedisProcess } from '../test/support/redis-server.js'
+import { formatBytes, formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+
+const CALLERS = 256
+const KEYS = 10_000
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1500)
+const MEMORY_KEYS = Number(process.env.BENCH_MEMORY_KEYS ?? 1_000_000)
+// A cap on calls per measurement so one round stays bounded on a fast machine too.
+const MAX_OPS_PER_ROUND = 2_000_000
+// High enough that every contender admits every request: all of them do the same writing work.
+const LIMIT = 1_000_000_000
+const PERIOD_S = 3600
+
+const FLOODGATE_ALGORITHMS: AlgorithmName[] = ['gcra', 'fixed-window', 'token-bucket', 'sliding-window']
+
+/** The client options every contender gets; the same for all, so the comparison is fair. */
+function clientOptions(server: RedisProcess): RedisOptions {
+  return { host: server.host, port: server.port, enableAutoPipelining: true, maxRetriesPerRequest: 1 }
+}
+
+const keyOf = (round: string, i: number): string => `${round}:${(i * 7919) % KEYS}`
+
+async function main(): Promise<void> {
+  const server = await startRedis(['--maxmemory', '0'])
+  const clients: Redis[] = []
+  const newClient = (): Redis => {
+    const client = new Redis(clientOptions(server))
+    clients.push(client)
+    return client
+  }
+  try {
+    console.log(`Floodgate Redis bench: redis-server ${await serverVersion(newClient())} on ${server.url}`)
+    console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
+    const contenders = [
+      ...FLOODGATE_ALGORITHMS.map((algorithm) => floodgateContender(algorithm, newClient())),
+      storeOnlyContender(newClient()),
+      rateLimiterFlexibleContender(newClient()),
+      await rateLimitRedisContender(newClient()),
+      incrContender(newClient()),
+    ]
+    const admin = newClient()
+    const redisCpu = new Map<string, number[]>()
+    const results = await interleavedRounds(
+      contenders.map((contender) => withRedisCpu(contender, admin, redisCpu)),
+      ROUNDS,
+      (name, round, value) => console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
+    )
+    const rlf = results.find((r) => r.name === 'rate-limiter-flexible')!.median
+    const incr = results.find((r) => r.name === 'raw INCR (autopipelined)')!.median
+    printTable(
+      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU'],
+      results.map((r) => [
+        r.name,
+        formatCount(r.median),
+        formatCount(Math.min(...r.samples)),
+        formatCount(Math.max(...r.samples)),
+        ratio(r.median, rlf),
+        ratio(r.median, incr),
+        `${Math.round(median(redisCpu.get(r.name) ?? []) * 100)}%`,
+      ]),
+      'Throughput (median of rounds; redis CPU = server CPU time / wall time: near 100% means Redis is the bottleneck)',
+    )
+
+    await printMemoryPerKey(newClient())
+    await printMemoryForManyKeys(newClient())
+  } finally {
+    for (const client of clients) client.disconnect()
+    await server.stop()
+  }
+}
+
+/** Wraps a contender so each measurement also records the redis-server's CPU use (0..1 of a core). */
+function withRedisCpu(contender: Contender, admin: Redis, samples: Map<string, number[]>): Contender {
+  samples.set(contender.name, [])
+  return {
+    name: contender.name,
+    async measure() {
+      const cpuBefore = await serverCpuSeconds(admin)
+      const started = performance.now()
+      const value = await contender.measure()
+      const wallSeconds = (performance.now() - started) / 1000
+      samples.get(contender.name)!.push(((await serverCpuSeconds(admin)) - cpuBefore) / wallSeconds)
+      return value
+    },
+  }
+}
+
+async function serverCpuSeconds(client: Redis): Promise<number> {
+  const info = await client.info('cpu')
+  const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0)
+  return field('used_cpu_user') + field('used_cpu_sys')
+}
+
+function floodgateContender(algorithm: AlgorithmName, client: Redis): Contender {
+  const policy: PolicyOptions = { algorithm, limit: LIMIT, period: `${PERIOD_S}s` }
+  // The deny cache never triggers here (nothing is denied); the timeout is generous so that a
+  // busy machine measures throughput, not fallbacks.
+  const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [policy], timeout: '5s' })
+  let round = 0
+  return {
+    name: `floodgate ${algorithm}`,
+    async measure() {
+      const prefix = `fg-${algorithm}-${round++}`
+      const result = await runLoad({
+        callers: CALLERS,
+        durationMs: ROUND_MS,
+        maxOps: MAX_OPS_PER_ROUND,
+        op: async (i) => {
+          const decision = await limiter.limit(keyOf(prefix, i))
+          if (decision.source !== 'store') throw new Error(`floodgate ${algorithm}: decision came from ${decision.source}`)
+        },
+      })
+      return result.perSecond
+    },
+  }
+}
+
+/** A diagnostic row: RedisStore.evaluate without the RateLimiter, to split the cost between them. */
+function storeOnlyContender(client: Redis): Contender {
+  const store = new RedisStore({ client })
+  const policies = createPolicies([{ algorithm: 'gcra', limit: LIMIT, period: `${PERIOD_S}s` }])
+  let round = 0
+  return {
+    name: 'floodgate gcra, RedisStore alone',
+    async measure() {
+      const prefix = `store-${round++}`
+      const result = await runLoad({
+        callers: CALLERS,
+        durationMs: ROUND_MS,
+        maxOps: MAX_OPS_PER_ROUND,
+        op: (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]),
+      })
+      return result.perSecond
+    },
+  }
+}
+
+function rateLimiterFlexibleContender(client: Redis): Contender {
+  let round = 0
+  return {
+    name: 'rate-limiter-flexible',
+    async measure() {
+      const limiter = new RateLimiterRedis({ storeClient: client, points: LIMIT, duration: PERIOD_S, keyPrefix: `rlf-${round++}` })
+      const result = await runLoad({
+        callers: CALLERS,
+        durationMs: ROUND_MS,
+        maxOps: MAX_OPS_PER_ROUND,
+        op: (i) => limiter.consume(keyOf('k', i)),
+      })
+      return result.perSecond
+    },
+  }
+}
+
+async function rateLimitRedisContender(client: Redis): Promise<Contender> {
+  const store = new RateLimitRedisStore({
+    sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as Promise<number>,
+    prefix: 'rlr:',
+  })
+  await store.init({ windowMs: PERIOD_S * 1000 } as Parameters<RateLimitRedisStore['init']>[0])
+  let round = 0
+  return {
+    name: 'rate-limit-redis (express-rate-limit)',
+    async measure() {
+      const prefix = `rlr-${round++}`
+      const result = await runLoad({
+        callers: CALLERS,
+        durationMs: ROUND_MS,
+        maxOps: MAX_OPS_PER_ROUND,
+        op: (i) => store.increment(keyOf(prefix, i)),
+      })
+      return result.perSecond
+    },
+  }
+}
+
+function incrContender(client: Redis): Contender {
+  let round = 0
+  return {
+    name: 'raw INCR (autopipelined)',
+    async measure() {
+      const prefix = `incr-${round++}`
+      const result = await runLoad({
+        callers: CALLERS,
+        durationMs: ROUND_MS,
+        maxOps: MAX_OPS_PER_ROUND,
+        op: (i) => client.incr(keyOf(prefix, i)),
+      })
+      return result.perSecond
+    },
+  }
+}
+
+/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full). */
+async function printMemoryPerKey(client: Redis): Promise<void> {
+  const rows: string[][] = []
+  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency']
+  const store = new RedisStore({ client, prefix: 'mem:' })
+  for (const algorithm of algorithms) {
+    const policies = createPolicies([{ algorithm, limit: 100, period: '1h' }])
+    for (const charges of algorithm === 'sliding-log' ? [1, 100] : [1]) {
+      const key = `${algorithm}-${charges}`
+      for (let i = 0; i < charges; i++) await store.evaluate([{ key, policies, cost: 1 }])
+      const [redisKey] = await client.keys(`mem:{${key}}*`)
+      const bytes = redisKey === undefined ? Number.NaN : Number(await client.call('MEMORY', 'USAGE', redisKey, 'SAMPLES', '0'))
+      rows.push([algorithm, charges === 1 ? '1 request' : `${charges} requests (full log)`, redisKey ?? '(missing)', `${bytes} B`])
+    }
+  }
+  printTable(['algorithm', 'state after', 'redis key', 'MEMORY USAGE'], rows, 'Redis memory per key (limit 100 per 1h)')
+}
+
+/** `used_memory` growth for MEMORY_KEYS active GCRA keys, created with large batches. */
+async function printMemoryForManyKeys(client: Redis): Promise<void> {
+  await client.flushall()
+  const before = await usedMemory(client)
+  const store = new RedisStore({ client, prefix: 'many:' })
+  const policies = createPolicies([{ algorithm: 'gcra', limit: 100, period: '1h' }])
+  const batch = 1000
+  const started = performance.now()
+  let next = 0
+  async function filler(): Promise<void> {
+    while (next < MEMORY_KEYS) {
+      const from = next
+      next += batch
+      const requests = []
+      for (let i = from; i < Math.min(from + batch, MEMORY_KEYS); i++) requests.push({ key: `u${i}`, policies, cost: 1 })
+      await store.evaluate(requests)
+    }
+  }
+  await Promise.all(Array.from({ length: 8 }, filler))
+  const seconds = (performance.now() - started) / 1000
+  const keys = await client.dbsize()
+  const delta = (await usedMemory(client)) - before
+  printTable(
+    ['active GCRA keys', 'created in', 'used_memory delta', 'per key'],
+    [[formatCount(keys), `${seconds.toFixed(1)} s`, formatBytes(delta), `${Math.round(delta / keys)} B`]],
+    'Redis used_memory for many active keys',
+  )
+  await client.flushall()
+}
+
+async function usedMemory(client: Redis): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
+}
+
+async function serverVersion(client: Redis): Promise<string> {
+  return /redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? '?'
+}
+
+main().catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
