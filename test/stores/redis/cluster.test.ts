@@ -37,7 +37,8 @@ let client: Cluster
 let store: RedisStore
 
 before(async () => {
-  cluster = await startCluster({ masters: 3, replicasPerMaster: 1 })
+  // A long node timeout: on a busy machine a slow node must not be failed over mid-test.
+  cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 5000 })
   client = new Cluster([...cluster.startupNodes], { scaleReads: 'master' })
   store = new RedisStore({ client })
 })

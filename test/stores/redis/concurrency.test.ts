@@ -21,11 +21,14 @@ const LIMIT = 40
 const NOW = Date.UTC(2026, 0, 1, 12, 30)
 const KEYS = ['alpha', 'b{r}ace', 'c:1']
 
+// Every case uses the same user keys, so each policy needs a name of its own (the Redis key).
 const CASES: HammerCase[] = [
   { name: 'fixed-window', policies: [{ algorithm: 'fixed-window', limit: LIMIT, period: '1h' }], keys: KEYS },
   { name: 'sliding-log', policies: [{ algorithm: 'sliding-log', limit: LIMIT, period: '1h' }], keys: KEYS },
   { name: 'token-bucket', policies: [{ algorithm: 'token-bucket', limit: LIMIT, period: '1h' }], keys: KEYS },
   { name: 'gcra', policies: [{ algorithm: 'gcra', limit: LIMIT, period: '1h' }], keys: KEYS },
+  { name: 'leaky-bucket', policies: [{ name: 'policing', algorithm: 'leaky-bucket', limit: LIMIT, period: '1h' }], keys: KEYS },
+  { name: 'leaky-bucket shaping', policies: [{ name: 'shaping', algorithm: 'leaky-bucket', limit: LIMIT, period: '1h', shaping: true }], keys: KEYS },
   { name: 'concurrency', policies: [{ algorithm: 'concurrency', limit: LIMIT, period: '1h' }], keys: KEYS },
   {
     name: 'two-policies',
@@ -41,7 +44,8 @@ let cluster: RedisClusterHandle
 const children: ChildProcess[] = []
 
 before(async () => {
-  cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 3000 })
+  // A long node timeout: on a busy machine a slow node must not be failed over mid-test.
+  cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 5000 })
 })
 
 after(async () => {
@@ -54,8 +58,8 @@ test(`${WORKERS} processes together admit exactly the limit per key for every ex
     startupNodes: [...cluster.startupNodes],
     now: NOW,
     cases: CASES,
-    // 18 (case, key) targets × 160 attempts each across all workers: four times the limit.
-    requests: 720,
+    // 24 (case, key) targets × 160 attempts each across all workers: four times the limit.
+    requests: 960,
     inflight: 32,
   }
   const reports = await runWorkers(config)
