@@ -2,7 +2,7 @@
 
 export { keys, type KeyGenerator, type KeyPart, type KeyResult, type RequestInfo, type StringKeyGenerator } from './keys.js'
 export { ipKey } from './ip-key.js'
-export { clientIp, compileProxyTrust, type ForwardedHeader, type TrustProxy } from './client-ip.js'
+export { clientIp, compileProxyTrust, type ForwardedHeader, type ProxyTrust, type TrustProxy } from './client-ip.js'
 export { DEFAULT_HEADER_STYLES, rateLimitHeaders, type HeaderList, type HeaderStyle } from './headers.js'
 export { QUOTA_EXCEEDED_TYPE, rejectBody, type BodyFormat, type RejectBody } from './responses.js'
 export type { HttpLimiter, HttpLimitOptions, HttpWarning } from './options.js'

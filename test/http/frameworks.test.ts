@@ -248,4 +248,21 @@ describe('node:http and the shared flow', () => {
       await server.close()
     }
   })
+
+  it('reads RFC 7239 Forwarded when told to, and ignores X-Forwarded-For then', async () => {
+    const limiter = newLimiter(1)
+    const check = nodeRateLimit({ limiter, trustProxy: ['loopback'], forwardedHeader: 'forwarded' })
+    const server = await listen(async (req, res) => {
+      if (await check(req, res)) res.end('ok')
+    })
+    try {
+      const forwarded = { forwarded: 'for="[2001:db8:cafe::17]:4711";proto=https' }
+      assert.equal((await server.get('/', forwarded)).status, 200)
+      assert.equal((await server.get('/', { ...forwarded, 'x-forwarded-for': '198.51.100.1' })).status, 429)
+      assert.equal((await limiter.get('ip:2001:db8:cafe::/56')).remaining, 0)
+      assert.equal((await server.get('/', { 'x-forwarded-for': '198.51.100.1' })).status, 200)
+    } finally {
+      await server.close()
+    }
+  })
 })
