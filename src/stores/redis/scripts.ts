@@ -25,8 +25,7 @@ export function runnerScript(): RunnerScript {
   if (cached === undefined) {
     const directory = scriptsDirectory()
     const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
-    const present = ALGORITHMS.filter((name) => existsSync(`${directory}${name}.lua`)) // TEMP until all twins land
-    const source = [SHEBANG, read('prelude'), ...present.map(read), read('runner')].join('\n')
+    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('runner')].join('\n')
     cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
   }
   return cached

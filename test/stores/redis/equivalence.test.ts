@@ -77,7 +77,7 @@ const stepArbitrary = fc.record({
 
 const traceArbitrary = fc.record({
   pool: fc.tuple(policyOptions('p0'), policyOptions('p1'), policyOptions('p2'), policyOptions('p3')),
-  steps: fc.array(stepArbitrary, { minLength: 1, maxLength: 40 }),
+  steps: fc.array(stepArbitrary, { minLength: 1, maxLength: 60, size: 'medium' }),
 })
 
 test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(', ')})`, async () => {
@@ -105,6 +105,6 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
         }
       }
     }),
-    { numRuns: 150 },
+    { numRuns: 600 },
   )
 })

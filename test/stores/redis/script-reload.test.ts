@@ -1,0 +1,91 @@
+// The runner script: its SHA is pinned, and a server that lost it (SCRIPT FLUSH, restart) gets it back invisibly.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { Redis } from 'ioredis'
+import { createPolicies } from '../../../src/core/policy.js'
+import { RedisStore } from '../../../src/redis.js'
+import { runnerScript } from '../../../src/stores/redis/scripts.js'
+import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+
+/**
+ * SHA1 of prelude + every algorithm twin + runner. A failure here means a .lua file changed: check
+ * the change is meant (and its TypeScript twin changed with it), then update this value.
+ */
+const PINNED_SHA = '2a8d83b9e741f6ec0068dfeebcd209bb7668b307'
+
+let server: RedisProcess
+let admin: Redis
+
+before(async () => {
+  server = await startRedis()
+  admin = new Redis(server.port, server.host)
+})
+
+after(async () => {
+  admin.disconnect()
+  await server.stop()
+})
+
+const policies = createPolicies([{ name: 'many', algorithm: 'fixed-window', limit: 100_000, period: '1h' }])
+
+async function fallbacks(): Promise<number> {
+  const info = await admin.info('commandstats')
+  return Number(/^cmdstat_eval:calls=(\d+)/m.exec(info)?.[1] ?? 0)
+}
+
+test('the script is the one pinned, and Redis computes the same SHA for it', async () => {
+  const script = runnerScript()
+  assert.equal(script.sha, PINNED_SHA, 'a .lua file changed: review it, then update PINNED_SHA')
+  assert.equal(await admin.script('LOAD', script.source), script.sha)
+  assert.match(script.source, /^#!lua flags=allow-cross-slot-keys\n/)
+})
+
+test('SCRIPT FLUSH mid-run: every call still succeeds and counts exactly once', async () => {
+  const client = new Redis(server.port, server.host)
+  const store = new RedisStore({ client, prefix: 'flush:' })
+  try {
+    await admin.config('RESETSTAT')
+    const seen: number[] = []
+    for (let round = 0; round < 20; round++) {
+      // The flush is sent in the same tick as the calls, so it races with their EVALSHA.
+      const calls = Array.from({ length: 10 }, () => store.evaluate([{ key: 'k', policies, cost: 1, now: 0 }]))
+      const flushed = round % 2 === 0 ? admin.script('FLUSH') : Promise.resolve()
+      const responses = await Promise.all(calls)
+      await flushed
+      for (const [response] of responses) {
+        assert.equal(response.allowed, true)
+        seen.push(response.results[0].remaining)
+      }
+    }
+    assert.deepEqual(seen, Array.from({ length: 200 }, (_, i) => 100_000 - 1 - i), 'each call charged exactly once, in order')
+    assert.ok((await fallbacks()) >= 5, 'the NOSCRIPT path was taken')
+  } finally {
+    await store.close()
+    client.disconnect()
+  }
+})
+
+test('a restarted server (empty, no scripts) is used again once ioredis reconnects', async () => {
+  const store = new RedisStore({ url: server.url, prefix: 'restart:' })
+  try {
+    const [before] = await store.evaluate([{ key: 'k', policies, cost: 1 }])
+    assert.equal(before.results[0].remaining, 99_999)
+
+    await server.stop()
+    // Issued while the server is down: ioredis queues it and sends it after reconnecting.
+    const during = store.evaluate([{ key: 'k', policies, cost: 1 }])
+    await server.restart()
+    const [queued] = await during
+    assert.equal(queued.allowed, true)
+    assert.equal(queued.results[0].remaining, 99_999, 'the restarted server starts empty')
+
+    if (store.client.status !== 'ready') await once(store.client, 'ready')
+    await admin.script('FLUSH') // admin reconnected too; a flush after the restart for good measure
+    const responses = await Promise.all(Array.from({ length: 5 }, () => store.evaluate([{ key: 'k', policies, cost: 1 }])))
+    assert.deepEqual(responses.map(([r]) => r.results[0].remaining), [99_998, 99_997, 99_996, 99_995, 99_994])
+  } finally {
+    await store.close()
+  }
+})
