@@ -182,6 +182,56 @@ describe('on a standalone Redis that stops and comes back', () => {
   })
 })
 
+describe('a call answered by the fallback while Redis is down', () => {
+  let server: RedisProcess
+  let client: Redis
+
+  before(async () => {
+    server = await startRedis()
+    // The default ioredis client: offline queue on, unanswered commands resent after reconnecting.
+    client = new Redis({ host: server.host, port: server.port })
+    client.on('error', () => {})
+  })
+
+  after(async () => {
+    client?.disconnect()
+    await server?.stop()
+  })
+
+  test(
+    'is not charged in Redis later, when the server is back',
+    // Known gap, kept visible: ioredis queues the timed-out EVALSHA and runs it after reconnecting,
+    // so requests the fallback already answered are charged again. Needs RedisStore to drop
+    // requests past their deadline (e.g. a deadline in ARGV checked against TIME) or a client
+    // without an offline queue; remove `todo` when fixed.
+    { todo: 'timed-out calls are replayed by the ioredis offline queue after reconnect' },
+    async () => {
+      const limiter = new RateLimiter({
+        store: new RedisStore({ client, prefix: 'late:' }),
+        policies: [{ name: 'ten-per-hour', algorithm: 'fixed-window', limit: 10, period: '1h' }],
+        timeout: '200ms',
+        onStoreError: 'open',
+        breaker: { failures: 100 },
+        denyCache: false,
+      })
+      assert.equal((await limiter.limit('warm-up')).source, 'store')
+      await server.stop()
+      for (let i = 0; i < 5; i++) assert.equal((await limiter.limit('late')).source, 'fallback-open')
+      await server.restart()
+      let peek = await limiter.limit('late', { cost: 0 })
+      for (const deadline = Date.now() + 20_000; peek.source !== 'store' && Date.now() < deadline; ) {
+        await sleep(100)
+        peek = await limiter.limit('late', { cost: 0 })
+      }
+      assert.equal(peek.source, 'store')
+      // Give queued commands their chance to land, then look: nothing may have been charged.
+      await sleep(500)
+      const settled = await limiter.limit('late', { cost: 0 })
+      assert.equal(settled.remaining, 10, `${10 - settled.remaining} fallback-answered calls were charged after the restart`)
+    },
+  )
+})
+
 /** A real RedisStore that also counts how often the limiter asked it to decide. */
 class CountingStore extends RedisStore {
   calls = 0
