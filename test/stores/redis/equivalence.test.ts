@@ -1,5 +1,5 @@
 // One truth, two executors: random traces through evaluateKey in TypeScript and through RedisStore
-// (runner.lua + the Lua twins) must give identical decisions at every step.
+// (runner.lua + the Lua twins) must give identical decisions at every step; MemoryStore too.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -10,6 +10,7 @@ import { Redis } from 'ioredis'
 import { ALGORITHMS, createPolicy, type AlgorithmName, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { RedisStore } from '../../../src/stores/redis/redis-store.js'
+import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 
@@ -89,6 +90,7 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
       await client.flushdb()
       const policies: Policy[] = pool.map((options) => createPolicy(options))
       const reference = new ReferenceStore()
+      const memory = new MemoryStore()
       let now = start
       // Requests of one tick go to the store together (one script call); the reference runs them in order.
       const ticks: Required<EvaluateRequest>[][] = []
@@ -101,7 +103,9 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
       for (const tick of ticks) {
         const fromRedis = await Promise.all(tick.map((request) => store.evaluate([request]).then(([response]) => response)))
         for (let i = 0; i < tick.length; i++) {
-          assert.deepEqual(fromRedis[i], reference.evaluate(tick[i]), `request ${JSON.stringify({ ...tick[i], policies: tick[i].policies.map((p) => p.name) })}`)
+          const where = `request ${JSON.stringify({ ...tick[i], policies: tick[i].policies.map((p) => p.name) })}`
+          assert.deepEqual(fromRedis[i], reference.evaluate(tick[i]), where)
+          assert.deepEqual((await memory.evaluate([tick[i]]))[0], fromRedis[i], `MemoryStore, ${where}`)
         }
       }
     }),
