@@ -7,13 +7,15 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import { createPolicies, createPolicy } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
+import { keySlot } from '../../../src/stores/redis/slot.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { startCluster } from '../../support/redis-cluster.js'
 
 let server: RedisProcess
 let client: Redis
@@ -250,5 +252,46 @@ test('a store made from Sentinel options finds the master through the sentinel',
     sentinel.kill('SIGTERM')
     await exited
     rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('on a Cluster, a slot that moved under a whole-node batch is retried slot by slot, each request counted once', async () => {
+  const cluster = await startCluster({ masters: 3, replicasPerMaster: 0 })
+  const clusterClient = new Cluster([...cluster.startupNodes])
+  const nodes = new Map<number, Redis>(cluster.nodes.map((node) => [node.port, new Redis(node.port, node.host)]))
+  const clusterStore = new RedisStore({ client: clusterClient })
+  try {
+    const moving = 'moving-user'
+    const movingSlot = keySlot(policyKey('fg:', moving, perMinute[0]))
+    const source = await cluster.masterOf(movingSlot)
+    // Keys on the same master as the moving one, so one whole-node call holds them all.
+    const neighbours: string[] = []
+    for (let i = 0; neighbours.length < 20; i++) {
+      const key = `neighbour-${i}`
+      const slot = keySlot(policyKey('fg:', key, perMinute[0]))
+      if (slot !== movingSlot && (await cluster.masterOf(slot)) === source) neighbours.push(key)
+    }
+    const everyone = [moving, ...neighbours]
+    const charge = () => Promise.all(everyone.map((key) => clusterStore.evaluate([{ key, policies: perMinute, cost: 1, now: 0 }])))
+    await charge()
+
+    // Move the slot to another master behind the client's back (its slot map is now stale).
+    const target = cluster.nodes.find((node) => node.port !== source)!.port
+    const [sourceNode, targetNode] = [nodes.get(source)!, nodes.get(target)!]
+    const [sourceId, targetId] = await Promise.all([sourceNode.call('CLUSTER', 'MYID'), targetNode.call('CLUSTER', 'MYID')])
+    await targetNode.call('CLUSTER', 'SETSLOT', movingSlot, 'IMPORTING', String(sourceId))
+    await sourceNode.call('CLUSTER', 'SETSLOT', movingSlot, 'MIGRATING', String(targetId))
+    const keys = (await sourceNode.call('CLUSTER', 'GETKEYSINSLOT', movingSlot, 100)) as string[]
+    await sourceNode.call('MIGRATE', '127.0.0.1', target, '', 0, 5000, 'KEYS', ...keys)
+    for (const node of nodes.values()) await node.call('CLUSTER', 'SETSLOT', movingSlot, 'NODE', String(targetId))
+
+    const responses = await charge()
+    responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 8, everyone[i]))
+    assert.equal(await targetNode.get(policyKey('fg:', moving, perMinute[0])), '0,0,2')
+  } finally {
+    await clusterStore.close()
+    clusterClient.disconnect()
+    for (const node of nodes.values()) node.disconnect()
+    await cluster.stop()
   }
 })
