@@ -50,6 +50,11 @@ interface Pending extends CallRequest {
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as one EVALSHA of the runner script per server (per
  * Cluster node), which decides them one after another atomically with the server's clock.
+ *
+ * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
+ * `blockedUntil,<state...>` and expiring (PX) when the state no longer matters. A request's `now`
+ * (tests) replaces the server clock for the decision; a `now` ahead of the server's also keeps
+ * the record that much longer, so it never disappears before that clock says it expired.
  */
 export class RedisStore implements Store {
   /** The ioredis client in use (created by the store or given to it). */
