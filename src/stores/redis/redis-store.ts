@@ -7,6 +7,7 @@ import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
 import { decodeReply, encodeCall, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
+import { ConnectionGate } from './connection-gate.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { runRunner } from './scripts.js'
 import { keySlot } from './slot.js'
@@ -20,6 +21,8 @@ export interface RedisStoreOptions {
    * An ioredis client: `new Redis(...)` (standalone, or Sentinel with `{ sentinels, name }`) or
    * `new Cluster(...)`. It must not have a `keyPrefix`: use `prefix`, because ioredis would prefix
    * only the keys a script declares, and on a Cluster the store declares only some of them.
+   * Consider `autoResendUnfulfilledCommands: false` on it (the default for clients the store
+   * creates), so a decision in flight when the connection drops is not applied again later.
    */
   client?: Redis | Cluster
   /** A `redis://` or `rediss://` URL; the store creates the client (with `redis` as extra options). */
@@ -62,7 +65,8 @@ export class RedisStore implements Store {
   readonly prefix: string
   private readonly ownsClient: boolean
   private readonly maxBatchSize: number
-  private readonly batcher = new TickBatcher<Pending>((items) => this.flush(items))
+  private readonly gate: ConnectionGate<Pending>
+  private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -77,6 +81,9 @@ export class RedisStore implements Store {
     if (owned) client.on('error', ignoreConnectionError)
     this.client = client
     this.ownsClient = owned
+    this.gate = new ConnectionGate(client, (items) => this.flush(items), (items, error) => {
+      for (const item of items) item.reject(error)
+    })
   }
 
   /** Decides each request; requests of this event-loop turn share script calls with other callers'. */
@@ -94,6 +101,7 @@ export class RedisStore implements Store {
 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
+    this.gate.detach()
     if (!this.ownsClient || this.client.status === 'end') return
     const ended = once(this.client, 'end')
     // QUIT lets replies in flight arrive first; a client that is not connected just drops its socket.
@@ -147,6 +155,13 @@ export class RedisStore implements Store {
   }
 }
 
+/**
+ * Defaults for clients the store creates: a script sent just before a connection dropped is not
+ * sent again after reconnecting, because its caller has been answered by then (the script may or
+ * may not have run; charging at most once is the safe side for a limiter).
+ */
+const NO_REPLAY: RedisOptions = { autoResendUnfulfilledCommands: false }
+
 function connect(options: RedisStoreOptions): { client: Redis | Cluster; owned: boolean } {
   const given = (['client', 'url', 'cluster'] as const).filter((name) => options[name] !== undefined)
   if (given.length > 1) throw invalidOption(given.join(' and '), 'give only one of client, url or cluster')
@@ -164,16 +179,17 @@ function connect(options: RedisStoreOptions): { client: Redis | Cluster; owned: 
       throw invalidOption('cluster', "expected startup nodes like [{ host: '127.0.0.1', port: 7000 }]")
     }
     if (options.redis !== undefined) throw invalidOption('redis', "for a cluster, pass node options as clusterOptions.redisOptions")
-    return { client: new Cluster(options.cluster, options.clusterOptions), owned: true }
+    const clusterOptions = { ...options.clusterOptions, redisOptions: { ...NO_REPLAY, ...options.clusterOptions?.redisOptions } }
+    return { client: new Cluster(options.cluster, clusterOptions), owned: true }
   }
   if (options.clusterOptions !== undefined) throw invalidOption('clusterOptions', 'only applies with cluster')
   if (options.url !== undefined) {
     if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url)) {
       throw invalidOption('url', `expected a redis:// or rediss:// URL, got ${JSON.stringify(options.url)}`)
     }
-    return { client: new Redis(options.url, options.redis ?? {}), owned: true }
+    return { client: new Redis(options.url, { ...NO_REPLAY, ...options.redis }), owned: true }
   }
-  if (options.redis !== undefined) return { client: new Redis(options.redis), owned: true }
+  if (options.redis !== undefined) return { client: new Redis({ ...NO_REPLAY, ...options.redis }), owned: true }
   throw invalidOption('options', "give one of client, url, redis or cluster, e.g. { url: 'redis://localhost:6379' }")
 }
 

@@ -202,6 +202,33 @@ test('a store made from a URL owns its client and closes it; a given client stay
   assert.equal(client.status, 'ready')
 })
 
+test('calls made before the first connection wait for it, also on a lazyConnect client', async () => {
+  const lazy = new Redis({ host: server.host, port: server.port, lazyConnect: true })
+  const lazyStore = new RedisStore({ client: lazy, prefix: 'lazy:' })
+  const [response] = await lazyStore.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+  assert.equal(response.results[0].remaining, 9)
+  await lazyStore.close()
+  lazy.disconnect()
+})
+
+test('a server that is down is never sent a call: refused with STORE_UNAVAILABLE, not replayed once it is up', async () => {
+  const port = await freePort()
+  const late = new RedisStore({ url: `redis://127.0.0.1:${port}`, redis: { retryStrategy: () => 50 } })
+  let lateServer: RedisProcess | undefined
+  try {
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
+    }
+    lateServer = await startRedis([], port)
+    if (late.client.status !== 'ready') await once(late.client, 'ready')
+    const [response] = await late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+    assert.equal(response.results[0].remaining, 9, 'none of the refused calls was charged')
+  } finally {
+    await late.close()
+    await lateServer?.stop()
+  }
+})
+
 test('bad requests are refused with INVALID_REQUEST before reaching Redis', async () => {
   const bad: unknown[] = [
     { key: 'k', policies: perMinute, cost: Number.NaN },
