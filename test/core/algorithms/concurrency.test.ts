@@ -21,6 +21,9 @@ import {
 } from './support.js'
 import { luaStep } from '../../support/lua-step.js'
 
+// Traces of realistic length (fast-check's default size keeps arrays to a handful of steps).
+fc.configureGlobal({ baseSize: 'medium' })
+
 /** Steps [at, cost] pairs (absolute offsets from START), keeping state only when allowed. */
 function run(policy: Policy, steps: [number, number][], state?: State): StepResult[] {
   return steps.map(([at, cost]) => {

@@ -20,6 +20,9 @@ import {
 } from './support.js'
 import { luaStep, luaTtl } from '../../support/lua-step.js'
 
+// Traces of realistic length (fast-check's default size keeps arrays to a handful of steps).
+fc.configureGlobal({ baseSize: 'medium' })
+
 /** Steps a trace of [gap, cost] pairs from no state, keeping state only when allowed. */
 function run(policy: Policy, steps: [number, number][], start = START) {
   let state: number[] | undefined

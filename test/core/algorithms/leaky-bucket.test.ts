@@ -24,6 +24,9 @@ import {
 } from './support.js'
 import { luaStep } from '../../support/lua-step.js'
 
+// Traces of realistic length (fast-check's default size keeps arrays to a handful of steps).
+fc.configureGlobal({ baseSize: 'medium' })
+
 function shapingPolicy(limit: number, periodMs: number, burst?: number): Policy {
   return createPolicy({ algorithm: 'leaky-bucket', limit, period: periodMs, shaping: true, ...(burst === undefined ? {} : { burst }) })
 }
