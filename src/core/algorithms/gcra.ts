@@ -33,18 +33,8 @@ export const gcra: Algorithm = {
   step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
     const { limit, periodMs, burst } = policy
     const tolerance = burst * periodMs
-    let tatMs = now
-    let tatTicks = 0
-    let lag = 0 // how far the TAT is ahead of now, in ticks; 0 when it is already past
-    if (state !== undefined) {
-      const [storedMs, storedTicks] = gcraStoredTat(state, limit)
-      const storedLag = (storedMs - now) * limit + storedTicks
-      if (storedLag > 0) {
-        tatMs = storedMs
-        tatTicks = storedTicks
-        lag = storedLag
-      }
-    }
+    // How far the TAT is ahead of now, in ticks; 0 when it is already past.
+    const lag = state === undefined ? 0 : Math.max(0, gcraLag(state, now, limit))
 
     let allowed = true
     let lagAfter = lag
@@ -57,39 +47,31 @@ export const gcra: Algorithm = {
       allowed = lag <= tolerance
     }
 
-    if (cost !== 0 && allowed) {
-      if (lagAfter === 0) {
-        tatMs = now
-        tatTicks = 0
-      } else {
-        tatTicks = tatTicks + cost * periodMs
-        const carry = Math.floor(tatTicks / limit)
-        tatMs = tatMs + carry
-        tatTicks = tatTicks - carry * limit
-      }
-    }
-
     const resetMs = Math.ceil(lagAfter / limit)
     let retryAfterMs = 0
     if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((lag + cost * periodMs - tolerance) / limit)
+    // The TAT, split back into whole ms and ticks (the TAT itself when nothing was charged).
+    const aheadMs = Math.floor(lagAfter / limit)
     return {
       allowed,
       remaining: Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)),
       resetMs,
       retryAfterMs,
       delayMs: 0,
-      state: [tatMs, tatTicks, limit],
+      state: [now + aheadMs, lagAfter - aheadMs * limit, limit],
     }
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {
-    const [storedMs, storedTicks] = gcraStoredTat(state, policy.limit)
-    return Math.max(1, Math.ceil(((storedMs - now) * policy.limit + storedTicks) / policy.limit))
+    return Math.max(1, Math.ceil(gcraLag(state, now, policy.limit) / policy.limit))
   },
 }
 
-/** The stored TAT as [ms, ticks of 1/limit ms]; ticks counted under another limit round up to a whole ms. */
-function gcraStoredTat(state: State, limit: number): [number, number] {
-  if (state[2] !== limit && state[1] > 0) return [state[0] + 1, 0]
-  return [state[0], state[1]]
+/**
+ * How far the stored TAT is ahead of `now`, in ticks of 1/limit ms (≤ 0: already past). Ticks
+ * counted under another limit (a reloaded policy) round up to the next whole millisecond.
+ */
+function gcraLag(state: State, now: number, limit: number): number {
+  if (state[2] !== limit && state[1] > 0) return (state[0] + 1 - now) * limit
+  return (state[0] - now) * limit + state[1]
 }

@@ -42,10 +42,7 @@ export const leakyBucket: Algorithm = {
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {
-    if (policy.shaping) {
-      const [tailMs, tailTicks] = leakyBucketStoredTail(state, policy.limit)
-      return Math.max(1, Math.ceil(((tailMs - now) * policy.limit + tailTicks) / policy.limit))
-    }
+    if (policy.shaping) return Math.max(1, Math.ceil(leakyBucketQueued(state, now, policy.limit) / policy.limit))
     return Math.max(1, state[1] + Math.ceil(leakyBucketStoredLevel(state, policy.periodMs) / policy.limit) - now)
   },
 }
@@ -89,18 +86,8 @@ function leakyBucketPolice(state: State | undefined, now: number, cost: number, 
 function leakyBucketShape(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
   const { limit, periodMs, burst } = policy
   const capacity = burst * periodMs
-  let tailMs = now
-  let tailTicks = 0
-  let queued = 0 // how far the tail is ahead of now, in ticks; 0 when the queue is empty
-  if (state !== undefined) {
-    const [storedMs, storedTicks] = leakyBucketStoredTail(state, limit)
-    const storedQueued = (storedMs - now) * limit + storedTicks
-    if (storedQueued > 0) {
-      tailMs = storedMs
-      tailTicks = storedTicks
-      queued = storedQueued
-    }
-  }
+  // How far the tail is ahead of now, in ticks; 0 when the queue is empty.
+  const queued = state === undefined ? 0 : Math.max(0, leakyBucketQueued(state, now, limit))
 
   let allowed = true
   let queuedAfter = queued
@@ -117,28 +104,18 @@ function leakyBucketShape(state: State | undefined, now: number, cost: number, p
     allowed = queued <= capacity
   }
 
-  if (cost !== 0 && allowed) {
-    if (queuedAfter === 0) {
-      tailMs = now
-      tailTicks = 0
-    } else {
-      tailTicks = tailTicks + cost * periodMs
-      const carry = Math.floor(tailTicks / limit)
-      tailMs = tailMs + carry
-      tailTicks = tailTicks - carry * limit
-    }
-  }
-
   const resetMs = Math.ceil(queuedAfter / limit)
   let retryAfterMs = 0
   if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((queued + cost * periodMs - capacity) / limit)
+  // The tail, split back into whole ms and ticks (the tail itself when nothing was queued).
+  const aheadMs = Math.floor(queuedAfter / limit)
   return {
     allowed,
     remaining: Math.max(0, Math.floor((capacity - queuedAfter) / periodMs)),
     resetMs,
     retryAfterMs,
     delayMs,
-    state: [tailMs, tailTicks, limit],
+    state: [now + aheadMs, queuedAfter - aheadMs * limit, limit],
   }
 }
 
@@ -148,8 +125,11 @@ function leakyBucketStoredLevel(state: State, periodMs: number): number {
   return state[0]
 }
 
-/** The stored tail as [ms, ticks of 1/limit ms]; ticks counted under another limit round up to a whole ms. */
-function leakyBucketStoredTail(state: State, limit: number): [number, number] {
-  if (state[2] !== limit && state[1] > 0) return [state[0] + 1, 0]
-  return [state[0], state[1]]
+/**
+ * How far the stored tail is ahead of `now`, in ticks of 1/limit ms (≤ 0: the queue is empty).
+ * Ticks counted under another limit (a reloaded policy) round up to the next whole millisecond.
+ */
+function leakyBucketQueued(state: State, now: number, limit: number): number {
+  if (state[2] !== limit && state[1] > 0) return (state[0] + 1 - now) * limit
+  return (state[0] - now) * limit + state[1]
 }

@@ -8,10 +8,11 @@ local function leaky_bucket_stored_level(state, periodMs)
   return state[1]
 end
 
--- The stored tail as ms, ticks of 1/limit ms; ticks counted under another limit round up to a whole ms.
-local function leaky_bucket_stored_tail(state, limit)
-  if state[3] ~= limit and state[2] > 0 then return state[1] + 1, 0 end
-  return state[1], state[2]
+-- How far the stored tail is ahead of now, in ticks of 1/limit ms (<= 0: the queue is empty).
+-- Ticks counted under another limit (a reloaded policy) round up to the next whole millisecond.
+local function leaky_bucket_queued(state, now, limit)
+  if state[3] ~= limit and state[2] > 0 then return (state[1] + 1 - now) * limit end
+  return (state[1] - now) * limit + state[2]
 end
 
 -- Policing: admit when the cost fits in the bucket, else reject.
@@ -58,18 +59,8 @@ end
 local function leaky_bucket_shape(state, now, cost, p)
   local limit, periodMs, burst = p.limit, p.periodMs, p.burst
   local capacity = burst * periodMs
-  local tailMs = now
-  local tailTicks = 0
   local queued = 0
-  if state ~= nil then
-    local storedMs, storedTicks = leaky_bucket_stored_tail(state, limit)
-    local storedQueued = (storedMs - now) * limit + storedTicks
-    if storedQueued > 0 then
-      tailMs = storedMs
-      tailTicks = storedTicks
-      queued = storedQueued
-    end
-  end
+  if state ~= nil then queued = max(0, leaky_bucket_queued(state, now, limit)) end
 
   local allowed = true
   local queuedAfter = queued
@@ -86,18 +77,6 @@ local function leaky_bucket_shape(state, now, cost, p)
     allowed = queued <= capacity
   end
 
-  if cost ~= 0 and allowed then
-    if queuedAfter == 0 then
-      tailMs = now
-      tailTicks = 0
-    else
-      tailTicks = tailTicks + cost * periodMs
-      local carry = floor(tailTicks / limit)
-      tailMs = tailMs + carry
-      tailTicks = tailTicks - carry * limit
-    end
-  end
-
   local resetMs = ceil(queuedAfter / limit)
   local retryAfterMs = 0
   if not allowed then
@@ -107,13 +86,14 @@ local function leaky_bucket_shape(state, now, cost, p)
       retryAfterMs = ceil((queued + cost * periodMs - capacity) / limit)
     end
   end
+  local aheadMs = floor(queuedAfter / limit)
   return {
     allowed = allowed,
     remaining = max(0, floor((capacity - queuedAfter) / periodMs)),
     resetMs = resetMs,
     retryAfterMs = retryAfterMs,
     delayMs = delayMs,
-    state = { tailMs, tailTicks, limit },
+    state = { now + aheadMs, queuedAfter - aheadMs * limit, limit },
   }
 end
 
@@ -124,10 +104,7 @@ ALGORITHMS['leaky-bucket'] = {
   end,
 
   ttl = function(state, now, p)
-    if p.shaping then
-      local tailMs, tailTicks = leaky_bucket_stored_tail(state, p.limit)
-      return max(1, ceil(((tailMs - now) * p.limit + tailTicks) / p.limit))
-    end
+    if p.shaping then return max(1, ceil(leaky_bucket_queued(state, now, p.limit) / p.limit)) end
     return max(1, state[2] + ceil(leaky_bucket_stored_level(state, p.periodMs) / p.limit) - now)
   end,
 }
