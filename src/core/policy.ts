@@ -28,7 +28,10 @@ export interface PolicyOptions {
   /** Names the policy in decisions, headers and metrics; unique within one limiter. Defaults to `<algorithm>-<limit>-per-<period>`. */
   name?: string
   algorithm: AlgorithmName
-  /** Requests (cost units) per `period`; for `concurrency`, the number in flight. */
+  /**
+   * Requests (cost units) per `period`; for `concurrency`, the number in flight. `fixed-window`
+   * also takes 0: deny every request (envoyproxy/ratelimit's `requests_per_unit: 0`).
+   */
   limit: number
   /** The window or refill period; for `concurrency`, how long a lease lives unless released. */
   period: Duration
@@ -80,9 +83,11 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
   if (!(ALGORITHMS as readonly string[]).includes(algorithm)) {
     throw invalid(`${where}.algorithm`, `unknown algorithm ${JSON.stringify(algorithm)}; use one of ${ALGORITHMS.join(', ')}`)
   }
-  const limit = positiveInteger(options.limit, `${where}.limit`)
+  // Only a fixed window can express "deny everything": the others divide by the limit.
+  const limit =
+    algorithm === 'fixed-window' && options.limit === 0 ? 0 : positiveInteger(options.limit, `${where}.limit`)
   const periodMs = parseDuration(options.period, `${where}.period`)
-  const burst = options.burst === undefined ? limit : positiveInteger(options.burst, `${where}.burst`, 'burst must be at least 1')
+  const burst = options.burst === undefined ? Math.max(limit, 1) : positiveInteger(options.burst, `${where}.burst`, 'burst must be at least 1')
   if (options.shaping !== undefined && typeof options.shaping !== 'boolean') {
     throw invalid(`${where}.shaping`, 'must be true or false')
   }

@@ -222,16 +222,13 @@ function readUnit(src: YamlSource, entry: MapEntry | undefined, path: string, pa
 
 function readRequestsPerUnit(src: YamlSource, entry: MapEntry | undefined, path: string, parent: Node | undefined): number | undefined {
   if (entry === undefined) {
-    src.report(parent, `${path}.requests_per_unit`, 'missing requests_per_unit; add `requests_per_unit: <whole number ≥ 1>`, or write `unlimited: true`')
+    src.report(parent, `${path}.requests_per_unit`, 'missing requests_per_unit; add `requests_per_unit: <whole number ≥ 0>`, or write `unlimited: true`')
     return undefined
   }
   const value = src.scalar(entry.value)
-  if (value === 0) {
-    src.report(entry.value, `${path}.requests_per_unit`, 'requests_per_unit 0 (deny every request) is not supported; give a whole number ≥ 1')
-    return undefined
-  }
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 0xffffffff) {
-    src.report(entry.value ?? entry.keyNode, `${path}.requests_per_unit`, `requests_per_unit must be a whole number from 1 to 4294967295, got ${describeNode(src, entry.value)}`)
+  // 0 denies every request, as in envoyproxy/ratelimit (a fixed window of limit 0).
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 0xffffffff) {
+    src.report(entry.value ?? entry.keyNode, `${path}.requests_per_unit`, `requests_per_unit must be a whole number from 0 (deny all) to 4294967295, got ${describeNode(src, entry.value)}`)
     return undefined
   }
   return value

@@ -89,6 +89,13 @@ describe('createPolicy: invalid options name the field', () => {
     assertRejects(policyWith({ algorithm: undefined }), 'policy.algorithm', /unknown algorithm/)
   })
 
+  it('takes a fixed-window limit of 0 (deny everything, as requests_per_unit: 0) and no other', () => {
+    assert.equal(createPolicy({ algorithm: 'fixed-window', limit: 0, period: '1m' }).limit, 0)
+    for (const algorithm of ALGORITHMS.filter((name) => name !== 'fixed-window')) {
+      assertRejects(() => createPolicy({ algorithm, limit: 0, period: '1m' }), 'policy.limit', /greater than 0/)
+    }
+  })
+
   it('rejects a limit that is not a whole number above 0', () => {
     for (const limit of [0, -1, 1.5, '10', Number.NaN, Number.POSITIVE_INFINITY, undefined]) {
       assertRejects(policyWith({ limit }), 'policy.limit', /must be a whole number greater than 0/)

@@ -165,12 +165,12 @@ describe('config errors', () => {
     assert.match(unit.message, /missing unit; add `unit: <SECOND, .*>`, or write `unlimited: true`/)
     const count = issueAt(issues, 'descriptors[0].rate_limit.requests_per_unit')
     assert.equal(count.line, 5)
-    assert.match(count.message, /missing requests_per_unit; add `requests_per_unit: <whole number ≥ 1>`/)
+    assert.match(count.message, /missing requests_per_unit; add `requests_per_unit: <whole number ≥ 0>`/)
     assert.equal(issueAt(issues, 'descriptors[1].rate_limit.unit').line, 7)
     assert.equal(issueAt(issues, 'descriptors[1].rate_limit.requests_per_unit').line, 7)
   })
 
-  it('requests_per_unit that is not a whole number ≥ 1', () => {
+  it('requests_per_unit that is not a whole number ≥ 0', () => {
     const issues = issuesOf(
       lines(
         'domain: edge',
@@ -180,16 +180,16 @@ describe('config errors', () => {
         '  - key: b',
         '    rate_limit: { unit: second, requests_per_unit: ten }', // 6
         '  - key: c',
-        '    rate_limit: { unit: second, requests_per_unit: 0 }', // 8
+        '    rate_limit: { unit: second, requests_per_unit: -1 }', // 8
       ),
     )
     const fraction = issueAt(issues, 'descriptors[0].rate_limit.requests_per_unit')
     assert.equal(fraction.line, 4)
-    assert.match(fraction.message, /must be a whole number from 1 to 4294967295, got "2.5"/)
+    assert.match(fraction.message, /must be a whole number from 0 \(deny all\) to 4294967295, got "2.5"/)
     assert.match(issueAt(issues, 'descriptors[1].rate_limit.requests_per_unit').message, /got "ten"/)
-    const zero = issueAt(issues, 'descriptors[2].rate_limit.requests_per_unit')
-    assert.equal(zero.line, 8)
-    assert.match(zero.message, /0 \(deny every request\) is not supported/)
+    const negative = issueAt(issues, 'descriptors[2].rate_limit.requests_per_unit')
+    assert.equal(negative.line, 8)
+    assert.match(negative.message, /got "-1"/)
   })
 
   it('unlimited together with a unit or requests_per_unit', () => {

@@ -364,3 +364,22 @@ descriptors:
     assert.deepEqual(domain.descriptors[1].rule.replaces, ['x'])
   })
 })
+
+describe('requests_per_unit: 0', () => {
+  it('loads as a fixed window that denies every request, as envoyproxy/ratelimit does', async () => {
+    const set = rules(`
+domain: t
+descriptors:
+  - key: banned
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+`)
+    const [rule] = set.match('t', [d('banned=1.2.3.4')])
+    assert.equal(rule?.policies[0]?.limit, 0)
+    assert.equal(rule?.policies[0]?.algorithm, 'fixed-window')
+    const { fixedWindow } = await import('../../src/core/algorithms/fixed-window.js')
+    const now = 1_700_000_000_000
+    const step = fixedWindow.step(undefined, now, 1, rule!.policies[0]!)
+    assert.equal(step.allowed, false)
+    assert.equal(step.retryAfterMs, 60_000 - (now % 60_000))
+  })
+})
