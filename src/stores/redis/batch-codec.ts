@@ -8,6 +8,8 @@ import type { EvaluateRequest, EvaluateResponse } from '../store.js'
 export interface CallRequest {
   readonly request: EvaluateRequest
   readonly keys: readonly string[]
+  /** Cluster slot of the request's keys (all share the hash tag); -1 on a standalone server. */
+  readonly slot: number
 }
 
 /** The arguments of one script call. */
@@ -23,6 +25,8 @@ const FIELDS_PER_POLICY = 6
  * Encodes `requests` for runner.lua. The keys of the first `declared` requests go in KEYS (on a
  * Cluster: the requests of the routing slot), the rest in ARGV. Each distinct policy is sent once
  * and referred to by index, because a batch usually repeats the same few policies many times.
+ * Consecutive requests of one slot form one read group, which the script reads with one MGET
+ * (a Cluster node refuses one command over several slots, even inside a script).
  */
 export function encodeCall(requests: readonly CallRequest[], declared: number): EncodedCall {
   const keys: string[] = []
@@ -30,10 +34,13 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
   const policyIndex = new Map<Policy, number>()
   const policyArgs: string[] = []
   const requestArgs: string[] = []
+  const groupSizes: number[] = []
   for (let r = 0; r < requests.length; r++) {
-    const { request, keys: requestKeys } = requests[r]
+    const { request, keys: requestKeys, slot } = requests[r]
     const target = r < declared ? keys : extraKeys
     for (const key of requestKeys) target.push(key)
+    if (r === 0 || slot !== requests[r - 1].slot) groupSizes.push(requestKeys.length)
+    else groupSizes[groupSizes.length - 1] += requestKeys.length
     requestArgs.push(request.now === undefined ? '' : String(request.now), String(request.cost), String(request.policies.length))
     for (const policy of request.policies) {
       let index = policyIndex.get(policy)
@@ -57,6 +64,8 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
     ...extraKeys,
     String(policyArgs.length / FIELDS_PER_POLICY),
     ...policyArgs,
+    String(groupSizes.length),
+    ...groupSizes.map(String),
     String(requests.length),
     ...requestArgs,
   ]

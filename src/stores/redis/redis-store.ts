@@ -43,8 +43,6 @@ export interface RedisStoreOptions {
 }
 
 interface Pending extends CallRequest {
-  /** Cluster slot of the request's keys (all share the hash tag); -1 on a standalone server. */
-  readonly slot: number
   resolve(response: EvaluateResponse): void
   reject(error: unknown): void
 }
@@ -135,7 +133,7 @@ export class RedisStore implements Store {
   }
 
   private async send(items: Pending[], mayRegroup: boolean): Promise<void> {
-    const ordered = routingSlotFirst(items)
+    const ordered = slotsTogether(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
     let responses: EvaluateResponse[]
     try {
@@ -232,11 +230,12 @@ function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): T[][] {
   return [...groups.values()]
 }
 
-// The first item's slot is the routing slot; its requests move to the front to be declared.
-function routingSlotFirst(items: Pending[]): Pending[] {
+// Each slot's requests next to each other (one read group each), the first item's slot first: it
+// is the routing slot, whose keys are declared. Requests of one slot keep their order.
+function slotsTogether(items: Pending[]): Pending[] {
   const slot = items[0].slot
   if (items.every((item) => item.slot === slot)) return items
-  return [...items.filter((item) => item.slot === slot), ...items.filter((item) => item.slot !== slot)]
+  return groupBy(items, (item) => item.slot).flat()
 }
 
 function isRoutingError(error: unknown): boolean {

@@ -9,10 +9,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
 import { createPolicies, createPolicy } from '../../../src/core/policy.js'
+import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
+import { readRecord } from './records.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
@@ -128,22 +130,22 @@ test('one evaluate with many requests answers in order; big batches are split by
 
 test('a failing call rejects every caller in it and writes nothing', async () => {
   const broken = createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, period: '1m' })
-  await client.hset(policyKey('fg:', 'not-a-string', broken), 'field', 'value') // GET on it fails with WRONGTYPE
+  await client.set(policyKey('fg:', 'not-a-string', broken), 'not a record') // the script cannot decode it
   const good = store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
   const bad = store.evaluate([{ key: 'not-a-string', policies: [broken], cost: 1, now: 0 }])
-  await assert.rejects(good, /WRONGTYPE/)
-  await assert.rejects(bad, /WRONGTYPE/)
+  await assert.rejects(good, /does not hold a Floodgate record/)
+  await assert.rejects(bad, /does not hold a Floodgate record/)
   assert.equal(await client.exists(policyKey('fg:', 'innocent', broken)), 0)
   const [after] = await store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
   assert.equal(after.results[0].remaining, 4)
 })
 
-test('records are stored as blockedUntil,state under the documented key, with a TTL', async () => {
+test('records are stored as blockedUntil and state under the documented key, with a TTL', async () => {
   const policies = createPolicies([{ name: 'fw', algorithm: 'fixed-window', limit: 3, period: '10s' }])
   const [response] = await store.evaluate([{ key: 'a{b}', policies, cost: 2 }])
   const key = 'fg:{a%7Bb%7D}:fw:fw'
   const windowStart = Math.floor(response.now / 10_000) * 10_000
-  assert.equal(await client.get(key), `0,${windowStart},2`)
+  assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [windowStart, 2] })
   const ttl = await client.pttl(key)
   assert.ok(ttl > 0 && ttl <= windowStart + 10_000 - response.now, `pttl ${ttl}`)
 })
@@ -262,6 +264,31 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
   prefixed.disconnect()
 })
 
+test('a state longer than one encoding chunk is stored and read back exactly', async () => {
+  const policies = createPolicies([{ name: 'log', algorithm: 'sliding-log', limit: 100, period: '1h' }])
+  let record: PolicyRecord | undefined
+  for (let i = 0; i < 80; i++) {
+    const now = 1_000 + i * 7.5
+    const [response] = await store.evaluate([{ key: 'long', policies, cost: 1, now }])
+    const expected = evaluateKey([record], now, 1, policies)
+    record = expected.records[0]
+    assert.deepEqual(response.results, expected.results, `charge ${i + 1}`)
+  }
+  const stored = await readRecord(client, policyKey('fg:', 'long', policies[0]))
+  assert.equal(stored?.state?.length, 160)
+  assert.deepEqual(stored, { blockedUntil: 0, state: [...record!.state!] })
+})
+
+test('a block without a state is stored as such and still blocks', async () => {
+  const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 2, period: '1m', blockMs: '10s' }])
+  const [denied] = await store.evaluate([{ key: 'abuser', policies, cost: 5, now: 1_000 }])
+  assert.equal(denied.allowed, false)
+  assert.deepEqual(await readRecord(client, policyKey('fg:', 'abuser', policies[0])), { blockedUntil: 11_000, state: undefined })
+  const [later] = await store.evaluate([{ key: 'abuser', policies, cost: 1, now: 5_000 }])
+  assert.equal(later.results[0].blocked, true)
+  assert.equal(later.results[0].retryAfterMs, 6_000)
+})
+
 test('a store made from Sentinel options finds the master through the sentinel', async () => {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-sentinel-'))
@@ -272,7 +299,7 @@ test('a store made from Sentinel options finds the master through the sentinel',
   try {
     const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 3, now: 0 }])
     assert.equal(response.results[0].remaining, 7)
-    assert.equal(await client.get('sentinel:{k}:minute:fw'), '0,0,3', 'written on the master the sentinel named')
+    assert.deepEqual(await readRecord(client, 'sentinel:{k}:minute:fw'), { blockedUntil: 0, state: [0, 3] }, 'written on the master the sentinel named')
   } finally {
     await store.close()
     const exited = once(sentinel, 'exit')
@@ -314,7 +341,7 @@ test('on a Cluster, a slot that moved under a whole-node batch is retried slot b
 
     const responses = await charge()
     responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 8, everyone[i]))
-    assert.equal(await targetNode.get(policyKey('fg:', moving, perMinute[0])), '0,0,2')
+    assert.deepEqual(await readRecord(targetNode, policyKey('fg:', moving, perMinute[0])), { blockedUntil: 0, state: [0, 2] })
   } finally {
     await clusterStore.close()
     clusterClient.disconnect()

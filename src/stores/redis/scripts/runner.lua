@@ -8,9 +8,11 @@
 --   before anything is written, so a key the node does not own fails the call with no write done.
 -- ARGV after those keys:
 --   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs;
+--   read group count, then each group's key count (keys in order; a Cluster command may not read
+--   keys of several slots, so each slot is one group there);
 --   request count, then per request: now ('' = server clock), cost, policy count, policy indexes.
--- Record (one string per key): blockedUntil, then ',' and the state numbers if there is a state,
---   each written with %.17g so doubles round-trip exactly.
+-- Record (one string per key): blockedUntil, then the state numbers, each a little-endian double;
+--   with no state (only a block), one extra byte '-'.
 -- Returns whole numbers, per request: now, allowed (1/0), then per policy allowed (1/0), remaining,
 --   resetMs, retryAfterMs, delayMs, blocked (1/0).
 
@@ -75,21 +77,56 @@ local function evaluateKey(records, now, cost, policies)
   return { allowed = allowed, results = results, records = nextRecords, ttlMs = ttlMs }
 end
 
-local function decodeRecord(text)
-  if not text then return nil end
-  local comma = string.find(text, ',', 1, true)
-  if not comma then return { blockedUntil = tonumber(text), state = nil } end
+-- Records are read and written only here, as little-endian doubles: exact (like %.17g text) but
+-- several times cheaper to encode and decode. Long states go in chunks of RECORD_CHUNK numbers,
+-- which keeps every struct call far below Lua's limit on values per call.
+local RECORD_CHUNK = 64
+local recordFormats = {}
+
+local function recordFormat(count)
+  local format = recordFormats[count]
+  if not format then
+    format = '<' .. string.rep('d', count)
+    recordFormats[count] = format
+  end
+  return format
+end
+
+local function decodeState(text, count)
+  if count <= RECORD_CHUNK then
+    local state = { struct.unpack(recordFormat(count), text, 9) }
+    state[count + 1] = nil -- struct.unpack also returns the position after the last number
+    return state
+  end
   local state = {}
-  for part in string.gmatch(string.sub(text, comma + 1), '[^,]+') do state[#state + 1] = tonumber(part) end
-  return { blockedUntil = tonumber(string.sub(text, 1, comma - 1)), state = state }
+  for from = 1, count, RECORD_CHUNK do
+    local chunk = { struct.unpack(recordFormat(min(RECORD_CHUNK, count - from + 1)), text, 1 + 8 * from) }
+    for i = 1, #chunk - 1 do state[from + i - 1] = chunk[i] end
+  end
+  return state
+end
+
+local function decodeRecord(text, key)
+  if not text then return nil end
+  if #text < 8 or #text % 8 > 1 then error('Floodgate: ' .. key .. ' does not hold a Floodgate record') end
+  local count = floor(#text / 8) - 1
+  local blockedUntil = struct.unpack('<d', text)
+  -- A record without a state (only a block) is marked by one byte after its number.
+  if #text % 8 == 1 then return { blockedUntil = blockedUntil, state = nil } end
+  return { blockedUntil = blockedUntil, state = decodeState(text, count) }
 end
 
 local function encodeRecord(record)
-  local parts = { string.format('%.17g', record.blockedUntil) }
-  if record.state == nil then return parts[1] end
-  if #record.state == 0 then return parts[1] .. ',' end
-  for i = 1, #record.state do parts[i + 1] = string.format('%.17g', record.state[i]) end
-  return table.concat(parts, ',')
+  local blockedUntil, state = record.blockedUntil, record.state
+  if state == nil then return struct.pack('<d', blockedUntil) .. '-' end
+  local count = #state
+  if count < RECORD_CHUNK then return struct.pack(recordFormat(count + 1), blockedUntil, unpack(state)) end
+  local parts = { struct.pack('<d', blockedUntil) }
+  for from = 1, count, RECORD_CHUNK do
+    local to = min(count, from + RECORD_CHUNK - 1)
+    parts[#parts + 1] = struct.pack(recordFormat(to - from + 1), unpack(state, from, to))
+  end
+  return table.concat(parts)
 end
 
 -- Every key of the batch, declared ones first.
@@ -114,13 +151,34 @@ for i = 1, policyCount do
   arg = arg + 6
 end
 
--- Read phase: the current text of every key (false when absent). Requests that share a key see
--- each other's writes through this table, exactly as if each ran as its own call.
+-- Read phase: every key's record, one MGET per read group (keys of one slot; on a standalone
+-- server all keys), in chunks so no call has too many arguments. Everything is read and decoded
+-- before anything is written, so a failing read (a key the node does not own, a corrupt record)
+-- fails the whole call with no write done. `texts` and `records` (false when absent) then follow
+-- every write, so requests that share a key see each other's writes, as if each ran as its own call.
+local MGET_CHUNK = 1000
 local texts = {}
-for i = 1, #keys do
-  local key = keys[i]
-  if texts[key] == nil then texts[key] = redis.call('GET', key) end
+local records = {}
+local groupCount = tonumber(ARGV[arg])
+arg = arg + 1
+local groupStart = 1
+for g = 1, groupCount do
+  local groupEnd = groupStart + tonumber(ARGV[arg + g - 1]) - 1
+  for from = groupStart, groupEnd, MGET_CHUNK do
+    local to = min(groupEnd, from + MGET_CHUNK - 1)
+    local values = redis.call('MGET', unpack(keys, from, to))
+    for i = from, to do
+      local key = keys[i]
+      if texts[key] == nil then
+        local text = values[i - from + 1]
+        texts[key] = text
+        records[key] = decodeRecord(text, key) or false
+      end
+    end
+  end
+  groupStart = groupEnd + 1
 end
+arg = arg + groupCount
 
 local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
@@ -137,16 +195,17 @@ for r = 1, requestCount do
   arg = arg + 3
   local requestPolicies = {}
   local requestKeys = {}
-  local records = {}
+  local requestRecords = {}
   for i = 1, count do
     requestPolicies[i] = policies[tonumber(ARGV[arg])]
     arg = arg + 1
     keyIndex = keyIndex + 1
-    requestKeys[i] = keys[keyIndex]
-    records[i] = decodeRecord(texts[requestKeys[i]])
+    local key = keys[keyIndex]
+    requestKeys[i] = key
+    requestRecords[i] = records[key] or nil
   end
 
-  local evaluation = evaluateKey(records, now, cost, requestPolicies)
+  local evaluation = evaluateKey(requestRecords, now, cost, requestPolicies)
 
   -- A clock ahead of the server's (tests inject `now`) keeps records that much longer, so Redis
   -- never forgets a record before the request's own clock says it expired. Keeping one longer is
@@ -159,6 +218,7 @@ for r = 1, requestCount do
       if texts[key] then
         redis.call('DEL', key)
         texts[key] = false
+        records[key] = false
       end
     else
       local text = encodeRecord(record)
@@ -167,6 +227,8 @@ for r = 1, requestCount do
         redis.call('SET', key, text, 'PX', ceil(evaluation.ttlMs[i] + lead))
         texts[key] = text
       end
+      -- States are never changed in place, only replaced, so the record itself can be kept.
+      records[key] = record
     end
   end
 
