@@ -1,6 +1,7 @@
 -- The runner: decides a batch of requests, each one key's policies all-or-nothing, in one atomic
--- call. scripts.ts appends it after prelude.lua and every algorithm file. evaluateKey below mirrors
--- src/core/evaluate.ts line by line (same names, same order); the rest reads, decodes and writes.
+-- call. scripts.ts appends it after prelude.lua and every algorithm file. evaluateKeyInto below
+-- mirrors src/core/evaluate.ts line by line (same names, same order); the rest reads, decodes and
+-- writes.
 --
 -- Keys: KEYS, then ARGV[2 .. 1 + ARGV[1]]: every policy key, request after request. On a Cluster one
 --   call serves every request of one node, but only keys of one slot may be declared in KEYS; the
@@ -16,20 +17,21 @@
 -- Returns whole numbers, per request: now, allowed (1/0), then per policy allowed (1/0), remaining,
 --   resetMs, retryAfterMs, delayMs, blocked (1/0).
 
+-- The step's own table serves as the policy's result: steps are fresh tables nobody else holds.
 local function toResult(step)
-  return {
-    allowed = step.allowed,
-    remaining = step.remaining,
-    resetMs = step.resetMs,
-    retryAfterMs = step.retryAfterMs,
-    delayMs = step.delayMs,
-    blocked = false,
-  }
+  step.blocked = false
+  return step
 end
 
-local function evaluateKey(records, now, cost, policies)
-  local steps = {}
-  local results = {}
+-- The steps of the call in progress: evaluateKeyInto never re-enters itself, so one table serves.
+local steps = {}
+
+-- Sets `out` (allowed, results, records, ttlMs) for `policies`, reusing its tables: the caller reads
+-- it before the next call. The records are new tables every time (the runner keeps them).
+local function evaluateKeyInto(records, now, cost, policies, out)
+  local results = out.results
+  local nextRecords = out.records
+  local ttlMs = out.ttlMs
   local allowed = true
   for i = 1, #policies do
     local policy = policies[i]
@@ -43,13 +45,11 @@ local function evaluateKey(records, now, cost, policies)
     else
       local step = ALGORITHMS[policy.algorithm].step(record and record.state, now, cost, policy)
       steps[i] = step
-      results[i] = toResult(step)
       if not step.allowed then allowed = false end
+      results[i] = toResult(step)
     end
   end
 
-  local nextRecords = {}
-  local ttlMs = {}
   for i = 1, #policies do
     local policy = policies[i]
     local algorithm = ALGORITHMS[policy.algorithm]
@@ -57,6 +57,7 @@ local function evaluateKey(records, now, cost, policies)
     local blockedUntil = (record and record.blockedUntil > now) and record.blockedUntil or 0
     local state = record and record.state
     local step = steps[i]
+    steps[i] = false
     if allowed then
       state = step.state
     elseif step then
@@ -74,7 +75,8 @@ local function evaluateKey(records, now, cost, policies)
     if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
     ttlMs[i] = ttl
   end
-  return { allowed = allowed, results = results, records = nextRecords, ttlMs = ttlMs }
+  out.allowed = allowed
+  return out
 end
 
 -- Records are read and written only here, as little-endian doubles: exact (like %.17g text) but
@@ -183,6 +185,26 @@ arg = arg + groupCount
 local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 
+-- One request's inputs and evaluation, refilled for every request (tables are the costly part).
+local requestPolicies = {}
+local requestKeys = {}
+local requestRecords = {}
+local evaluation = { allowed = true, results = {}, records = {}, ttlMs = {} }
+local lastCount = 0
+
+-- Drops entries past `count` that an earlier, longer request left, so `#` sees this request's length.
+local function trim(count)
+  for i = count + 1, lastCount do
+    requestPolicies[i] = nil
+    requestKeys[i] = nil
+    requestRecords[i] = nil
+    evaluation.results[i] = nil
+    evaluation.records[i] = nil
+    evaluation.ttlMs[i] = nil
+  end
+  lastCount = count
+end
+
 local out = {}
 local n = 0
 local keyIndex = 0
@@ -193,9 +215,7 @@ for r = 1, requestCount do
   local cost = tonumber(ARGV[arg + 1])
   local count = tonumber(ARGV[arg + 2])
   arg = arg + 3
-  local requestPolicies = {}
-  local requestKeys = {}
-  local requestRecords = {}
+  trim(count)
   for i = 1, count do
     requestPolicies[i] = policies[tonumber(ARGV[arg])]
     arg = arg + 1
@@ -205,7 +225,7 @@ for r = 1, requestCount do
     requestRecords[i] = records[key] or nil
   end
 
-  local evaluation = evaluateKey(requestRecords, now, cost, requestPolicies)
+  evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
 
   -- A clock ahead of the server's (tests inject `now`) keeps records that much longer, so Redis
   -- never forgets a record before the request's own clock says it expired. Keeping one longer is
