@@ -24,7 +24,8 @@ const FIELDS_PER_POLICY = 6
 /**
  * Encodes `requests` for runner.lua. The keys of the first `declared` requests go in KEYS (on a
  * Cluster: the requests of the routing slot), the rest in ARGV. Each distinct policy is sent once
- * and referred to by index, because a batch usually repeats the same few policies many times.
+ * and referred to by index, and consecutive requests alike but for their key (same clock, cost and
+ * policies: the usual batch) are sent as one run, so a request usually costs the call only its key.
  * Consecutive requests of one slot form one read group, which the script reads with one MGET
  * (a Cluster node refuses one command over several slots, even inside a script).
  */
@@ -33,15 +34,24 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
   const extraKeys: string[] = []
   const policyIndex = new Map<Policy, number>()
   const policyArgs: string[] = []
-  const requestArgs: string[] = []
+  const runArgs: string[] = []
   const groupSizes: number[] = []
+  let runs = 0
+  let runLength = 0
   for (let r = 0; r < requests.length; r++) {
     const { request, keys: requestKeys, slot } = requests[r]
     const target = r < declared ? keys : extraKeys
     for (const key of requestKeys) target.push(key)
     if (r === 0 || slot !== requests[r - 1].slot) groupSizes.push(requestKeys.length)
     else groupSizes[groupSizes.length - 1] += requestKeys.length
-    requestArgs.push(request.now === undefined ? '' : String(request.now), String(request.cost), String(request.policies.length))
+    if (r > 0 && sameRun(requests[r - 1].request, request)) {
+      runLength++
+      continue
+    }
+    if (r > 0) runArgs.push(String(runLength))
+    runs++
+    runLength = 1
+    runArgs.push(request.now === undefined ? '' : String(request.now), String(request.cost), String(request.policies.length))
     for (const policy of request.policies) {
       let index = policyIndex.get(policy)
       if (index === undefined) {
@@ -56,9 +66,10 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
           String(policy.blockMs),
         )
       }
-      requestArgs.push(String(index))
+      runArgs.push(String(index))
     }
   }
+  if (runs > 0) runArgs.push(String(runLength))
   const args = [
     String(extraKeys.length),
     ...extraKeys,
@@ -66,21 +77,30 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
     ...policyArgs,
     String(groupSizes.length),
     ...groupSizes.map(String),
-    String(requests.length),
-    ...requestArgs,
+    String(runs),
+    ...runArgs,
   ]
   return { keys, args }
+}
+
+// Whether `b` can join `a`'s run: everything but the key is the same.
+function sameRun(a: EvaluateRequest, b: EvaluateRequest): boolean {
+  if (a.now !== b.now || a.cost !== b.cost) return false
+  if (a.policies === b.policies) return true
+  if (a.policies.length !== b.policies.length) return false
+  for (let i = 0; i < a.policies.length; i++) if (a.policies[i] !== b.policies[i]) return false
+  return true
 }
 
 /** Splits the script's flat integer reply into one response per request, in the call's order. */
 export function decodeReply(reply: unknown, requests: readonly CallRequest[]): EvaluateResponse[] {
   if (!Array.isArray(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
+  const serverNow = Number(reply[0])
   const responses: EvaluateResponse[] = []
-  let at = 0
+  let at = 1
   for (const { request } of requests) {
-    const now = Number(reply[at])
-    const allowed = reply[at + 1] === 1
-    at += 2
+    const allowed = reply[at] === 1
+    at += 1
     const results: PolicyResult[] = []
     for (let i = 0; i < request.policies.length; i++) {
       results.push({
@@ -93,7 +113,7 @@ export function decodeReply(reply: unknown, requests: readonly CallRequest[]): E
       })
       at += FIELDS_PER_POLICY
     }
-    responses.push({ allowed, results, now })
+    responses.push({ allowed, results, now: request.now ?? serverNow })
   }
   if (at !== reply.length) throw new Error(`RedisStore: script reply has ${reply.length} numbers, expected ${at}`)
   return responses

@@ -11,11 +11,12 @@
 --   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs;
 --   read group count, then each group's key count (keys in order; a Cluster command may not read
 --   keys of several slots, so each slot is one group there);
---   request count, then per request: now ('' = server clock), cost, policy count, policy indexes.
+--   run count, then per run (consecutive requests alike but for their keys): now ('' = server
+--   clock), cost, policy count, policy indexes, request count.
 -- Record (one string per key): blockedUntil, then the state numbers, each a little-endian double;
 --   with no state (only a block), one extra byte '-'.
--- Returns whole numbers, per request: now, allowed (1/0), then per policy allowed (1/0), remaining,
---   resetMs, retryAfterMs, delayMs, blocked (1/0).
+-- Returns whole numbers: the server's clock (ms), then per request allowed (1/0), then per policy
+--   allowed (1/0), remaining, resetMs, retryAfterMs, delayMs, blocked (1/0).
 
 -- The step's own table serves as the policy's result: steps are fresh tables nobody else holds.
 local function toResult(step)
@@ -205,20 +206,12 @@ local function trim(count)
   lastCount = count
 end
 
-local out = {}
-local n = 0
+-- Decides the next request (its keys come next in `keys`) and appends its reply to `out`.
+local out = { serverNow }
+local n = 1
 local keyIndex = 0
-local requestCount = tonumber(ARGV[arg])
-arg = arg + 1
-for r = 1, requestCount do
-  local now = ARGV[arg] == '' and serverNow or tonumber(ARGV[arg])
-  local cost = tonumber(ARGV[arg + 1])
-  local count = tonumber(ARGV[arg + 2])
-  arg = arg + 3
-  trim(count)
+local function decideNext(now, cost, count)
   for i = 1, count do
-    requestPolicies[i] = policies[tonumber(ARGV[arg])]
-    arg = arg + 1
     keyIndex = keyIndex + 1
     local key = keys[keyIndex]
     requestKeys[i] = key
@@ -252,9 +245,8 @@ for r = 1, requestCount do
     end
   end
 
-  out[n + 1] = now
-  out[n + 2] = evaluation.allowed and 1 or 0
-  n = n + 2
+  out[n + 1] = evaluation.allowed and 1 or 0
+  n = n + 1
   for i = 1, count do
     local result = evaluation.results[i]
     out[n + 1] = result.allowed and 1 or 0
@@ -265,5 +257,19 @@ for r = 1, requestCount do
     out[n + 6] = result.blocked and 1 or 0
     n = n + 6
   end
+end
+
+local runCount = tonumber(ARGV[arg])
+arg = arg + 1
+for run = 1, runCount do
+  local now = ARGV[arg] == '' and serverNow or tonumber(ARGV[arg])
+  local cost = tonumber(ARGV[arg + 1])
+  local count = tonumber(ARGV[arg + 2])
+  arg = arg + 3
+  trim(count)
+  for i = 1, count do requestPolicies[i] = policies[tonumber(ARGV[arg + i - 1])] end
+  local requests = tonumber(ARGV[arg + count])
+  arg = arg + count + 1
+  for r = 1, requests do decideNext(now, cost, count) end
 end
 return out
