@@ -9,7 +9,7 @@ import { decodeReply, encodeCall, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { ConnectionGate } from './connection-gate.js'
 import { policyKey, validatePrefix } from './keys.js'
-import { runRunner } from './scripts.js'
+import { runRunner, scriptClient } from './scripts.js'
 import { keySlot } from './slot.js'
 
 /**
@@ -138,7 +138,7 @@ export class RedisStore implements Store {
     let responses: EvaluateResponse[]
     try {
       const { keys, args } = encodeCall(ordered, declared)
-      responses = decodeReply(await runRunner(this.client, keys, args), ordered)
+      responses = decodeReply(await runRunner(scriptClient(this.client), keys, args), ordered)
     } catch (error) {
       // The slot map changed under a multi-slot call: the script failed before writing anything,
       // so each slot is sent alone (declared keys only, which ioredis redirects by itself).

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import type { Cluster, Redis } from 'ioredis'
 import { ALGORITHMS } from '../../core/policy.js'
 
 /**
@@ -42,10 +43,20 @@ function scriptsDirectory(): string {
   throw new Error(`Floodgate's Redis scripts (runner.lua) are missing next to ${fileURLToPath(import.meta.url)}`)
 }
 
-/** The part of an ioredis client (`Redis` or `Cluster`) the script needs. */
+/**
+ * The part of an ioredis client (`Redis` or `Cluster`) the script needs: the Buffer variants,
+ * because the reply holds only integers and the string variants would copy it to convert nothing.
+ * (ioredis defines them for every command but leaves these two out of its typings; `callBuffer`
+ * is no substitute: under autopipelining it loses the command name.)
+ */
 export interface ScriptClient {
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
-  eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  evalshaBuffer(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  evalBuffer(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+}
+
+/** `client` seen as a ScriptClient (see there). */
+export function scriptClient(client: Redis | Cluster): ScriptClient {
+  return client as unknown as ScriptClient
 }
 
 /**
@@ -56,10 +67,10 @@ export interface ScriptClient {
 export async function runRunner(client: ScriptClient, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   const script = runnerScript()
   try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
+    return await client.evalshaBuffer(script.sha, keys.length, ...keys, ...args)
   } catch (error) {
     if (!isNoScript(error)) throw error
-    return await client.eval(script.source, keys.length, ...keys, ...args)
+    return await client.evalBuffer(script.source, keys.length, ...keys, ...args)
   }
 }
 
