@@ -87,6 +87,12 @@ export class RedisStore implements Store {
   /** Decides each request; requests of this event-loop turn share script calls with other callers'. */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
     if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of requests'))
+    // The common call (the limiter's) holds one request: one promise instead of two and an array.
+    if (batch.length === 1) {
+      const problem = requestProblem(batch[0])
+      if (problem !== undefined) return Promise.reject(invalidRequest(problem))
+      return new Promise((resolve, reject) => this.queue(batch[0], (response) => resolve([response]), reject))
+    }
     return Promise.all(batch.map((request) => this.enqueue(request)))
   }
 
@@ -111,9 +117,14 @@ export class RedisStore implements Store {
   private enqueue(request: EvaluateRequest): Promise<EvaluateResponse> {
     const problem = requestProblem(request)
     if (problem !== undefined) return Promise.reject(invalidRequest(problem))
+    return new Promise((resolve, reject) => this.queue(request, resolve, reject))
+  }
+
+  // Queues a valid request for this turn's script call.
+  private queue(request: EvaluateRequest, resolve: (response: EvaluateResponse) => void, reject: (error: unknown) => void): void {
     const keys = request.policies.map((policy) => policyKey(this.prefix, request.key, policy))
     const slot = this.client.isCluster ? keySlot(keys[0]) : -1
-    return new Promise((resolve, reject) => this.batcher.add({ request, keys, slot, resolve, reject }))
+    this.batcher.add({ request, keys, slot, resolve, reject })
   }
 
   private flush(items: Pending[]): void {
