@@ -7,7 +7,7 @@
 // round), BENCH_MEMORY_KEYS (default 1,000,000 GCRA keys for the used_memory figure).
 
 import { Redis, type RedisOptions } from 'ioredis'
-import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
 import { RateLimiter } from '../src/index.js'
 import { RedisStore } from '../src/redis.js'
@@ -34,6 +34,43 @@ function clientOptions(server: RedisProcess): RedisOptions {
 }
 
 const keyOf = (round: string, i: number): string => `${round}:${(i * 7919) % KEYS}`
+
+/**
+ * Denials and failures per contender over all rounds. Every contender should show zero of both:
+ * a denial is cheaper work than an admission and a failure is no work, so either would flatter
+ * the contender. Failures are counted instead of thrown so one bad call does not end the bench.
+ */
+interface Tally {
+  calls: number
+  denied: number
+  failed: number
+  firstError?: string
+}
+
+const tallies = new Map<string, Tally>()
+
+function tallyOf(name: string): Tally {
+  let tally = tallies.get(name)
+  if (tally === undefined) {
+    tally = { calls: 0, denied: 0, failed: 0 }
+    tallies.set(name, tally)
+  }
+  return tally
+}
+
+/** Wraps `op` to count its calls, denials (`isDenied` of its answer) and failures into `name`'s tally. */
+function counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean): (i: number) => Promise<void> {
+  const tally = tallyOf(name)
+  return async (i) => {
+    tally.calls++
+    try {
+      if (isDenied(await op(i))) tally.denied++
+    } catch (error) {
+      tally.failed++
+      tally.firstError ??= String(error)
+    }
+  }
+}
 
 async function main(): Promise<void> {
   const server = await startRedis(['--maxmemory', '0'])
@@ -63,7 +100,7 @@ async function main(): Promise<void> {
     const rlf = results.find((r) => r.name === 'rate-limiter-flexible')!.median
     const incr = results.find((r) => r.name === 'raw INCR (autopipelined)')!.median
     printTable(
-      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU'],
+      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU', 'redis µs/decision'],
       results.map((r) => [
         r.name,
         formatCount(r.median),
@@ -72,8 +109,18 @@ async function main(): Promise<void> {
         ratio(r.median, rlf),
         ratio(r.median, incr),
         `${Math.round(median(redisCpu.get(r.name) ?? []) * 100)}%`,
+        (median((redisCpu.get(r.name) ?? []).map((cpu, i) => cpu / r.samples[i])) * 1e6).toFixed(2),
       ]),
-      'Throughput (median of rounds; redis CPU = server CPU time / wall time: near 100% means Redis is the bottleneck)',
+      'Throughput (median of rounds; redis CPU = server CPU time / wall time: near 100% means Redis is the bottleneck;\n' +
+        'redis µs/decision = server CPU time per decision, all costs included)',
+    )
+    printTable(
+      ['contender', 'calls', 'denied', 'failed', 'first failure'],
+      results.map((r) => {
+        const tally = tallyOf(r.name)
+        return [r.name, formatCount(tally.calls), formatCount(tally.denied), formatCount(tally.failed), tally.firstError ?? '-']
+      }),
+      'Denials and failures over all rounds (all should be 0: a contender that denies or fails does less work)',
     )
 
     await printMemoryPerKey(newClient())
@@ -120,10 +167,12 @@ function floodgateContender(algorithm: AlgorithmName, client: Redis): Contender 
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: async (i) => {
+        op: counted(`floodgate ${algorithm}`, async (i) => {
           const decision = await limiter.limit(keyOf(prefix, i))
-          if (decision.source !== 'store') throw new Error(`floodgate ${algorithm}: decision came from ${decision.source}`)
-        },
+          // A decision the store did not make (timeout, store error) is the limiter's fallback.
+          if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+          return decision
+        }, (decision) => !decision.allowed),
       })
       return result.perSecond
     },
@@ -143,7 +192,7 @@ function storeOnlyContender(client: Redis): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]),
+        op: counted('floodgate gcra, RedisStore alone', (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]), ([response]) => !response.allowed),
       })
       return result.perSecond
     },
@@ -160,7 +209,11 @@ function rateLimiterFlexibleContender(client: Redis): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: (i) => limiter.consume(keyOf('k', i)),
+        // consume() rejects with a RateLimiterRes on a denial and with an Error on a failure.
+        op: counted('rate-limiter-flexible', (i) => limiter.consume(keyOf('k', i)).then(() => false, (reason: unknown) => {
+          if (reason instanceof RateLimiterRes) return true
+          throw reason
+        }), (denied) => denied),
       })
       return result.perSecond
     },
@@ -182,7 +235,7 @@ async function rateLimitRedisContender(client: Redis): Promise<Contender> {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: (i) => store.increment(keyOf(prefix, i)),
+        op: counted('rate-limit-redis (express-rate-limit)', (i) => store.increment(keyOf(prefix, i)), ({ totalHits }) => totalHits > LIMIT),
       })
       return result.perSecond
     },
@@ -199,7 +252,7 @@ function incrContender(client: Redis): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: (i) => client.incr(keyOf(prefix, i)),
+        op: counted('raw INCR (autopipelined)', (i) => client.incr(keyOf(prefix, i)), (count) => count > LIMIT),
       })
       return result.perSecond
     },
