@@ -30,6 +30,7 @@ export interface KeyEvaluation {
  * Runs every policy on its record. If any denies, no state changes (all-or-nothing); each
  * denying policy with `blockMs` starts a block period (only for `cost > 0`). Results of policies
  * that would have allowed are re-read with a peek so that `remaining` reflects what was stored.
+ * The answer is new; see `evaluateKeyInto` for the allocation-free form stores use.
  */
 export function evaluateKey(
   records: readonly (PolicyRecord | undefined)[],
@@ -37,8 +38,35 @@ export function evaluateKey(
   cost: number,
   policies: readonly Policy[],
 ): KeyEvaluation {
-  const steps: (StepResult | undefined)[] = []
-  const results: PolicyResult[] = []
+  return evaluateKeyInto(records, now, cost, policies, createEvaluation())
+}
+
+/** An empty evaluation for `evaluateKeyInto` to fill; a store keeps one and reuses it for every call. */
+export function createEvaluation(): KeyEvaluation {
+  return { allowed: true, results: [], records: [], ttlMs: [] }
+}
+
+// The steps of the call in progress. evaluateKeyInto runs to the end without calling anything that
+// could re-enter it (steps are pure), so one array serves every call.
+const steps: (StepResult | undefined)[] = []
+
+/**
+ * `evaluateKey` writing into `out`: its arrays, result objects and record objects are overwritten
+ * in place (sized to `policies`), so a store deciding many keys allocates only what the algorithms
+ * return. Everything in `out` is valid until the next call with the same `out`; a caller keeping a
+ * result or record beyond that copies it (record states are never mutated, only replaced).
+ */
+export function evaluateKeyInto(
+  records: readonly (PolicyRecord | undefined)[],
+  now: number,
+  cost: number,
+  policies: readonly Policy[],
+  out: KeyEvaluation,
+): KeyEvaluation {
+  const results = out.results
+  const nextRecords = out.records
+  const ttlMs = out.ttlMs
+  sizeEvaluation(out, policies.length)
   let allowed = true
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i]
@@ -46,19 +74,17 @@ export function evaluateKey(
     const blockedUntil = record !== undefined && record.blockedUntil > now ? record.blockedUntil : 0
     if (cost > 0 && blockedUntil > 0) {
       const wait = blockedUntil - now
-      steps.push(undefined)
-      results.push({ allowed: false, remaining: 0, resetMs: wait, retryAfterMs: wait, delayMs: 0, blocked: true })
+      steps[i] = undefined
+      setResult(results[i], false, 0, wait, wait, 0, true)
       allowed = false
       continue
     }
     const step = ALGORITHM_BY_NAME[policy.algorithm].step(record?.state, now, cost, policy)
-    steps.push(step)
-    results.push(toResult(step))
+    steps[i] = step
+    toResult(step, results[i])
     if (!step.allowed) allowed = false
   }
 
-  const nextRecords: PolicyRecord[] = []
-  const ttlMs: number[] = []
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i]
     const algorithm = ALGORITHM_BY_NAME[policy.algorithm]
@@ -66,6 +92,7 @@ export function evaluateKey(
     let blockedUntil = record !== undefined && record.blockedUntil > now ? record.blockedUntil : 0
     let state = record?.state
     const step = steps[i]
+    steps[i] = undefined
     if (allowed) {
       state = step!.state
     } else if (step !== undefined) {
@@ -75,15 +102,18 @@ export function evaluateKey(
         result.retryAfterMs = Math.max(result.retryAfterMs, policy.blockMs)
         result.resetMs = Math.max(result.resetMs, policy.blockMs)
       } else if (step.allowed && cost > 0) {
-        results[i] = toResult(algorithm.step(state, now, 0, policy))
+        toResult(algorithm.step(state, now, 0, policy), results[i])
       }
     }
-    nextRecords.push({ blockedUntil, state })
+    const nextRecord = nextRecords[i]
+    nextRecord.blockedUntil = blockedUntil
+    nextRecord.state = state
     let ttl = state === undefined ? 1 : algorithm.ttlMs(state, now, policy)
     if (blockedUntil > 0) ttl = Math.max(ttl, blockedUntil - now)
-    ttlMs.push(ttl)
+    ttlMs[i] = ttl
   }
-  return { allowed, results, records: nextRecords, ttlMs }
+  out.allowed = allowed
+  return out
 }
 
 /**
@@ -104,13 +134,40 @@ export function decidingPolicy(results: readonly PolicyResult[]): number {
   return best
 }
 
-function toResult(step: StepResult): PolicyResult {
-  return {
-    allowed: step.allowed,
-    remaining: step.remaining,
-    resetMs: step.resetMs,
-    retryAfterMs: step.retryAfterMs,
-    delayMs: step.delayMs,
-    blocked: false,
+// One result and one record object per policy, created the first time an evaluation needs them.
+function sizeEvaluation(out: KeyEvaluation, count: number): void {
+  const { results, records, ttlMs } = out
+  if (results.length === count) return
+  if (results.length > count) {
+    results.length = count
+    records.length = count
+    ttlMs.length = count
+    return
   }
+  while (results.length < count) {
+    results.push({ allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, blocked: false })
+    records.push({ blockedUntil: 0, state: undefined })
+    ttlMs.push(1)
+  }
+}
+
+function toResult(step: StepResult, result: PolicyResult): void {
+  setResult(result, step.allowed, step.remaining, step.resetMs, step.retryAfterMs, step.delayMs, false)
+}
+
+function setResult(
+  result: PolicyResult,
+  allowed: boolean,
+  remaining: number,
+  resetMs: number,
+  retryAfterMs: number,
+  delayMs: number,
+  blocked: boolean,
+): void {
+  result.allowed = allowed
+  result.remaining = remaining
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = delayMs
+  result.blocked = blocked
 }

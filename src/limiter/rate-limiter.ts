@@ -3,7 +3,7 @@
 
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../core/errors.js'
-import type { PolicyResult } from '../core/evaluate.js'
+import { createEvaluation, type PolicyResult } from '../core/evaluate.js'
 import type { Policy } from '../core/policy.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
 import type { EvaluateResponse, Store } from '../stores/store.js'
@@ -69,6 +69,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly leases = new WeakMap<Lease, LeaseOrigin>()
   private planCount = 0
   private localStore: MemoryStore | undefined
+  // What in-process stores decide into; read into a Decision before anything else decides.
+  private readonly evaluation = createEvaluation()
 
   constructor(options: RateLimiterOptions = {}) {
     super()
@@ -194,12 +196,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   /** Decides synchronously on an in-process store (the embedded store, or the local fallback). */
   private decideOn(store: MemoryStore, tier: Tier, source: DecisionSource, key: string, cost: number, plan: PolicyPlan): Decision {
-    const first = store.evaluateOne(key, tier.policies, cost)
+    const first = store.evaluateInto(key, tier.policies, cost, this.evaluation)
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
       return toDecision(plan, tier, first.results, first.allowed, source)
     }
-    const second = store.evaluateOne(key, tier.enforced, cost)
-    return toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, source)
+    // The second call overwrites the evaluation: keep copies of the first results.
+    const firstResults = first.results.map((result) => ({ ...result }))
+    const second = store.evaluateInto(key, tier.enforced, cost, this.evaluation)
+    return toDecision(plan, tier, mergeShadow(plan, firstResults, second.results), second.allowed, source)
   }
 
   private async decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {

@@ -2,6 +2,7 @@
 // Store whose backend can be made to fail, hang or answer late.
 
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
+import type { KeyEvaluation } from '../../src/core/evaluate.js'
 import type { Policy } from '../../src/core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../../src/stores/store.js'
 
@@ -20,9 +21,9 @@ export class Clock {
 export class CountingMemoryStore extends MemoryStore {
   calls = 0
 
-  override evaluateOne(key: string, policies: readonly Policy[], cost: number, now?: number): EvaluateResponse {
+  override evaluateInto(key: string, policies: readonly Policy[], cost: number, out: KeyEvaluation, now?: number): KeyEvaluation {
     this.calls++
-    return super.evaluateOne(key, policies, cost, now)
+    return super.evaluateInto(key, policies, cost, out, now)
   }
 }
 

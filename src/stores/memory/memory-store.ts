@@ -1,7 +1,7 @@
 // The embedded store: every key's policy records in process memory, bounded by LRU eviction,
 // decided by the same evaluateKey that the Redis runner mirrors.
 
-import { evaluateKey, type PolicyRecord } from '../../core/evaluate.js'
+import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
@@ -37,14 +37,14 @@ interface KeyEntry {
   deadAt: number
   /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
   lastSet: readonly Policy[] | undefined
-  lastIndex: number[]
+  lastIndex: readonly number[]
   /** The store's move counter when this entry last moved to the young end of the LRU order. */
   movedAt: number
 }
 
 /**
  * An in-process `Store`: no I/O, no timers, answers synchronously (wrapped in resolved promises
- * for the interface). The limiter recognises it and calls `evaluateOne` directly, skipping the
+ * for the interface). The limiter recognises it and calls `evaluateInto` directly, skipping the
  * promise, the timeout and the circuit breaker, none of which can matter in-process.
  */
 export class MemoryStore implements Store {
@@ -58,8 +58,10 @@ export class MemoryStore implements Store {
   private readonly entries = new Map<string, KeyEntry>()
   private readonly moveDistance: number
   private moves = 0
-  // evaluateKey reads the records and keeps no reference, so one scratch array serves every call.
+  // evaluateKeyInto reads the records and keeps no reference, so one scratch array serves every call.
   private readonly scratch: (PolicyRecord | undefined)[] = []
+  // What evaluateOne decides into before copying the answer out.
+  private readonly evaluation = createEvaluation()
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
@@ -103,15 +105,27 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Decides one request synchronously: the hot path of the embedded limiter. Same meaning as one
-   * element of `evaluate`; `now` defaults to the store's clock.
+   * Decides one request synchronously. Same meaning as one element of `evaluate`; `now` defaults
+   * to the store's clock. The answer is the caller's to keep.
    */
   evaluateOne(key: string, policies: readonly Policy[], cost: number, now: number = this.clock()): EvaluateResponse {
+    const evaluation = this.evaluateInto(key, policies, cost, this.evaluation, now)
+    const results: PolicyResult[] = new Array(evaluation.results.length)
+    for (let i = 0; i < results.length; i++) results[i] = { ...evaluation.results[i] }
+    return { allowed: evaluation.allowed, results, now }
+  }
+
+  /**
+   * The hot path of the embedded limiter: decides one request into `out` (see `evaluateKeyInto`:
+   * valid until the next call with the same `out`) and stores the outcome, allocating nothing but
+   * the algorithms' new states. `now` defaults to the store's clock.
+   */
+  evaluateInto(key: string, policies: readonly Policy[], cost: number, out: KeyEvaluation, now: number = this.clock()): KeyEvaluation {
     const entries = this.entries
     const entry = entries.get(key)
     const scratch = this.scratch
     if (scratch.length !== policies.length) scratch.length = policies.length
-    let index: number[] | undefined
+    let index: readonly number[] | undefined
     if (entry === undefined) {
       scratch.fill(undefined)
     } else {
@@ -121,7 +135,7 @@ export class MemoryStore implements Store {
         scratch[i] = now < entry.expiresAt[at] ? entry.records[at] : undefined
       }
     }
-    const evaluation = evaluateKey(scratch, now, cost, policies)
+    const evaluation = evaluateKeyInto(scratch, now, cost, policies, out)
     if (entry !== undefined) {
       if (this.moves - entry.movedAt > this.moveDistance) {
         entries.delete(key)
@@ -133,7 +147,7 @@ export class MemoryStore implements Store {
       // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
       this.insert(key, policies, evaluation.records, evaluation.ttlMs, now)
     }
-    return { allowed: evaluation.allowed, results: evaluation.results, now }
+    return evaluation
   }
 
   /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */
@@ -158,27 +172,38 @@ export class MemoryStore implements Store {
     return Promise.resolve()
   }
 
-  private save(entry: KeyEntry, index: number[], records: PolicyRecord[], ttlMs: number[], now: number): void {
+  // The evaluation's records are reused by the next call: their values are copied into the
+  // entry's own record objects, which are updated in place.
+  private save(entry: KeyEntry, index: readonly number[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
     let deadAt = entry.deadAt
     for (let i = 0; i < index.length; i++) {
       const at = index[i]
       const expiresAt = now + ttlMs[i]
-      entry.records[at] = records[i]
+      const next = records[i]
+      const record = entry.records[at]
+      if (record === undefined) {
+        entry.records[at] = { blockedUntil: next.blockedUntil, state: next.state }
+      } else {
+        record.blockedUntil = next.blockedUntil
+        record.state = next.state
+      }
       entry.expiresAt[at] = expiresAt
       if (expiresAt > deadAt) deadAt = expiresAt
     }
     entry.deadAt = deadAt
   }
 
-  private insert(key: string, policies: readonly Policy[], records: PolicyRecord[], ttlMs: number[], now: number): void {
+  private insert(key: string, policies: readonly Policy[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
     const entries = this.entries
+    const own: PolicyRecord[] = new Array(records.length)
     const expiresAt: number[] = new Array(ttlMs.length)
     let deadAt = 0
     for (let i = 0; i < ttlMs.length; i++) {
+      own[i] = { blockedUntil: records[i].blockedUntil, state: records[i].state }
       expiresAt[i] = now + ttlMs[i]
       if (expiresAt[i] > deadAt) deadAt = expiresAt[i]
     }
-    entries.set(key, { policies, records, expiresAt, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
+    entries.set(key, { policies, records: own, expiresAt, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
     if (entries.size > this.maxKeys) {
       this.evictOldest()
     } else {
