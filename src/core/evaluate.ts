@@ -2,7 +2,7 @@
 // by src/stores/redis/scripts/runner.lua; both stores call this logic, nothing else does.
 
 import type { Policy } from './policy.js'
-import type { State, StepResult } from './algorithms/types.js'
+import { createStepResult, type State, type StepResult } from './algorithms/types.js'
 import { ALGORITHM_BY_NAME } from './algorithms/index.js'
 
 /** What a store keeps per (key, policy): the algorithm's state and a block deadline (0 = none). */
@@ -30,7 +30,7 @@ export interface KeyEvaluation {
  * Runs every policy on its record. If any denies, no state changes (all-or-nothing); each
  * denying policy with `blockMs` starts a block period (only for `cost > 0`). Results of policies
  * that would have allowed are re-read with a peek so that `remaining` reflects what was stored.
- * The answer is new; see `evaluateKeyInto` for the allocation-free form stores use.
+ * The answer is new, states included; see `evaluateKeyInto` for the allocation-free form stores use.
  */
 export function evaluateKey(
   records: readonly (PolicyRecord | undefined)[],
@@ -38,7 +38,7 @@ export function evaluateKey(
   cost: number,
   policies: readonly Policy[],
 ): KeyEvaluation {
-  return evaluateKeyInto(records, now, cost, policies, createEvaluation())
+  return decide(records, now, cost, policies, createEvaluation(), [])
 }
 
 /** An empty evaluation for `evaluateKeyInto` to fill; a store keeps one and reuses it for every call. */
@@ -46,15 +46,18 @@ export function createEvaluation(): KeyEvaluation {
   return { allowed: true, results: [], records: [], ttlMs: [] }
 }
 
-// The steps of the call in progress. evaluateKeyInto runs to the end without calling anything that
-// could re-enter it (steps are pure), so one array serves every call.
+// Where evaluateKeyInto's steps write, one per policy position. It runs to the end without calling
+// anything that could re-enter it (steps are pure), so one set serves every call.
+const stepBuffers: StepResult[] = []
+// Which policies were stepped (undefined: blocked) in the call in progress, for the same reason.
 const steps: (StepResult | undefined)[] = []
 
 /**
- * `evaluateKey` writing into `out`: its arrays, result objects and record objects are overwritten
- * in place (sized to `policies`), so a store deciding many keys allocates only what the algorithms
- * return. Everything in `out` is valid until the next call with the same `out`; a caller keeping a
- * result or record beyond that copies it (record states are never mutated, only replaced).
+ * `evaluateKey` without allocating: `out`'s arrays, result objects and record objects are
+ * overwritten in place (sized to `policies`), and the algorithms write into reused step buffers.
+ * Results are valid until the next call with the same `out`; a new record state (a step buffer's
+ * array) only until the next call of evaluateKeyInto at all: a store copies its numbers into its
+ * own state arrays. Input states are only read.
  */
 export function evaluateKeyInto(
   records: readonly (PolicyRecord | undefined)[],
@@ -63,10 +66,24 @@ export function evaluateKeyInto(
   policies: readonly Policy[],
   out: KeyEvaluation,
 ): KeyEvaluation {
+  return decide(records, now, cost, policies, out, stepBuffers)
+}
+
+// The body of both forms: `buffers` are where the steps write (grown on demand; new ones for
+// evaluateKey, so its states are the caller's to keep).
+function decide(
+  records: readonly (PolicyRecord | undefined)[],
+  now: number,
+  cost: number,
+  policies: readonly Policy[],
+  out: KeyEvaluation,
+  buffers: StepResult[],
+): KeyEvaluation {
   const results = out.results
   const nextRecords = out.records
   const ttlMs = out.ttlMs
   sizeEvaluation(out, policies.length)
+  while (buffers.length < policies.length) buffers.push(createStepResult())
   let allowed = true
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i]
@@ -79,7 +96,10 @@ export function evaluateKeyInto(
       allowed = false
       continue
     }
-    const step = ALGORITHM_BY_NAME[policy.algorithm].step(record?.state, now, cost, policy)
+    const state = record?.state
+    // A caller feeding a previous answer's records back in: the step must not write what it reads.
+    if (state === buffers[i].state) buffers[i].state = []
+    const step = ALGORITHM_BY_NAME[policy.algorithm].step(state, now, cost, policy, buffers[i])
     steps[i] = step
     toResult(step, results[i])
     if (!step.allowed) allowed = false
@@ -102,7 +122,8 @@ export function evaluateKeyInto(
         result.retryAfterMs = Math.max(result.retryAfterMs, policy.blockMs)
         result.resetMs = Math.max(result.resetMs, policy.blockMs)
       } else if (step.allowed && cost > 0) {
-        toResult(algorithm.step(state, now, 0, policy), results[i])
+        // The step's own state is not kept when denied, so its buffer takes the peek.
+        toResult(algorithm.step(state, now, 0, policy, step), results[i])
       }
     }
     const nextRecord = nextRecords[i]

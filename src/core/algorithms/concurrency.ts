@@ -15,7 +15,7 @@
 // would remove a live one); the limiter knows the lease's expiry and skips it.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { copyState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The concurrency algorithm. `remaining`: leases still free; `resetMs`: until every lease in
@@ -25,7 +25,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const concurrency: Algorithm = {
   name: 'concurrency',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs } = policy
     let leases = concurrencyLive(state, now)
     const inFlight = concurrencyCount(leases)
@@ -44,14 +44,9 @@ export const concurrency: Algorithm = {
     let retryAfterMs = 0
     // Denied: the (inFlight + cost - limit)-th earliest lease must expire first.
     if (!allowed) retryAfterMs = cost > limit ? resetMs : concurrencyExpiryOf(leases, inFlight + cost - limit) - now
-    return {
-      allowed,
-      remaining: Math.max(0, limit - concurrencyCount(leases)),
-      resetMs,
-      retryAfterMs,
-      delayMs: 0,
-      state: leases,
-    }
+    const result = writeStep(out, allowed, Math.max(0, limit - concurrencyCount(leases)), resetMs, retryAfterMs, 0)
+    copyState(result.state, leases)
+    return result
   },
 
   ttlMs(state: State, now: number): number {

@@ -6,7 +6,7 @@
 // `limit` at the end of one window and `limit` again at the start of the next.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The fixed-window algorithm. `resetMs` is always the time to the window's end (when the count
@@ -16,7 +16,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const fixedWindow: Algorithm = {
   name: 'fixed-window',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs } = policy
     let windowStart = Math.floor(now / periodMs) * periodMs
     let count = 0
@@ -37,14 +37,9 @@ export const fixedWindow: Algorithm = {
       allowed = count <= limit
     }
 
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor(limit - count)),
-      resetMs,
-      retryAfterMs: allowed ? 0 : resetMs,
-      delayMs: 0,
-      state: [windowStart, count],
-    }
+    const result = writeStep(out, allowed, Math.max(0, Math.floor(limit - count)), resetMs, allowed ? 0 : resetMs, 0)
+    setState(result.state, windowStart, count)
+    return result
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {

@@ -15,7 +15,7 @@
 // fraction up to the next millisecond instead of misreading it.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The GCRA algorithm, state `[tatMs, tatTicks, limit]` (see above).
@@ -30,7 +30,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const gcra: Algorithm = {
   name: 'gcra',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs, burst } = policy
     const tolerance = burst * periodMs
     // How far the TAT is ahead of now, in ticks; 0 when it is already past.
@@ -52,14 +52,9 @@ export const gcra: Algorithm = {
     if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((lag + cost * periodMs - tolerance) / limit)
     // The TAT, split back into whole ms and ticks (the TAT itself when nothing was charged).
     const aheadMs = Math.floor(lagAfter / limit)
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)),
-      resetMs,
-      retryAfterMs,
-      delayMs: 0,
-      state: [now + aheadMs, lagAfter - aheadMs * limit, limit],
-    }
+    const result = writeStep(out, allowed, Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    setState(result.state, now + aheadMs, lagAfter - aheadMs * limit, limit)
+    return result
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {

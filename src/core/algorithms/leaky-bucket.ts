@@ -22,7 +22,7 @@
 // level, a queue and a schedule); shaping adds the delay, and so admits a steady stream evenly.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The leaky-bucket algorithm, policing or shaping by `policy.shaping` (see above).
@@ -37,8 +37,8 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const leakyBucket: Algorithm = {
   name: 'leaky-bucket',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
-    return policy.shaping ? leakyBucketShape(state, now, cost, policy) : leakyBucketPolice(state, now, cost, policy)
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
+    return policy.shaping ? leakyBucketShape(state, now, cost, policy, out) : leakyBucketPolice(state, now, cost, policy, out)
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {
@@ -48,7 +48,7 @@ export const leakyBucket: Algorithm = {
 }
 
 /** Policing: admit when the cost fits in the bucket, else reject. */
-function leakyBucketPolice(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+function leakyBucketPolice(state: State | undefined, now: number, cost: number, policy: Policy, out: StepResult | undefined): StepResult {
   const { limit, periodMs, burst } = policy
   const capacity = burst * periodMs
   let lastMs = now
@@ -72,18 +72,13 @@ function leakyBucketPolice(state: State | undefined, now: number, cost: number, 
   const resetMs = lastMs + Math.ceil(level / limit) - now
   let retryAfterMs = 0
   if (!allowed) retryAfterMs = cost > burst ? resetMs : lastMs + Math.ceil((level + cost * periodMs - capacity) / limit) - now
-  return {
-    allowed,
-    remaining: Math.max(0, Math.floor((capacity - level) / periodMs)),
-    resetMs,
-    retryAfterMs,
-    delayMs: 0,
-    state: [level, lastMs, periodMs],
-  }
+  const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0)
+  setState(result.state, level, lastMs, periodMs)
+  return result
 }
 
 /** Shaping: admit with a delay while the queue has room for the cost, else reject. */
-function leakyBucketShape(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+function leakyBucketShape(state: State | undefined, now: number, cost: number, policy: Policy, out: StepResult | undefined): StepResult {
   const { limit, periodMs, burst } = policy
   const capacity = burst * periodMs
   // How far the tail is ahead of now, in ticks; 0 when the queue is empty.
@@ -109,14 +104,9 @@ function leakyBucketShape(state: State | undefined, now: number, cost: number, p
   if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((queued + cost * periodMs - capacity) / limit)
   // The tail, split back into whole ms and ticks (the tail itself when nothing was queued).
   const aheadMs = Math.floor(queuedAfter / limit)
-  return {
-    allowed,
-    remaining: Math.max(0, Math.floor((capacity - queuedAfter) / periodMs)),
-    resetMs,
-    retryAfterMs,
-    delayMs,
-    state: [now + aheadMs, queuedAfter - aheadMs * limit, limit],
-  }
+  const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - queuedAfter) / periodMs)), resetMs, retryAfterMs, delayMs)
+  setState(result.state, now + aheadMs, queuedAfter - aheadMs * limit, limit)
+  return result
 }
 
 /** The stored level in drops of 1/periodMs unit; drops counted under another period are converted (rounded up). */

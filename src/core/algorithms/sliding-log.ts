@@ -7,7 +7,7 @@
 // of memory and time proportional to the requests in the window.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { copyState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The sliding-log algorithm. `resetMs` is the time until the newest entry leaves the window;
@@ -18,7 +18,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const slidingLog: Algorithm = {
   name: 'sliding-log',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs } = policy
     let at = now
     const log: number[] = []
@@ -64,14 +64,9 @@ export const slidingLog: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > limit ? resetMs : slidingLogPassesAt(log, used, cost, policy) - now
     }
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor(limit - used)),
-      resetMs,
-      retryAfterMs,
-      delayMs: 0,
-      state: log,
-    }
+    const result = writeStep(out, allowed, Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, 0)
+    copyState(result.state, log)
+    return result
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {

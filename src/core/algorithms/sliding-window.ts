@@ -11,7 +11,7 @@
 // integer products, so TypeScript, Lua and the tests' rational reference agree to the last unit.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The sliding-window algorithm. `resetMs` is the time until the estimate is back to 0 (the end of
@@ -21,7 +21,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const slidingWindow: Algorithm = {
   name: 'sliding-window',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs } = policy
     let windowStart = Math.floor(now / periodMs) * periodMs
     let count = 0
@@ -61,14 +61,9 @@ export const slidingWindow: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > limit ? resetMs : slidingWindowPassesAt(windowStart, count, previousCount, cost, policy) - now
     }
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor((capacity - usedAfter) / periodMs)),
-      resetMs,
-      retryAfterMs,
-      delayMs: 0,
-      state: [windowStart, count, previousCount],
-    }
+    const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    setState(result.state, windowStart, count, previousCount)
+    return result
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {

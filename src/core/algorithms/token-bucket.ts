@@ -12,7 +12,7 @@
 // rounding: a bucket would hold 0.9999999 tokens exactly when it was promised one.
 
 import type { Policy } from '../policy.js'
-import type { Algorithm, State, StepResult } from './types.js'
+import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The token-bucket algorithm. `resetMs` is the time until the bucket is full again;
@@ -22,7 +22,7 @@ import type { Algorithm, State, StepResult } from './types.js'
 export const tokenBucket: Algorithm = {
   name: 'token-bucket',
 
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult {
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs, burst } = policy
     const capacity = burst * periodMs
     let at = now
@@ -46,14 +46,9 @@ export const tokenBucket: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > burst ? resetMs : at + Math.ceil((cost * periodMs - level) / limit) - now
     }
-    return {
-      allowed,
-      remaining: Math.floor(level / periodMs),
-      resetMs,
-      retryAfterMs,
-      delayMs: 0,
-      state: [level, at],
-    }
+    const result = writeStep(out, allowed, Math.floor(level / periodMs), resetMs, retryAfterMs, 0)
+    setState(result.state, level, at)
+    return result
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {

@@ -4,8 +4,8 @@ import type { AlgorithmName, Policy } from '../policy.js'
 
 /**
  * An algorithm's state: a short flat array of numbers (timestamps in ms, counters, tokens).
- * Flat so that the Lua twin stores exactly the same numbers (serialized with %.17g, so doubles
- * round-trip) and the memory store keeps it without boxing.
+ * Flat so that the Lua twin stores exactly the same numbers (as doubles, so they round-trip) and
+ * the memory store keeps it without boxing, updating it in place.
  */
 export type State = number[]
 
@@ -20,15 +20,23 @@ export interface StepResult {
   retryAfterMs: number
   /** Shaping (leaky-bucket with `shaping`): how long the admitted request should wait; else 0. */
   delayMs: number
-  /** The state to store if the step is committed. */
+  /**
+   * The state to store if the step is committed. With a caller's `out`, this is `out.state`
+   * rewritten in place: copy the numbers (or keep the array and give `out` another) to keep them.
+   */
   state: State
 }
 
 /**
  * One algorithm: pure, no I/O, no clock.
  *
- * `step(state, now, cost, policy)`:
- * - `state` is `undefined` when the key has none (new, or expired after `ttlMs`).
+ * `step(state, now, cost, policy, out?)`:
+ * - `state` is `undefined` when the key has none (new, or expired after `ttlMs`). It is only read.
+ * - `out`, when given, receives the result: every field is overwritten and `out.state` is rewritten
+ *   in place (resized), so a store deciding many requests allocates no result and no state per
+ *   step. `out.state` must not be the `state` array itself. Without `out` the result is new (as
+ *   the Lua twins' results always are: `out` is only how TypeScript avoids garbage; the numbers are
+ *   the same). Either way the result is returned.
  * - `cost > 0` charges; `cost === 0` peeks (never changes state; allowed unless the key is
  *   already beyond its limit, as Envoy's hits_addend 0); `cost < 0` refunds `-cost` units
  *   (always allowed; never restores beyond a fresh state).
@@ -40,6 +48,51 @@ export interface StepResult {
  */
 export interface Algorithm {
   readonly name: AlgorithmName
-  step(state: State | undefined, now: number, cost: number, policy: Policy): StepResult
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult
   ttlMs(state: State, now: number, policy: Policy): number
+}
+
+/** A result with an empty state, for a caller to pass as `out` again and again. */
+export function createStepResult(): StepResult {
+  return { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, state: [] }
+}
+
+/**
+ * Writes a step's outcome into `out` (a new result when there is none) and returns it; the
+ * algorithm then writes its state into `result.state` with `setState` or `copyState`.
+ */
+export function writeStep(
+  out: StepResult | undefined,
+  allowed: boolean,
+  remaining: number,
+  resetMs: number,
+  retryAfterMs: number,
+  delayMs: number,
+): StepResult {
+  const result = out ?? createStepResult()
+  result.allowed = allowed
+  result.remaining = remaining
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = delayMs
+  return result
+}
+
+/** Makes `state` exactly `[a, b]`, or `[a, b, c]` when `c` is given, in place. */
+export function setState(state: State, a: number, b: number, c?: number): void {
+  // Writing in index order appends to a shorter array, which keeps its elements packed.
+  state[0] = a
+  state[1] = b
+  if (c === undefined) {
+    if (state.length !== 2) state.length = 2
+  } else {
+    state[2] = c
+    if (state.length !== 3) state.length = 3
+  }
+}
+
+/** Makes `state` a copy of `numbers`, in place. */
+export function copyState(state: State, numbers: readonly number[]): void {
+  for (let i = 0; i < numbers.length; i++) state[i] = numbers[i]
+  if (state.length !== numbers.length) state.length = numbers.length
 }

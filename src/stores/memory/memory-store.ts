@@ -2,6 +2,7 @@
 // decided by the same evaluateKey that the Redis runner mirrors.
 
 import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
+import { copyState, type State } from '../../core/algorithms/types.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
@@ -172,8 +173,9 @@ export class MemoryStore implements Store {
     return Promise.resolve()
   }
 
-  // The evaluation's records are reused by the next call: their values are copied into the
-  // entry's own record objects, which are updated in place.
+  // The evaluation's records and new states are reused by the next call: their numbers are copied
+  // into the entry's own record objects and state arrays, which are updated in place (no garbage,
+  // and no young objects for the collector to copy because the store keeps them).
   private save(entry: KeyEntry, index: readonly number[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
     let deadAt = entry.deadAt
     for (let i = 0; i < index.length; i++) {
@@ -182,10 +184,10 @@ export class MemoryStore implements Store {
       const next = records[i]
       const record = entry.records[at]
       if (record === undefined) {
-        entry.records[at] = { blockedUntil: next.blockedUntil, state: next.state }
+        entry.records[at] = { blockedUntil: next.blockedUntil, state: ownState(undefined, next.state) }
       } else {
         record.blockedUntil = next.blockedUntil
-        record.state = next.state
+        record.state = ownState(record.state, next.state)
       }
       entry.expiresAt[at] = expiresAt
       if (expiresAt > deadAt) deadAt = expiresAt
@@ -199,7 +201,7 @@ export class MemoryStore implements Store {
     const expiresAt: number[] = new Array(ttlMs.length)
     let deadAt = 0
     for (let i = 0; i < ttlMs.length; i++) {
-      own[i] = { blockedUntil: records[i].blockedUntil, state: records[i].state }
+      own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state) }
       expiresAt[i] = now + ttlMs[i]
       if (expiresAt[i] > deadAt) deadAt = expiresAt[i]
     }
@@ -252,6 +254,14 @@ export class MemoryStore implements Store {
     entry.lastIndex = index
     return index
   }
+}
+
+/** `held` made equal to `next` in place (a new array when none is held); `next` itself when it is already the held one. */
+function ownState(held: State | undefined, next: State | undefined): State | undefined {
+  if (next === undefined || next === held) return next
+  if (held === undefined) return next.slice()
+  copyState(held, next)
+  return held
 }
 
 // [0, 1, …, n - 1]: where a new entry's records live, shared by every entry (never modified).
