@@ -8,13 +8,18 @@ export interface StoredRecord {
   state: number[] | undefined
 }
 
-/** Decodes a record: little-endian doubles, blockedUntil first; one extra byte marks "no state". */
+/**
+ * Decodes a record: a tag byte, then little-endian doubles: 's' the state, 'b' blockedUntil and the
+ * state, 'n' blockedUntil alone.
+ */
 export function decodeStoredRecord(bytes: Buffer): StoredRecord {
-  const count = Math.floor(bytes.length / 8)
-  const numbers = Array.from({ length: count }, (_, i) => bytes.readDoubleLE(8 * i))
-  if (bytes.length % 8 === 1) return { blockedUntil: numbers[0], state: undefined }
-  if (bytes.length % 8 !== 0) throw new Error(`not a record: ${bytes.length} bytes`)
-  return { blockedUntil: numbers[0], state: numbers.slice(1) }
+  const tag = String.fromCharCode(bytes[0])
+  if ((bytes.length - 1) % 8 !== 0) throw new Error(`not a record: ${bytes.length} bytes`)
+  const numbers = Array.from({ length: (bytes.length - 1) / 8 }, (_, i) => bytes.readDoubleLE(1 + 8 * i))
+  if (tag === 's') return { blockedUntil: 0, state: numbers }
+  if (tag === 'b') return { blockedUntil: numbers[0], state: numbers.slice(1) }
+  if (tag === 'n' && numbers.length === 1) return { blockedUntil: numbers[0], state: undefined }
+  throw new Error(`not a record: tag ${JSON.stringify(tag)}, ${numbers.length} numbers`)
 }
 
 /** The record stored under `key`, or null when there is none. */

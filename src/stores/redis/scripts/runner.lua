@@ -13,8 +13,8 @@
 --   keys of several slots, so each slot is one group there);
 --   run count, then per run (consecutive requests alike but for their keys): now ('' = server
 --   clock), cost, policy count, policy indexes, request count.
--- Record (one string per key): blockedUntil, then the state numbers, each a little-endian double;
---   with no state (only a block), one extra byte '-'.
+-- Record (one string per key): 's' and the state's numbers, or 'b', blockedUntil and the state's
+--   numbers, or (a block without a state) 'n' and blockedUntil; numbers as little-endian doubles.
 -- Returns whole numbers: the server's clock (ms), then per request allowed (1/0), then per policy
 --   allowed (1/0), remaining, resetMs, retryAfterMs, delayMs, blocked (1/0).
 
@@ -81,9 +81,11 @@ local function evaluateKeyInto(records, now, cost, policies, out)
 end
 
 -- Records are read and written only here, as little-endian doubles: exact (like %.17g text) but
--- several times cheaper to encode and decode. Long states go in chunks of RECORD_CHUNK numbers,
--- which keeps every struct call far below Lua's limit on values per call.
+-- several times cheaper to encode and decode. A first byte says what follows, so the usual record
+-- (no block) holds just its state. Long states go in chunks of RECORD_CHUNK numbers, which keeps
+-- every struct call far below Lua's limit on values per call.
 local RECORD_CHUNK = 64
+local STATE_ONLY, BLOCK_AND_STATE, BLOCK_ONLY = 's', 'b', 'n'
 local recordFormats = {}
 
 local function recordFormat(count)
@@ -95,15 +97,16 @@ local function recordFormat(count)
   return format
 end
 
-local function decodeState(text, count)
+-- The `count` numbers of a state that starts at byte `at` of `text`.
+local function decodeState(text, at, count)
   if count <= RECORD_CHUNK then
-    local state = { struct.unpack(recordFormat(count), text, 9) }
+    local state = { struct.unpack(recordFormat(count), text, at) }
     state[count + 1] = nil -- struct.unpack also returns the position after the last number
     return state
   end
   local state = {}
   for from = 1, count, RECORD_CHUNK do
-    local chunk = { struct.unpack(recordFormat(min(RECORD_CHUNK, count - from + 1)), text, 1 + 8 * from) }
+    local chunk = { struct.unpack(recordFormat(min(RECORD_CHUNK, count - from + 1)), text, at + 8 * (from - 1)) }
     for i = 1, #chunk - 1 do state[from + i - 1] = chunk[i] end
   end
   return state
@@ -111,25 +114,34 @@ end
 
 local function decodeRecord(text, key)
   if not text then return nil end
-  if #text < 8 or #text % 8 > 1 then error('Floodgate: ' .. key .. ' does not hold a Floodgate record') end
-  local count = floor(#text / 8) - 1
-  local blockedUntil = struct.unpack('<d', text)
-  -- A record without a state (only a block) is marked by one byte after its number.
-  if #text % 8 == 1 then return { blockedUntil = blockedUntil, state = nil } end
-  return { blockedUntil = blockedUntil, state = decodeState(text, count) }
+  local tag = string.sub(text, 1, 1)
+  local count = (#text - 1) / 8
+  if count ~= floor(count) or (tag ~= STATE_ONLY and (tag ~= BLOCK_AND_STATE and tag ~= BLOCK_ONLY or count < 1)) then
+    error('Floodgate: ' .. key .. ' does not hold a Floodgate record')
+  end
+  if tag == STATE_ONLY then return { blockedUntil = 0, state = decodeState(text, 2, count) } end
+  local blockedUntil = struct.unpack('<d', text, 2)
+  if tag == BLOCK_ONLY then return { blockedUntil = blockedUntil, state = nil } end
+  return { blockedUntil = blockedUntil, state = decodeState(text, 10, count - 1) }
 end
 
-local function encodeRecord(record)
-  local blockedUntil, state = record.blockedUntil, record.state
-  if state == nil then return struct.pack('<d', blockedUntil) .. '-' end
+-- `state`'s numbers, packed.
+local function encodeState(state)
   local count = #state
-  if count < RECORD_CHUNK then return struct.pack(recordFormat(count + 1), blockedUntil, unpack(state)) end
-  local parts = { struct.pack('<d', blockedUntil) }
+  if count <= RECORD_CHUNK then return struct.pack(recordFormat(count), unpack(state)) end
+  local parts = {}
   for from = 1, count, RECORD_CHUNK do
     local to = min(count, from + RECORD_CHUNK - 1)
     parts[#parts + 1] = struct.pack(recordFormat(to - from + 1), unpack(state, from, to))
   end
   return table.concat(parts)
+end
+
+local function encodeRecord(record)
+  local blockedUntil, state = record.blockedUntil, record.state
+  if blockedUntil == 0 then return STATE_ONLY .. encodeState(state) end
+  if state == nil then return BLOCK_ONLY .. struct.pack('<d', blockedUntil) end
+  return BLOCK_AND_STATE .. struct.pack('<d', blockedUntil) .. encodeState(state)
 end
 
 -- Every key of the batch, declared ones first.
