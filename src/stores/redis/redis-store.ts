@@ -53,7 +53,8 @@ interface Pending extends CallRequest {
  * Cluster node), which decides them one after another atomically with the server's clock.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
- * `blockedUntil,<state...>` and expiring (PX) when the state no longer matters. A request's `now`
+ * the state (and any block) as binary doubles (see runner.lua), and expiring (PX) when the state no
+ * longer matters. Records are read and written only by the script. A request's `now`
  * (tests) replaces the server clock for the decision; a `now` ahead of the server's also keeps
  * the record that much longer, so it never disappears before that clock says it expired.
  */
