@@ -23,17 +23,12 @@ export interface MemoryStoreOptions {
 /**
  * Everything kept for one user key. Records are stored per (policy name, algorithm), like the
  * Redis key layout, so two policy sets that share a policy share its state. `policies[i]` owns
- * `records[i]` and `expiresAt[i]`.
+ * `records[i]`.
  */
 interface KeyEntry {
   /** The request's own array until another set arrives (copied before any change: copy on write). */
   policies: readonly Policy[]
-  records: (PolicyRecord | undefined)[]
-  /**
-   * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
-   * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
-   */
-  expiresAt: number[]
+  records: (StoredRecord | undefined)[]
   /** The latest expiry of any record: past it the whole entry is dead and may be dropped first. */
   deadAt: number
   /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
@@ -41,6 +36,15 @@ interface KeyEntry {
   lastIndex: readonly number[]
   /** The store's move counter when this entry last moved to the young end of the LRU order. */
   movedAt: number
+}
+
+/** A record as the store keeps it: updated in place, with its expiry beside it (one object to reach, not two). */
+interface StoredRecord extends PolicyRecord {
+  /**
+   * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
+   * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
+   */
+  expiresAt: number
 }
 
 /**
@@ -133,7 +137,8 @@ export class MemoryStore implements Store {
       index = entry.lastSet === policies ? entry.lastIndex : this.indexFor(entry, policies, now)
       for (let i = 0; i < policies.length; i++) {
         const at = index[i]
-        scratch[i] = now < entry.expiresAt[at] ? entry.records[at] : undefined
+        const record = entry.records[at]
+        scratch[i] = record !== undefined && now < record.expiresAt ? record : undefined
       }
     }
     const evaluation = evaluateKeyInto(scratch, now, cost, policies, out)
@@ -159,7 +164,6 @@ export class MemoryStore implements Store {
         const at = findPolicy(entry.policies, policy)
         if (at >= 0) {
           entry.records[at] = undefined
-          entry.expiresAt[at] = 0
         }
       }
       if (entry.records.every((record) => record === undefined)) this.entries.delete(key)
@@ -184,12 +188,12 @@ export class MemoryStore implements Store {
       const next = records[i]
       const record = entry.records[at]
       if (record === undefined) {
-        entry.records[at] = { blockedUntil: next.blockedUntil, state: ownState(undefined, next.state) }
+        entry.records[at] = { blockedUntil: next.blockedUntil, state: ownState(undefined, next.state), expiresAt }
       } else {
         record.blockedUntil = next.blockedUntil
         record.state = ownState(record.state, next.state)
+        record.expiresAt = expiresAt
       }
-      entry.expiresAt[at] = expiresAt
       if (expiresAt > deadAt) deadAt = expiresAt
     }
     entry.deadAt = deadAt
@@ -197,15 +201,14 @@ export class MemoryStore implements Store {
 
   private insert(key: string, policies: readonly Policy[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
     const entries = this.entries
-    const own: PolicyRecord[] = new Array(records.length)
-    const expiresAt: number[] = new Array(ttlMs.length)
+    const own: StoredRecord[] = new Array(records.length)
     let deadAt = 0
     for (let i = 0; i < ttlMs.length; i++) {
-      own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state) }
-      expiresAt[i] = now + ttlMs[i]
-      if (expiresAt[i] > deadAt) deadAt = expiresAt[i]
+      const expiresAt = now + ttlMs[i]
+      own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
+      if (expiresAt > deadAt) deadAt = expiresAt
     }
-    entries.set(key, { policies, records: own, expiresAt, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
+    entries.set(key, { policies, records: own, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
     if (entries.size > this.maxKeys) {
       this.evictOldest()
     } else {
@@ -232,10 +235,10 @@ export class MemoryStore implements Store {
   private indexFor(entry: KeyEntry, policies: readonly Policy[], now: number): number[] {
     const held = entry.policies.slice()
     for (let at = held.length - 1; at >= 0; at--) {
-      if (now >= entry.expiresAt[at] && findPolicy(policies, held[at]) < 0) {
+      const record = entry.records[at]
+      if ((record === undefined || now >= record.expiresAt) && findPolicy(policies, held[at]) < 0) {
         held.splice(at, 1)
         entry.records.splice(at, 1)
-        entry.expiresAt.splice(at, 1)
       }
     }
     const index: number[] = new Array(policies.length)
@@ -245,7 +248,6 @@ export class MemoryStore implements Store {
         at = held.length
         held.push(policies[i])
         entry.records.push(undefined)
-        entry.expiresAt.push(0)
       }
       index[i] = at
     }
