@@ -104,6 +104,18 @@ describe('MemoryStore decisions', () => {
     assert.equal(store.size, 0)
   })
 
+  it('hands out answers that later calls leave alone (its reused buffers stay inside)', async () => {
+    const store = new MemoryStore()
+    const policies = [fixed(2, '1m')]
+    const first = store.evaluateOne('k', policies, 1, T0)
+    const [second] = await store.evaluate([{ key: 'k', policies, cost: 1, now: T0 }])
+    store.evaluateOne('k', policies, 1, T0)
+    store.evaluateOne('other', [fixed(9, '1h'), fixed(1, '1s')], 1, T0)
+    assert.deepEqual([first.allowed, first.results[0].remaining], [true, 1])
+    assert.deepEqual([second.allowed, second.results[0].remaining], [true, 0])
+    assert.notEqual(first.results[0], second.results[0])
+  })
+
   it('rejects bad options naming the field', () => {
     for (const maxKeys of [0, -1, 1.5, Number.NaN, '10']) {
       assert.throws(() => new MemoryStore({ maxKeys: maxKeys as number }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxKeys/.test(e.message))
