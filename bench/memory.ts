@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../src/index.js'
-import { evaluateKey, type PolicyRecord } from '../src/core/evaluate.js'
+import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../src/core/evaluate.js'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
@@ -55,21 +55,47 @@ function floodgate(algorithm: AlgorithmName): Contender {
   }
 }
 
-// A diagnostic floor, not a product path: the shared core (evaluateKey + the algorithm) alone,
-// records in a plain array, no store, no Decision, no await. Everything a limiter call adds on top
-// of it is the store's and the limiter's cost.
+// A diagnostic floor, not a product path: the shared core (evaluateKeyInto + the algorithm) alone,
+// as the store calls it, records in a plain array (states copied in place, as the store keeps
+// them), no Map, no clock, no Decision, no await. Everything a limiter call adds on top of it is
+// the store's and the limiter's cost.
 const coreOnly: Contender = {
-  name: 'core only: evaluateKey fixed-window (sync)',
+  name: 'core only: evaluateKeyInto fixed-window (sync)',
   measure: () => {
     const policies = createPolicies([policyFor('fixed-window')])
-    const records: (PolicyRecord | undefined)[] = new Array(KEYS).fill(undefined)
+    const records: PolicyRecord[] = Array.from({ length: KEYS }, () => ({ blockedUntil: 0, state: undefined }))
+    const scratch: (PolicyRecord | undefined)[] = [undefined]
+    const evaluation = createEvaluation()
     const now = Date.now()
     const start = performance.now()
     for (let i = 0; i < OPS; i++) {
-      const at = i % KEYS
-      records[at] = evaluateKey([records[at]], now, 1, policies).records[0]
+      const record = records[i % KEYS]
+      scratch[0] = record
+      const next = evaluateKeyInto(scratch, now, 1, policies, evaluation).records[0]
+      record.blockedUntil = next.blockedUntil
+      if (next.state !== undefined && next.state !== record.state) record.state = next.state.slice()
     }
     return Promise.resolve((OPS * 1000) / (performance.now() - start))
+  },
+}
+
+// A diagnostic floor for any limiter with this API, not a product path: what every call of an
+// honest in-process limiter cannot avoid — an async call, a Map read, one clock reading (decisions
+// depend on the time) and a new decision as complete as Floodgate's (with its one policy part) —
+// with no limiting logic at all.
+const apiFloor: Contender = {
+  name: 'floor: Map + Date.now + decision object (async)',
+  measure: () => {
+    const counts = new Map<string, { count: number }>()
+    for (const key of keys) counts.set(key, { count: 0 })
+    const hit = async (key: string) => {
+      const entry = counts.get(key)!
+      const now = Date.now()
+      entry.count++
+      const part = { name: '', limit: 0, periodMs: 0, allowed: true, remaining: entry.count, resetMs: now, retryAfterMs: 0, delayMs: 0, blocked: false, over: false, shadow: false }
+      return { allowed: true, limit: 0, remaining: entry.count, resetMs: now, retryAfterMs: 0, delayMs: 0, policy: '', over: false, shadow: false, source: 'store', policies: [part] }
+    }
+    return awaitLoop(hit)
   },
 }
 
@@ -126,7 +152,7 @@ async function memoryPerKey(): Promise<[string, number][]> {
 
 async function main(): Promise<void> {
   console.log(`bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`)
-  const contenders = [...ALGORITHMS.map(floodgate), coreOnly, rateLimiterFlexible, bareMap]
+  const contenders = [...ALGORITHMS.map(floodgate), coreOnly, apiFloor, rateLimiterFlexible, bareMap]
   const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
     process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
   })
