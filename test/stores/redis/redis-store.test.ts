@@ -14,7 +14,7 @@ import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
-import { readRecord } from './records.js'
+import { readRecord, storedExpiry } from './records.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
@@ -262,6 +262,40 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
     )
   }
   prefixed.disconnect()
+})
+
+test('a long-lived record carries its expiry; a write that needs no later one keeps the key TTL', async () => {
+  const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
+  const key = policyKey('fg:', 'kept', policies[0])
+  const [first] = await store.evaluate([{ key: 'kept', policies, cost: 1 }])
+  const windowEnd = Math.floor(first.now / 3_600_000) * 3_600_000 + 3_600_000
+  const expiry = storedExpiry((await client.getBuffer(key))!)
+  assert.equal(expiry, windowEnd + 1_000, 'kept one margin past the window')
+  // A longer TTL set behind the store's back survives the next write only if that write keeps it.
+  await client.pexpire(key, 3 * 3_600_000)
+  await store.evaluate([{ key: 'kept', policies, cost: 1 }])
+  assert.deepEqual((await readRecord(client, key))?.state, [windowEnd - 3_600_000, 2])
+  assert.ok((await client.pttl(key)) > 2 * 3_600_000, 'KEEPTTL, not PX')
+  assert.equal(storedExpiry((await client.getBuffer(key))!), expiry)
+})
+
+test('a window record in a later window gets a new expiry; other algorithms carry none', async () => {
+  const hour = 3_600_000
+  const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
+  const key = policyKey('fg:', 'next-window', policies[0])
+  // Clocks ahead of the server's (a `now` given), so both windows are still to come for Redis.
+  const start = (Math.floor(Date.now() / hour) + 1) * hour
+  await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + 10 }])
+  assert.equal(storedExpiry((await client.getBuffer(key))!), start + hour + 1_000)
+  await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
+  assert.deepEqual((await readRecord(client, key))?.state, [start + hour, 1])
+  assert.equal(storedExpiry((await client.getBuffer(key))!), start + 2 * hour + 1_000)
+  const ttl = await client.pttl(key)
+  assert.ok(ttl > start + 2 * hour - Date.now() && ttl <= start + 2 * hour + 1_000 - Date.now() + 1_000, `pttl ${ttl}`)
+
+  const gcra = createPolicies([{ name: 'slow', algorithm: 'gcra', limit: 10, period: '1h' }])
+  await store.evaluate([{ key: 'growing', policies: gcra, cost: 1 }])
+  assert.equal(storedExpiry((await client.getBuffer(policyKey('fg:', 'growing', gcra[0])))!), undefined)
 })
 
 test('a state longer than one encoding chunk is stored and read back exactly', async () => {

@@ -15,6 +15,7 @@
 --   clock), cost, policy count, policy indexes, request count.
 -- Record (one string per key): 's' and the state's numbers, or 'b', blockedUntil and the state's
 --   numbers, or (a block without a state) 'n' and blockedUntil; numbers as little-endian doubles.
+--   An upper-case tag ('S', 'B', 'N') puts the key's expiry (server ms) right after the tag.
 -- Returns whole numbers: the server's clock (ms), then per request allowed (1/0), then per policy
 --   allowed (1/0), remaining, resetMs, retryAfterMs, delayMs, blocked (1/0).
 
@@ -81,11 +82,10 @@ local function evaluateKeyInto(records, now, cost, policies, out)
 end
 
 -- Records are read and written only here, as little-endian doubles: exact (like %.17g text) but
--- several times cheaper to encode and decode. A first byte says what follows, so the usual record
--- (no block) holds just its state. Long states go in chunks of RECORD_CHUNK numbers, which keeps
--- every struct call far below Lua's limit on values per call.
+-- several times cheaper to encode and decode. A first byte says what follows (see the top of this
+-- file), so the usual record (no block) holds just its state. Long states go in chunks of
+-- RECORD_CHUNK numbers, which keeps every struct call far below Lua's limit on values per call.
 local RECORD_CHUNK = 64
-local STATE_ONLY, BLOCK_AND_STATE, BLOCK_ONLY = 's', 'b', 'n'
 local recordFormats = {}
 
 local function recordFormat(count)
@@ -112,17 +112,26 @@ local function decodeState(text, at, count)
   return state
 end
 
+-- The record in `text` and the expiry it carries (or false), see encodeRecord.
 local function decodeRecord(text, key)
-  if not text then return nil end
+  if not text then return nil, false end
   local tag = string.sub(text, 1, 1)
-  local count = (#text - 1) / 8
-  if count ~= floor(count) or (tag ~= STATE_ONLY and (tag ~= BLOCK_AND_STATE and tag ~= BLOCK_ONLY or count < 1)) then
+  local at = 2
+  local expiresAt = false
+  if tag == 'S' or tag == 'B' or tag == 'N' then
+    if #text < 9 then error('Floodgate: ' .. key .. ' does not hold a Floodgate record') end
+    expiresAt = struct.unpack('<d', text, 2)
+    tag = string.lower(tag)
+    at = 10
+  end
+  local count = (#text - at + 1) / 8
+  if count ~= floor(count) or count < 0 or (tag ~= 's' and (tag ~= 'b' and tag ~= 'n' or count < 1)) then
     error('Floodgate: ' .. key .. ' does not hold a Floodgate record')
   end
-  if tag == STATE_ONLY then return { blockedUntil = 0, state = decodeState(text, 2, count) } end
-  local blockedUntil = struct.unpack('<d', text, 2)
-  if tag == BLOCK_ONLY then return { blockedUntil = blockedUntil, state = nil } end
-  return { blockedUntil = blockedUntil, state = decodeState(text, 10, count - 1) }
+  if tag == 's' then return { blockedUntil = 0, state = decodeState(text, at, count) }, expiresAt end
+  local blockedUntil = struct.unpack('<d', text, at)
+  if tag == 'n' then return { blockedUntil = blockedUntil, state = nil }, expiresAt end
+  return { blockedUntil = blockedUntil, state = decodeState(text, at + 8, count - 1) }, expiresAt
 end
 
 -- `state`'s numbers, packed.
@@ -137,11 +146,17 @@ local function encodeState(state)
   return table.concat(parts)
 end
 
-local function encodeRecord(record)
+-- The record's text: a tag, then (upper-case tag) the expiry the key was given, then the numbers.
+local function encodeRecord(record, expiresAt)
   local blockedUntil, state = record.blockedUntil, record.state
-  if blockedUntil == 0 then return STATE_ONLY .. encodeState(state) end
-  if state == nil then return BLOCK_ONLY .. struct.pack('<d', blockedUntil) end
-  return BLOCK_AND_STATE .. struct.pack('<d', blockedUntil) .. encodeState(state)
+  if not expiresAt then
+    if blockedUntil == 0 then return 's' .. encodeState(state) end
+    if state == nil then return 'n' .. struct.pack('<d', blockedUntil) end
+    return 'b' .. struct.pack('<d', blockedUntil) .. encodeState(state)
+  end
+  if blockedUntil == 0 then return 'S' .. struct.pack('<d', expiresAt) .. encodeState(state) end
+  if state == nil then return 'N' .. struct.pack('<dd', expiresAt, blockedUntil) end
+  return 'B' .. struct.pack('<dd', expiresAt, blockedUntil) .. encodeState(state)
 end
 
 -- Every key of the batch, declared ones first.
@@ -174,6 +189,7 @@ end
 local MGET_CHUNK = 1000
 local texts = {}
 local records = {}
+local expiries = {}
 local groupCount = tonumber(ARGV[arg])
 arg = arg + 1
 local groupStart = 1
@@ -187,7 +203,9 @@ for g = 1, groupCount do
       if texts[key] == nil then
         local text = values[i - from + 1]
         texts[key] = text
-        records[key] = decodeRecord(text, key) or false
+        local record, expiresAt = decodeRecord(text, key)
+        records[key] = record or false
+        expiries[key] = expiresAt
       end
     end
   end
@@ -218,6 +236,17 @@ local function trim(count)
   lastCount = count
 end
 
+-- Writing a key's expiry (PX) costs about a third of a SET, and a window's record needs the same
+-- expiry all window long (the other algorithms' expiry moves with every charge). So a window's
+-- record that is kept for PAD_FROM_MS or more is kept EXPIRY_MARGIN_MS longer still (a sixteenth at
+-- most; keeping a record longer is harmless, see below) and carries the expiry it was given; a
+-- later write whose record needs no later expiry keeps the key's (KEEPTTL). The margin also covers
+-- the server clock moving on within one call: Redis may count the expiry from a slightly earlier
+-- clock than `serverNow`.
+local EXPIRY_MARGIN_MS = 1000
+local PAD_FROM_MS = 16000
+local SAME_EXPIRY_ALL_WINDOW = { ['fixed-window'] = true, ['sliding-window'] = true }
+
 -- Decides the next request (its keys come next in `keys`) and appends its reply to `out`.
 local out = { serverNow }
 local n = 1
@@ -244,12 +273,26 @@ local function decideNext(now, cost, count)
         redis.call('DEL', key)
         texts[key] = false
         records[key] = false
+        expiries[key] = false
       end
     else
-      local text = encodeRecord(record)
+      local expiresAt = expiries[key]
+      local text = encodeRecord(record, expiresAt)
       -- An unchanged record keeps its expiry: it was valid for this very state when written.
       if text ~= texts[key] then
-        redis.call('SET', key, text, 'PX', ceil(evaluation.ttlMs[i] + lead))
+        local px = ceil(evaluation.ttlMs[i] + lead)
+        if expiresAt and expiresAt - EXPIRY_MARGIN_MS >= serverNow + px then
+          redis.call('SET', key, text, 'KEEPTTL')
+        else
+          local newExpiresAt = false
+          if px >= PAD_FROM_MS and SAME_EXPIRY_ALL_WINDOW[requestPolicies[i].algorithm] then
+            px = px + EXPIRY_MARGIN_MS
+            newExpiresAt = serverNow + px
+          end
+          if newExpiresAt ~= expiresAt then text = encodeRecord(record, newExpiresAt) end
+          redis.call('SET', key, text, 'PX', px)
+          expiries[key] = newExpiresAt
+        end
         texts[key] = text
       end
       -- States are never changed in place, only replaced, so the record itself can be kept.
