@@ -1,7 +1,8 @@
 // `npm run bench:redis`: decisions/s against one local redis-server with 256 concurrent callers
 // over 10k keys — Floodgate (several algorithms) side by side with rate-limiter-flexible,
-// rate-limit-redis and raw autopipelined INCR (one command per request: the physical limit) —
-// plus Redis memory per key. Not a test: numbers only, printed as tables.
+// rate-limit-redis and raw autopipelined INCR (one command per request: the physical limit), with
+// Redis CPU per decision and every contender's denials and failures (all should be zero) — plus
+// Redis memory per key. Not a test: numbers only, printed as tables.
 //
 // Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and
 // round), BENCH_MEMORY_KEYS (default 1,000,000 GCRA keys for the used_memory figure).
