@@ -17,7 +17,7 @@ import { rateLimit as honoRateLimit, type RateLimitVariables } from '../../src/h
 import { rateLimit as nodeRateLimit } from '../../src/node.js'
 
 function newLimiter(limit: number, name = 'burst'): RateLimiter {
-  return new RateLimiter({ policies: [{ name, algorithm: 'fixed-window', limit, period: '1m' }], denyCache: false })
+  return new RateLimiter({ policies: [{ name, algorithm: 'sliding-log', limit, period: '1m' }], denyCache: false })
 }
 
 async function listen(handler: Parameters<typeof createServer>[1]) {
@@ -198,8 +198,8 @@ describe('koa', () => {
 describe('node:http and the shared flow', () => {
   it('the check resolves whether to continue; several keys must all admit, and a denial refunds the others', async () => {
     const limiter = new RateLimiter({ denyCache: false })
-    const perIp = createPolicies([{ name: 'per-ip', algorithm: 'fixed-window', limit: 10, period: '1m' }])
-    const perUser = createPolicies([{ name: 'per-user', algorithm: 'fixed-window', limit: 2, period: '1m' }])
+    const perIp = createPolicies([{ name: 'per-ip', algorithm: 'sliding-log', limit: 10, period: '1m' }])
+    const perUser = createPolicies([{ name: 'per-user', algorithm: 'sliding-log', limit: 2, period: '1m' }])
     const check = nodeRateLimit({
       limiter,
       key: (req) => [{ key: `ip:${req.socket.remoteAddress}`, policies: perIp }, { key: `user:${req.headers['x-user']}`, policies: perUser }],
@@ -229,8 +229,8 @@ describe('node:http and the shared flow', () => {
   it('shadow policies are decided and exposed, but kept out of the headers clients read', async () => {
     const limiter = new RateLimiter({
       policies: [
-        { name: 'enforced', algorithm: 'fixed-window', limit: 5, period: '1m' },
-        { name: 'trial', algorithm: 'fixed-window', limit: 1, period: '1m', shadow: true },
+        { name: 'enforced', algorithm: 'sliding-log', limit: 5, period: '1m' },
+        { name: 'trial', algorithm: 'sliding-log', limit: 1, period: '1m', shadow: true },
       ],
     })
     const check = nodeRateLimit({ limiter })

@@ -24,7 +24,9 @@ descriptors:
     limits:
       - { name: burst, algorithm: token-bucket, limit: 2, period: 10s }
   - key: fast
-    rate_limit: { unit: second, requests_per_unit: 1 }
+    limits:
+      # A rolling second: an epoch-aligned one could restart between two calls of a test.
+      - { name: fast, algorithm: sliding-log, limit: 1, period: 1s }
 `
 
 export interface TestService extends RunningService {

@@ -47,7 +47,8 @@ async function eventually(check: () => Promise<void>): Promise<void> {
   }
 }
 
-const burst = (limit: number): PolicyOptions[] => [{ name: 'burst', algorithm: 'fixed-window', limit, period: '1m' }]
+// A rolling window: an epoch-aligned one would restart mid-test whenever a minute boundary falls inside it.
+const burst = (limit: number): PolicyOptions[] => [{ name: 'burst', algorithm: 'sliding-log', limit, period: '1m' }]
 
 function statuses(replies: { status: number }[]): number[] {
   return replies.map((r) => r.status)
