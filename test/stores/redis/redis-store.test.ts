@@ -134,7 +134,7 @@ test('a failing call rejects every caller in it and writes nothing', async () =>
   const good = store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
   const bad = store.evaluate([{ key: 'not-a-string', policies: [broken], cost: 1, now: 0 }])
   await assert.rejects(good, /does not hold a Floodgate record/)
-  await assert.rejects(bad, /does not hold a Floodgate record/)
+  await assert.rejects(bad, /fg:{not-a-string}:p:fw does not hold a Floodgate record .*; delete the key/)
   assert.equal(await client.exists(policyKey('fg:', 'innocent', broken)), 0)
   const [after] = await store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
   assert.equal(after.results[0].remaining, 4)

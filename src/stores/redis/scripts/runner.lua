@@ -112,6 +112,11 @@ local function decodeState(text, at, count)
   return state
 end
 
+local function notARecord(key)
+  error('Floodgate: ' .. key .. ' does not hold a Floodgate record (another program, or a Floodgate ' ..
+    'build before binary records, wrote it); delete the key', 0)
+end
+
 -- The record in `text` and the expiry it carries (or false), see encodeRecord.
 local function decodeRecord(text, key)
   if not text then return nil, false end
@@ -119,14 +124,14 @@ local function decodeRecord(text, key)
   local at = 2
   local expiresAt = false
   if tag == 'S' or tag == 'B' or tag == 'N' then
-    if #text < 9 then error('Floodgate: ' .. key .. ' does not hold a Floodgate record') end
+    if #text < 9 then notARecord(key) end
     expiresAt = struct.unpack('<d', text, 2)
     tag = string.lower(tag)
     at = 10
   end
   local count = (#text - at + 1) / 8
   if count ~= floor(count) or count < 0 or (tag ~= 's' and (tag ~= 'b' and tag ~= 'n' or count < 1)) then
-    error('Floodgate: ' .. key .. ' does not hold a Floodgate record')
+    notARecord(key)
   end
   if tag == 's' then return { blockedUntil = 0, state = decodeState(text, at, count) }, expiresAt end
   local blockedUntil = struct.unpack('<d', text, at)
