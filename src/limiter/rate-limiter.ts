@@ -13,7 +13,7 @@ import { DenyCache } from './deny-cache.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
 import { createPlan, planSignature, type PolicyPlan, type Tier } from './policy-plan.js'
 import { checkCost, checkKey, checkLease } from './requests.js'
-import { withTimeout } from './timeout.js'
+import { Timeouts } from './timeout.js'
 import type { Decision, DecisionSource, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
 
 /** A remembered denial and the cost it was for: a smaller cost might pass, so only the same cost hits. */
@@ -61,6 +61,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly inProcess: MemoryStore | undefined
   private readonly clock: () => number
   private readonly breaker: CircuitBreaker
+  private readonly timeouts: Timeouts
   private readonly denyCache: DenyCache<CachedDenial> | undefined
   private readonly ownPlan: PolicyPlan | undefined
   private readonly plans = new WeakMap<readonly Policy[], PolicyPlan>()
@@ -80,6 +81,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     this.store = this.options.store ?? new MemoryStore({ clock: this.clock })
     this.inProcess = this.store instanceof MemoryStore ? this.store : undefined
     this.breaker = new CircuitBreaker(this.options.breakerFailures, this.options.breakerCooldownMs)
+    this.timeouts = new Timeouts(this.options.timeoutMs)
     this.denyCache = this.options.denyCacheMaxKeys > 0 ? new DenyCache(this.options.denyCacheMaxKeys) : undefined
     if (this.options.policies !== undefined) this.ownPlan = createPlan(this.options.policies, this.options.instances, '')
   }
@@ -341,7 +343,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (this.inProcess !== undefined) return call()
     if (!this.breaker.allows(this.clock())) return undefined
     try {
-      const value = await withTimeout(call(), this.options.timeoutMs)
+      const value = await this.timeouts.run(call())
       if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
       return value
     } catch (error) {

@@ -1,0 +1,59 @@
+// The shared timeout queue: hung calls time out in order with one timer, answered ones settle as
+// they are, and a late failure after a timeout is never an unhandled rejection.
+
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Timeouts } from '../../src/limiter/timeout.js'
+import { FloodgateError } from '../../src/core/errors.js'
+
+const never = <T>(): Promise<T> => new Promise<T>(() => {})
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof FloodgateError && error.code === 'STORE_TIMEOUT'
+}
+
+describe('Timeouts', () => {
+  it('passes answers and errors through as they are', async () => {
+    const timeouts = new Timeouts(50)
+    assert.equal(await timeouts.run(Promise.resolve(7)), 7)
+    await assert.rejects(timeouts.run(Promise.reject(new Error('boom'))), /boom/)
+  })
+
+  it('times out every hung call, each no earlier than its own deadline, also those started later', async () => {
+    const timeouts = new Timeouts(40)
+    const started = performance.now()
+    const first = timeouts.run(never())
+    await sleep(25)
+    const laterStart = performance.now()
+    const later = timeouts.run(never())
+    const answered = timeouts.run(sleep(5).then(() => 'ok'))
+    const firstAt = await first.then(
+      () => assert.fail('a hung call resolved'),
+      (error: unknown) => (assert.ok(isTimeout(error), String(error)), performance.now()),
+    )
+    assert.equal(await answered, 'ok')
+    const laterAt = await later.then(
+      () => assert.fail('a hung call resolved'),
+      (error: unknown) => (assert.ok(isTimeout(error), String(error)), performance.now()),
+    )
+    // Timers may fire a little late but never early (1ms of slack for timer rounding).
+    assert.ok(firstAt - started >= 39, `first timed out after ${firstAt - started}ms`)
+    assert.ok(laterAt - laterStart >= 39, `later timed out after ${laterAt - laterStart}ms`)
+  })
+
+  it('keeps a handler on a call that fails after its timeout', async () => {
+    const timeouts = new Timeouts(10)
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const late = sleep(30).then(() => Promise.reject(new Error('late')))
+      await assert.rejects(timeouts.run(late), isTimeout)
+      await sleep(50)
+      assert.deepEqual(unhandled, [])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+})
