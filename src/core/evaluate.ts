@@ -28,7 +28,8 @@ export interface KeyEvaluation {
 
 /**
  * Runs every policy on its record. If any denies, no state changes (all-or-nothing); each
- * denying policy with `blockMs` starts a block period (only for `cost > 0`). Results of policies
+ * denying policy with `blockMs` starts a block period (only for `cost > 0`). A blocked policy
+ * denies charges and peeks (refunds pass) with a wait covering both the block and the algorithm. Results of policies
  * that would have allowed are re-read with a peek so that `remaining` reflects what was stored.
  * The answer is new, states included; see `evaluateKeyInto` for the allocation-free form stores use.
  */
@@ -89,17 +90,18 @@ function decide(
     const policy = policies[i]
     const record = records[i]
     const blockedUntil = record !== undefined && record.blockedUntil > now ? record.blockedUntil : 0
-    if (cost > 0 && blockedUntil > 0) {
-      const wait = blockedUntil - now
-      steps[i] = undefined
-      setResult(results[i], false, 0, wait, wait, 0, true)
-      allowed = false
-      continue
-    }
     const state = record?.state
     // A caller feeding a previous answer's records back in: the step must not write what it reads.
     if (state === buffers[i].state) buffers[i].state = []
     const step = ALGORITHM_BY_NAME[policy.algorithm].step(state, now, cost, policy, buffers[i])
+    if (cost >= 0 && blockedUntil > 0) {
+      // Blocked (a peek too): the wait covers the block and the algorithm's own wait after it.
+      const wait = blockedUntil - now
+      steps[i] = undefined
+      setResult(results[i], false, 0, Math.max(wait, step.resetMs), Math.max(wait, step.allowed ? 0 : step.retryAfterMs), 0, true)
+      allowed = false
+      continue
+    }
     steps[i] = step
     toResult(step, results[i])
     if (!step.allowed) allowed = false

@@ -144,9 +144,7 @@ describe('evaluateKey: block periods', () => {
     assert.ok(peek.ttlMs[0] >= 1 && peek.ttlMs[0] <= 1_000)
   })
 
-  // Found while writing these tests; evaluate.ts and its twin runner.lua are owned elsewhere, so
-  // these describe the intended behaviour and are left as todo for the lead to decide and fix.
-  it('reports a blocked key as denied to a peek too', { todo: 'evaluate.ts only honours blocks for cost > 0' }, () => {
+  it('reports a blocked key as denied to a peek too, and lets a refund through', () => {
     const k = blocking()
     k.hit(START)
     k.hit(START)
@@ -154,9 +152,10 @@ describe('evaluateKey: block periods', () => {
     const peek = k.hit(START + 1_000, 0)
     assert.equal(peek.allowed, false)
     assert.equal(peek.results[0].blocked, true)
+    assert.equal(k.hit(START + 1_000, -1).allowed, true)
   })
 
-  it('during a block, retryAfterMs also covers the algorithm’s own wait', { todo: 'evaluate.ts reports only the block’s remaining time' }, () => {
+  it('during a block, retryAfterMs also covers the algorithm’s own wait', () => {
     const k = key({ algorithm: 'fixed-window', limit: 1, period: '1m', blockMs: '5s' })
     k.hit(START)
     k.hit(START + 1_000) // denied: the window ends at START + 60 s, the block at START + 6 s
@@ -233,7 +232,7 @@ describe('evaluateKey: properties', () => {
         for (const { gap, cost } of steps) {
           now += gap
           const evaluation = evaluateKey(records, now, cost, policies)
-          const blocked = policies.map((_, i) => cost > 0 && blocks[i] > now)
+          const blocked = policies.map((_, i) => cost >= 0 && blocks[i] > now)
           const alone = policies.map((p, i) => ALGORITHM_BY_NAME[p.algorithm].step(states[i], now, cost, p))
           const allowed = policies.every((_, i) => !blocked[i] && alone[i].allowed)
           assert.equal(evaluation.allowed, allowed)
@@ -242,7 +241,9 @@ describe('evaluateKey: properties', () => {
             const got = evaluation.results[i]
             assert.equal(got.blocked, blocked[i])
             if (blocked[i]) {
-              assert.deepEqual([got.allowed, got.retryAfterMs], [false, blocks[i] - now])
+              // The wait covers the block and, after it, the algorithm's own wait.
+              const algorithmWait = alone[i].allowed ? 0 : alone[i].retryAfterMs
+              assert.deepEqual([got.allowed, got.retryAfterMs], [false, Math.max(blocks[i] - now, algorithmWait)])
             } else if (allowed || !alone[i].allowed) {
               assert.equal(got.allowed, alone[i].allowed)
               assert.equal(got.remaining, alone[i].remaining)

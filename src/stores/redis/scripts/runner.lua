@@ -39,13 +39,15 @@ local function evaluateKeyInto(records, now, cost, policies, out)
     local policy = policies[i]
     local record = records[i]
     local blockedUntil = (record and record.blockedUntil > now) and record.blockedUntil or 0
-    if cost > 0 and blockedUntil > 0 then
+    local step = ALGORITHMS[policy.algorithm].step(record and record.state, now, cost, policy)
+    if cost >= 0 and blockedUntil > 0 then
+      -- Blocked (a peek too): the wait covers the block and the algorithm's own wait after it.
       local wait = blockedUntil - now
       steps[i] = false
-      results[i] = { allowed = false, remaining = 0, resetMs = wait, retryAfterMs = wait, delayMs = 0, blocked = true }
+      results[i] = { allowed = false, remaining = 0, resetMs = max(wait, step.resetMs),
+        retryAfterMs = max(wait, step.allowed and 0 or step.retryAfterMs), delayMs = 0, blocked = true }
       allowed = false
     else
-      local step = ALGORITHMS[policy.algorithm].step(record and record.state, now, cost, policy)
       steps[i] = step
       if not step.allowed then allowed = false end
       results[i] = toResult(step)
