@@ -277,10 +277,11 @@ function identityIndex(length: number): number[] {
   return index
 }
 
-/** Where a policy's record lives: same name and same algorithm, as the Redis key has both. */
+/** Where a policy's record lives: same name, algorithm and (leaky-bucket) form, as the Redis key has them. */
 function findPolicy(policies: readonly Policy[], policy: Policy): number {
   for (let i = 0; i < policies.length; i++) {
-    if (policies[i].name === policy.name && policies[i].algorithm === policy.algorithm) return i
+    const other = policies[i]
+    if (other.name === policy.name && other.algorithm === policy.algorithm && other.shaping === policy.shaping) return i
   }
   return -1
 }

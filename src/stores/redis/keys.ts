@@ -57,7 +57,15 @@ function isLowSurrogate(unit: number): boolean {
  * and one script call can decide them together.
  */
 export function policyKey(prefix: string, userKey: string, policy: Policy): string {
-  return `${prefix}{${escapeKeyPart(userKey)}}:${escapeKeyPart(policy.name)}:${ALGORITHM_TAG[policy.algorithm]}`
+  return `${prefix}{${escapeKeyPart(userKey)}}:${escapeKeyPart(policy.name)}:${stateTag(policy)}`
+}
+
+/**
+ * The algorithm's tag, and for leaky-bucket whether it shapes: policing and shaping keep states of
+ * different shapes, so a policy switched between them under one name must not read the other's.
+ */
+function stateTag(policy: Policy): string {
+  return policy.shaping ? `${ALGORITHM_TAG[policy.algorithm]}s` : ALGORITHM_TAG[policy.algorithm]
 }
 
 /** Checks a key prefix: any text without braces (a brace would move the hash tag into the prefix). */

@@ -89,6 +89,12 @@ describe('MemoryStore decisions', () => {
     // Same name, other algorithm: another record.
     const c = [createPolicy({ name: 'shared', algorithm: 'token-bucket', limit: 2, period: '1m' })]
     assert.equal((await charge(store, 'k', c, 1, T0)).allowed, true)
+    // A leaky bucket's policing and shaping forms keep states of different shapes: two records.
+    const policing = [createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 1, period: '1m' })]
+    const shaping = [createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 1, period: '1m', shaping: true })]
+    assert.equal((await charge(store, 'k', policing, 1, T0)).allowed, true)
+    const shaped = await charge(store, 'k', shaping, 1, T0)
+    assert.deepEqual([shaped.allowed, shaped.results[0].delayMs], [true, 0])
   })
 
   it('reset forgets the key for those policies only', async () => {

@@ -67,6 +67,13 @@ test('every algorithm has its own tag without a colon', () => {
   for (const tag of tags) assert.match(tag, /^[a-z]+$/)
 })
 
+test('a leaky bucket keeps policing and shaping state under different keys', () => {
+  const policing = createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 5, period: '1s' })
+  const shaping = createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 5, period: '1s', shaping: true })
+  assert.equal(policyKey('fg:', 'u', policing), 'fg:{u}:queue:lb')
+  assert.equal(policyKey('fg:', 'u', shaping), 'fg:{u}:queue:lbs')
+})
+
 test('escaping round-trips and its output is well-formed text without braces', () => {
   fc.assert(
     fc.property(anyText, (text) => {
