@@ -1,10 +1,10 @@
-// Runs one algorithm's Lua twin (prelude + src/stores/redis/scripts/<name>.lua) for a single step
+// Runs one algorithm's Lua twin (src/stores/redis/scripts/<name>.lua, after the prelude) for a single step
 // on a real Redis, so property tests can compare it with the TypeScript step number for number.
 
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Redis } from 'ioredis'
-import type { AlgorithmName, Policy } from '../../src/core/policy.js'
+import { ALGORITHMS, type AlgorithmName, type Policy } from '../../src/core/policy.js'
 import type { State, StepResult } from '../../src/core/algorithms/types.js'
 
 const SCRIPTS = fileURLToPath(new URL('../../src/stores/redis/scripts/', import.meta.url))
@@ -36,9 +36,10 @@ const sources = new Map<string, string>()
 function script(name: AlgorithmName): string {
   let source = sources.get(name)
   if (source === undefined) {
+    // Every algorithm file, as in the real script: one may build on another (shaping on gcra).
     source = [
       readFileSync(`${SCRIPTS}prelude.lua`, 'utf8'),
-      readFileSync(`${SCRIPTS}${name}.lua`, 'utf8'),
+      ...ALGORITHMS.map((algorithm) => readFileSync(`${SCRIPTS}${algorithm}.lua`, 'utf8')),
       HARNESS,
     ].join('\n')
     sources.set(name, source)

@@ -14,15 +14,16 @@
 // so far. A request of cost c starts at `start = max(now, tail)`, waits `delayMs = ceil(start -
 // now)`, and moves the tail to `start + c × interval`. It is rejected when the queue would hold
 // more than `burst` units: `tail - now + c × interval > burst × interval`, i.e. the units still
-// queued (those being served count until done) plus c exceed `burst`. Times are counted in ticks
-// of 1/limit ms (the interval is `periodMs` ticks) for exactness, as in gcra.ts; state
-// `[tailMs, tailTicks, limit]`: the tail is `tailMs + tailTicks / limit`.
+// queued (those being served count until done) plus c exceed `burst`. That tail is exactly GCRA's
+// theoretical arrival time, so shaping runs gcra.ts (state `[tailMs, tailTicks, limit]`, in ticks
+// of 1/limit ms) and adds the delay.
 //
 // Admission is the same in both forms (and the same as GCRA's: the three are one rate, seen as a
 // level, a queue and a schedule); shaping adds the delay, and so admits a steady stream evenly.
 
 import type { Policy } from '../policy.js'
 import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { gcra } from './gcra.js'
 
 /**
  * The leaky-bucket algorithm, policing or shaping by `policy.shaping` (see above).
@@ -42,7 +43,7 @@ export const leakyBucket: Algorithm = {
   },
 
   ttlMs(state: State, now: number, policy: Policy): number {
-    if (policy.shaping) return Math.max(1, Math.ceil(leakyBucketQueued(state, now, policy.limit) / policy.limit))
+    if (policy.shaping) return gcra.ttlMs(state, now, policy)
     return Math.max(1, state[1] + Math.ceil(leakyBucketStoredLevel(state, policy.periodMs) / policy.limit) - now)
   },
 }
@@ -77,35 +78,17 @@ function leakyBucketPolice(state: State | undefined, now: number, cost: number, 
   return result
 }
 
-/** Shaping: admit with a delay while the queue has room for the cost, else reject. */
+/**
+ * Shaping: the queue's tail is GCRA's theoretical arrival time, so admission, results and state are
+ * GCRA's; shaping adds the wait for this request's turn.
+ */
 function leakyBucketShape(state: State | undefined, now: number, cost: number, policy: Policy, out: StepResult | undefined): StepResult {
-  const { limit, periodMs, burst } = policy
-  const capacity = burst * periodMs
-  // How far the tail is ahead of now, in ticks; 0 when the queue is empty.
-  const queued = state === undefined ? 0 : Math.max(0, leakyBucketQueued(state, now, limit))
-
-  let allowed = true
-  let queuedAfter = queued
-  let delayMs = 0
-  if (cost > 0) {
-    allowed = queued + cost * periodMs <= capacity
-    if (allowed) {
-      queuedAfter = queued + cost * periodMs
-      delayMs = Math.ceil(queued / limit)
-    }
-  } else if (cost < 0) {
-    queuedAfter = Math.max(0, queued + cost * periodMs)
-  } else {
-    allowed = queued <= capacity
+  const result = gcra.step(state, now, cost, policy, out)
+  if (result.allowed && cost > 0) {
+    // The turn comes where the tail stood before this request: the new tail less its own service.
+    const { limit, periodMs } = policy
+    result.delayMs = Math.ceil(((result.state[0] - now) * limit + result.state[1] - cost * periodMs) / limit)
   }
-
-  const resetMs = Math.ceil(queuedAfter / limit)
-  let retryAfterMs = 0
-  if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((queued + cost * periodMs - capacity) / limit)
-  // The tail, split back into whole ms and ticks (the tail itself when nothing was queued).
-  const aheadMs = Math.floor(queuedAfter / limit)
-  const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - queuedAfter) / periodMs)), resetMs, retryAfterMs, delayMs)
-  setState(result.state, now + aheadMs, queuedAfter - aheadMs * limit, limit)
   return result
 }
 
@@ -113,13 +96,4 @@ function leakyBucketShape(state: State | undefined, now: number, cost: number, p
 function leakyBucketStoredLevel(state: State, periodMs: number): number {
   if (state[2] !== periodMs) return Math.ceil((state[0] * periodMs) / state[2])
   return state[0]
-}
-
-/**
- * How far the stored tail is ahead of `now`, in ticks of 1/limit ms (≤ 0: the queue is empty).
- * Ticks counted under another limit (a reloaded policy) round up to the next whole millisecond.
- */
-function leakyBucketQueued(state: State, now: number, limit: number): number {
-  if (state[2] !== limit && state[1] > 0) return (state[0] + 1 - now) * limit
-  return (state[0] - now) * limit + state[1]
 }
