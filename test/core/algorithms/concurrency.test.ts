@@ -10,7 +10,6 @@ import type { State, StepResult } from '../../../src/core/algorithms/types.js'
 import {
   START,
   arbTrace,
-  assertLuaTwin,
   assertPeekKeepsState,
   assertRetryAfterExact,
   assertTtlForgets,
@@ -18,6 +17,7 @@ import {
   policyFor,
   replay,
   useRedis,
+  itMatchesLuaTwin,
 } from './support.js'
 import { luaStep } from '../../support/lua-step.js'
 
@@ -195,12 +195,7 @@ describe('concurrency: properties', () => {
 
 describe('concurrency: the Lua twin', () => {
   const redis = useRedis()
-  it('returns exactly what TypeScript returns, step by step, and the same ttl', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbTrace('concurrency', { maxLimit: 20, clockStepsBack: true }), (trace) => assertLuaTwin(redis(), concurrency, trace)),
-      { numRuns: 150 },
-    )
-  })
+  itMatchesLuaTwin(redis, concurrency, { maxLimit: 20 })
 
   it('agrees when the clock steps back and on an empty state', async () => {
     const policy = policyFor('concurrency', 3, 10_000)

@@ -8,14 +8,14 @@ import type { State } from '../../../src/core/algorithms/types.js'
 import {
   START,
   arbTrace,
-  assertLuaTwin,
   assertPeekKeepsState,
   assertRetryAfterExact,
-  assertTtlForgets,
   assertWellFormed,
   policyFor,
   replay,
   useRedis,
+  itForgetsAfterTtl,
+  itMatchesLuaTwin,
 } from './support.js'
 
 const policy = policyFor('fixed-window', 3, 1_000)
@@ -147,23 +147,11 @@ describe('fixed-window: properties', () => {
     )
   })
 
-  it('after ttlMs a state steps exactly like no state', () => {
-    fc.assert(
-      fc.property(arbTrace('fixed-window'), (trace) => {
-        assertTtlForgets(fixedWindow, replay(fixedWindow, trace), trace.policy)
-      }),
-      { numRuns: 200 },
-    )
-  })
+  itForgetsAfterTtl(fixedWindow)
 })
 
 describe('fixed-window: the Lua twin', () => {
   const redis = useRedis()
 
-  it('returns exactly what the TypeScript step and ttl return, also when the clock steps back', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbTrace('fixed-window', { clockStepsBack: true }), (trace) => assertLuaTwin(redis(), fixedWindow, trace)),
-      { numRuns: 150 },
-    )
-  })
+  itMatchesLuaTwin(redis, fixedWindow)
 })

@@ -10,14 +10,14 @@ import type { Policy } from '../../../src/core/policy.js'
 import {
   START,
   arbTrace,
-  assertLuaTwin,
   assertPeekKeepsState,
   assertRetryAfterExact,
-  assertTtlForgets,
   assertWellFormed,
   policyFor,
   replay,
   useRedis,
+  itForgetsAfterTtl,
+  itMatchesLuaTwin,
 } from './support.js'
 
 const three = policyFor('sliding-log', 3, 1_000)
@@ -160,23 +160,11 @@ describe('sliding-log: properties', () => {
     )
   })
 
-  it('after ttlMs a state steps exactly like no state', () => {
-    fc.assert(
-      fc.property(arbTrace('sliding-log'), (trace) => {
-        assertTtlForgets(slidingLog, replay(slidingLog, trace), trace.policy)
-      }),
-      { numRuns: 200 },
-    )
-  })
+  itForgetsAfterTtl(slidingLog)
 })
 
 describe('sliding-log: the Lua twin', () => {
   const redis = useRedis()
 
-  it('returns exactly what the TypeScript step and ttl return, also when the clock steps back', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbTrace('sliding-log', { clockStepsBack: true }), (trace) => assertLuaTwin(redis(), slidingLog, trace)),
-      { numRuns: 150 },
-    )
-  })
+  itMatchesLuaTwin(redis, slidingLog)
 })

@@ -10,14 +10,14 @@ import type { Policy } from '../../../src/core/policy.js'
 import {
   START,
   arbTrace,
-  assertLuaTwin,
   assertPeekKeepsState,
   assertRetryAfterExact,
-  assertTtlForgets,
   assertWellFormed,
   policyFor,
   replay,
   useRedis,
+  itForgetsAfterTtl,
+  itMatchesLuaTwin,
 } from './support.js'
 
 const ten = policyFor('sliding-window', 10, 1_000)
@@ -170,23 +170,11 @@ describe('sliding-window: properties', () => {
     )
   })
 
-  it('after ttlMs a state steps exactly like no state', () => {
-    fc.assert(
-      fc.property(arbTrace('sliding-window'), (trace) => {
-        assertTtlForgets(slidingWindow, replay(slidingWindow, trace), trace.policy)
-      }),
-      { numRuns: 200 },
-    )
-  })
+  itForgetsAfterTtl(slidingWindow)
 })
 
 describe('sliding-window: the Lua twin', () => {
   const redis = useRedis()
 
-  it('returns exactly what the TypeScript step and ttl return, also when the clock steps back', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbTrace('sliding-window', { clockStepsBack: true }), (trace) => assertLuaTwin(redis(), slidingWindow, trace)),
-      { numRuns: 150 },
-    )
-  })
+  itMatchesLuaTwin(redis, slidingWindow)
 })

@@ -12,10 +12,12 @@
 //   assertTtlForgets(algorithm, steps, policy)      after ttlMs the state steps exactly like no state
 //   useRedis()                                      a throwaway redis-server + client for the current suite
 //   assertLuaTwin(redis, algorithm, trace)          the Lua twin returns exactly what TypeScript does
+//   itForgetsAfterTtl(algorithm)                    the ttl proof as a test (call inside a describe)
+//   itMatchesLuaTwin(redis, algorithm, options?)    the Lua-twin proof as a test, on random traces
 //   START                                           a fixed epoch time for example tests
 
 import assert from 'node:assert/strict'
-import { after, before } from 'node:test'
+import { after, before, it } from 'node:test'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { createPolicy, type AlgorithmName, type Policy } from '../../../src/core/policy.js'
@@ -215,4 +217,24 @@ export async function assertLuaTwin(redis: Redis, algorithm: Algorithm, trace: T
     const ttl = await luaTtl(redis, algorithm.name, result.state, now, trace.policy)
     assert.equal(ttl, algorithm.ttlMs(result.state, now, trace.policy), `ttl of ${JSON.stringify(result.state)} at ${now}`)
   }
+}
+
+/** The ttl proof every algorithm shares, as a test: after ttlMs a state steps exactly like no state. */
+export function itForgetsAfterTtl(algorithm: Algorithm, options: TraceOptions = {}, numRuns = 200): void {
+  it('after ttlMs a state steps exactly like no state', () => {
+    fc.assert(
+      fc.property(arbTrace(algorithm.name, options), (trace) => assertTtlForgets(algorithm, replay(algorithm, trace), trace.policy)),
+      { numRuns },
+    )
+  })
+}
+
+/** The Lua-twin proof every algorithm shares, as a test: identical steps and ttl on random traces. */
+export function itMatchesLuaTwin(redis: () => Redis, algorithm: Algorithm, options: TraceOptions = {}, numRuns = 150): void {
+  it('returns exactly what the TypeScript step and ttl return, also when the clock steps back', async () => {
+    await fc.assert(
+      fc.asyncProperty(arbTrace(algorithm.name, { clockStepsBack: true, ...options }), (trace) => assertLuaTwin(redis(), algorithm, trace)),
+      { numRuns },
+    )
+  })
 }

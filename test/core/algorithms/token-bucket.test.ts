@@ -10,14 +10,14 @@ import type { Policy } from '../../../src/core/policy.js'
 import {
   START,
   arbTrace,
-  assertLuaTwin,
   assertPeekKeepsState,
   assertRetryAfterExact,
-  assertTtlForgets,
   assertWellFormed,
   policyFor,
   replay,
   useRedis,
+  itForgetsAfterTtl,
+  itMatchesLuaTwin,
 } from './support.js'
 
 const tenPerSecond = policyFor('token-bucket', 10, 1_000)
@@ -181,23 +181,11 @@ describe('token-bucket: properties', () => {
     )
   })
 
-  it('after ttlMs a state steps exactly like no state', () => {
-    fc.assert(
-      fc.property(arbTrace('token-bucket'), (trace) => {
-        assertTtlForgets(tokenBucket, replay(tokenBucket, trace), trace.policy)
-      }),
-      { numRuns: 200 },
-    )
-  })
+  itForgetsAfterTtl(tokenBucket)
 })
 
 describe('token-bucket: the Lua twin', () => {
   const redis = useRedis()
 
-  it('returns exactly what the TypeScript step and ttl return, also when the clock steps back', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbTrace('token-bucket', { clockStepsBack: true }), (trace) => assertLuaTwin(redis(), tokenBucket, trace)),
-      { numRuns: 150 },
-    )
-  })
+  itMatchesLuaTwin(redis, tokenBucket)
 })
