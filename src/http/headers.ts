@@ -1,5 +1,6 @@
 // Rate-limit response headers, one function per generation: legacy X-RateLimit-*, IETF draft-6, -7, and -8 (structured).
 
+import type { AlgorithmName } from '../core/policy.js'
 import type { Decision } from '../limiter/types.js'
 
 /** A header generation; `draft-6`, `draft-7` and `draft-8` share field names, so at most one of them at a time. */
@@ -19,6 +20,8 @@ export type HeaderList = [name: string, value: string][]
 /** The numbers one policy contributes to headers. */
 interface QuotaView {
   name: string
+  /** Absent when the decision lists no policies (fail-open). */
+  algorithm?: AlgorithmName
   limit: number
   periodMs: number
   allowed: boolean
@@ -89,14 +92,20 @@ export function draft7Headers(decision: Decision): HeaderList {
   ]
 }
 
+/** Draft-8's quota unit: `requests` is the default and left out; a concurrency policy counts requests in flight. */
+function quotaUnitParameter(view: QuotaView): string {
+  return view.algorithm === 'concurrency' ? ';qu="concurrent-requests"' : ''
+}
+
 /**
  * Draft-8 onward (RFC 8941 lists): one member per policy, named by a String —
- * `RateLimit-Policy: "burst";q=100;w=60, "daily";q=1000;w=86400` and `RateLimit: "burst";r=50;t=30, …`.
+ * `RateLimit-Policy: "burst";q=100;w=60, "daily";q=1000;w=86400` and `RateLimit: "burst";r=50;t=30, …`;
+ * a concurrency policy adds `qu="concurrent-requests"`.
  */
 export function draft8Headers(decision: Decision): HeaderList {
   const views = policyViews(decision)
   return [
-    ['RateLimit-Policy', views.map((p) => `${sfString(p.name)};q=${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    ['RateLimit-Policy', views.map((p) => `${sfString(p.name)};q=${p.limit}${quotaUnitParameter(p)};w=${windowSeconds(p)}`).join(', ')],
     ['RateLimit', views.map((p) => `${sfString(p.name)};r=${p.remaining};t=${secondsUntilQuota(p)}`).join(', ')],
   ]
 }

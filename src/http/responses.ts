@@ -36,10 +36,14 @@ export interface QuotaExceededProblem {
   'violated-policies': string[]
 }
 
-/** "Rate limit exceeded: 100 requests per 1m" — the denying policy in words. */
+/**
+ * "Rate limit exceeded: 100 requests per 1m" — the denying policy in words; a concurrency policy
+ * limits requests in flight, not per period: "Rate limit exceeded: 5 concurrent requests".
+ */
 export function rateLimitMessage(decision: Decision): string {
   const part = decision.policies.find((p) => p.name === decision.policy)
   const unit = decision.limit === 1 ? 'request' : 'requests'
+  if (part?.algorithm === 'concurrency') return `Rate limit exceeded: ${decision.limit} concurrent ${unit}`
   const period = part !== undefined && part.periodMs > 0 ? ` per ${formatDuration(part.periodMs)}` : ''
   return `Rate limit exceeded: ${decision.limit} ${unit}${period}`
 }

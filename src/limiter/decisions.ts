@@ -27,6 +27,7 @@ export function toDecision(
     const headroom = tier.headroom[i]
     const part: PolicyDecision = {
       name: policy.name,
+      algorithm: policy.algorithm,
       limit: tier.limits[i],
       periodMs: policy.periodMs,
       allowed: result.allowed,
@@ -74,6 +75,7 @@ export function toFallbackDecision(plan: PolicyPlan, allowed: boolean, waitMs: n
     const policy = policies[i]
     parts[i] = {
       name: policy.name,
+      algorithm: policy.algorithm,
       limit: policy.limit,
       periodMs: policy.periodMs,
       allowed,

@@ -1,7 +1,7 @@
 // Public types of the RateLimiter: its options and the Decision every adapter reads.
 
 import type { Duration } from '../core/duration.js'
-import type { Policy, PolicyOptions } from '../core/policy.js'
+import type { AlgorithmName, Policy, PolicyOptions } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
 
 /** Which path produced a decision. */
@@ -15,6 +15,8 @@ export type DecisionSource =
 /** One policy's part of a decision. */
 export interface PolicyDecision {
   name: string
+  /** The policy's algorithm: headers and messages word a concurrency limit differently from a rate. */
+  algorithm: AlgorithmName
   /** The nominal limit (not the soft/elastic allowance). */
   limit: number
   periodMs: number

@@ -18,7 +18,7 @@ import { QUOTA_EXCEEDED_TYPE, rejectBody } from '../../src/http/responses.js'
 
 function part(name: string, fields: Partial<PolicyDecision> = {}): PolicyDecision {
   return {
-    name, limit: 100, periodMs: 60_000, allowed: true, remaining: 50, resetMs: 30_000, retryAfterMs: 0,
+    name, algorithm: 'sliding-window', limit: 100, periodMs: 60_000, allowed: true, remaining: 50, resetMs: 30_000, retryAfterMs: 0,
     delayMs: 0, blocked: false, over: false, shadow: false, ...fields,
   }
 }
@@ -107,6 +107,18 @@ describe('draft-8 structured headers', () => {
     }), { numRuns: 300 })
   })
 
+  it('marks a concurrency policy with qu="concurrent-requests" and leaves rate policies at the default unit', () => {
+    const mixed = decisionOf([part('burst'), part('in-flight', { algorithm: 'concurrency', limit: 5, remaining: 4 })])
+    const headers = toMap(draft8Headers(mixed))
+    assert.equal(headers.get('RateLimit-Policy'), '"burst";q=100;w=60, "in-flight";q=5;qu="concurrent-requests";w=60')
+    const [burst, inFlight] = parseList(headers.get('RateLimit-Policy')!) as [unknown, Map<string, unknown>][]
+    assert.equal(burst[1].has('qu'), false)
+    assert.deepEqual([inFlight[0], inFlight[1].get('q'), inFlight[1].get('qu'), inFlight[1].get('w')], ['in-flight', 5, 'concurrent-requests', 60])
+    // The other generations have no unit parameter and stay as they were.
+    assert.equal(toMap(draft6Headers(mixed)).get('RateLimit-Policy'), '100;w=60, 5;w=60')
+    assert.equal(toMap(draft7Headers(mixed)).get('RateLimit-Policy'), '100;w=60, 5;w=60')
+  })
+
   it('escapes quotes and backslashes and replaces what a String cannot hold', () => {
     assert.equal(sfString('a"b\\c'), '"a\\"b\\\\c"')
     assert.equal(sfString('tier-é\n'), '"tier-??"')
@@ -143,6 +155,13 @@ describe('429 bodies', () => {
       retryAfter: 30,
       policy: 'burst',
     })
+  })
+
+  it('words a concurrency denial as requests in flight, not per period', () => {
+    const inFlight = decisionOf([part('in-flight', { algorithm: 'concurrency', limit: 5, allowed: false, remaining: 0, retryAfterMs: 1000 })])
+    assert.equal(JSON.parse(rejectBody(inFlight, 'json').body).message, 'Rate limit exceeded: 5 concurrent requests')
+    const one = decisionOf([part('one', { algorithm: 'concurrency', limit: 1, allowed: false, remaining: 0, retryAfterMs: 1000 })])
+    assert.equal(JSON.parse(rejectBody(one, 'problem').body).detail, 'Rate limit exceeded: 1 concurrent request; retry in 1s')
   })
 
   it('problem+json with the quota-exceeded type and every violated policy', () => {

@@ -202,7 +202,9 @@ export const shapingScenarios: Record<string, (context: ScenarioContext) => Prom
     const inFlight: PolicyOptions[] = [{ name: 'in-flight', algorithm: 'concurrency', limit: 1, period: '1m' }]
     await withApp(context, inFlight, {}, async (app, limiter) => {
       for (let i = 0; i < 3; i++) {
-        assert.equal((await get(app, '/ok')).status, 200)
+        const reply = await get(app, '/ok')
+        assert.equal(reply.status, 200)
+        assert.equal(reply.headers.get('ratelimit-policy'), '"in-flight";q=1;qu="concurrent-requests";w=60')
         await eventually(async () => assert.equal((await limiter.get('ip:127.0.0.1')).remaining, 1))
       }
     })
