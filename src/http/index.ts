@@ -1,6 +1,7 @@
 // The framework-neutral HTTP pieces every middleware entry re-exports: key generators, header and body writers, types.
 
-export { keys, type KeyGenerator, type KeyPart, type KeyResult, type RequestInfo, type StringKeyGenerator } from './keys.js'
+export { keys, NOT_LIMITED, type KeyGenerator, type KeyPart, type KeyResult, type RequestInfo, type StringKeyGenerator } from './keys.js'
+export { descriptor, type RequestDescriptors, type RulesKeyOptions, type RulesSource } from './rules-key.js'
 export { ipKey } from './ip-key.js'
 export { clientIp, compileProxyTrust, type ForwardedHeader, type ProxyTrust, type TrustProxy } from './client-ip.js'
 export { DEFAULT_HEADER_STYLES, rateLimitHeaders, type HeaderList, type HeaderStyle } from './headers.js'

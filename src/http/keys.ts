@@ -2,6 +2,7 @@
 
 import { createHash } from 'node:crypto'
 import type { Policy } from '../core/policy.js'
+import { rulesKeyGenerator } from './rules-key.js'
 
 /** What every key generator can read about a request, whatever the framework. */
 export interface RequestInfo {
@@ -27,11 +28,18 @@ export interface KeyPart {
 }
 
 /**
+ * What a key generator returns for a request it deliberately does not limit (it passes with no
+ * headers), e.g. when no rule matches it. A value of its own, so that no ordinary result — an
+ * absent header, an empty list — can wave a request through by accident.
+ */
+export const NOT_LIMITED = Symbol('floodgate.notLimited')
+
+/**
  * A key: one string, or several parts that must all admit the request (undefined parts are
  * dropped). `undefined`, or no part at all, means "count it by client IP" — so a request that
- * lacks a user header is still limited, never waved through.
+ * lacks a user header is still limited, never waved through. `NOT_LIMITED` lets it pass unlimited.
  */
-export type KeyResult = string | undefined | readonly (KeyPart | undefined)[]
+export type KeyResult = string | undefined | typeof NOT_LIMITED | readonly (KeyPart | undefined)[]
 
 /** Produces the key of a request from the framework's request and the neutral request info. */
 export type KeyGenerator<Req = unknown> = (req: Req, info: RequestInfo) => KeyResult | Promise<KeyResult>
@@ -42,7 +50,8 @@ export type StringKeyGenerator<Req = unknown> = (req: Req, info: RequestInfo) =>
 /** Header values are client-controlled: long ones are hashed so a key stays short in the store. */
 const MAX_PLAIN_VALUE = 128
 
-function digest(value: string): string {
+/** A short, stable stand-in for a long or secret value (the first 128 bits of its SHA-256, in hex). */
+export function digest(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 32)
 }
 
@@ -105,11 +114,15 @@ export function combineKeys<Req = unknown>(...generators: StringKeyGenerator<Req
   }
 }
 
-/** The built-in generators under short names: `keys.ip()`, `keys.user('x-user-id')`, `keys.combine(…)`. */
+/**
+ * The built-in generators under short names: `keys.ip()`, `keys.user('x-user-id')`,
+ * `keys.combine(…)`, and `keys.fromRules({ rules, domain, descriptors })` for rules files.
+ */
 export const keys = {
   ip: ipKeyGenerator,
   user: userKeyGenerator,
   apiKey: apiKeyGenerator,
   route: routeKeyGenerator,
   combine: combineKeys,
+  fromRules: rulesKeyGenerator,
 }

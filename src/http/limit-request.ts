@@ -6,7 +6,7 @@ import type { Decision, PolicyDecision } from '../limiter/types.js'
 import { clientIp } from './client-ip.js'
 import { rateLimitHeaders, type HeaderList } from './headers.js'
 import { ipKey } from './ip-key.js'
-import type { KeyPart, RequestInfo } from './keys.js'
+import { NOT_LIMITED, type KeyPart, type RequestInfo } from './keys.js'
 import type { ResolvedHttpOptions } from './options.js'
 import { rejectBody, type RejectBody } from './responses.js'
 
@@ -49,6 +49,7 @@ export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: 
     if (options.skip !== undefined && (await options.skip(req))) return { action: 'pass' }
     const info = requestInfo(options, exchange)
     const parts = await keyParts(options, req, info)
+    if (parts === undefined) return { action: 'pass' }
     const cost = await requestCost(options, req)
     const charged = await Promise.all(
       parts.map(async (part) => ({ part, decision: await options.limiter.limit(part.key, { cost, policies: part.policies }) })),
@@ -97,8 +98,10 @@ function warnForwardedIgnored<Req>(options: ResolvedHttpOptions<Req>): void {
   })
 }
 
-async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: RequestInfo): Promise<KeyPart[]> {
+/** The key parts to decide; undefined when the key generator says the request is not limited. */
+async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: RequestInfo): Promise<KeyPart[] | undefined> {
   const result = await options.key(req, info)
+  if (result === NOT_LIMITED) return undefined
   let parts: KeyPart[]
   if (typeof result === 'string') parts = [{ key: result }]
   else if (result === undefined) parts = []
