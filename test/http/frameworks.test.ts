@@ -4,7 +4,10 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import express from 'express'
+import { createRequire } from 'node:module'
+import express5 from 'express'
+import express4 from 'express4'
+import type { NextFunction, Request, Response } from 'express'
 import Fastify from 'fastify'
 import Koa from 'koa'
 import { Hono } from 'hono'
@@ -15,6 +18,8 @@ import { floodgate } from '../../src/fastify.js'
 import { rateLimit as koaRateLimit } from '../../src/koa.js'
 import { rateLimit as honoRateLimit, type RateLimitVariables } from '../../src/hono.js'
 import { rateLimit as nodeRateLimit } from '../../src/node.js'
+
+const requireModule = createRequire(import.meta.url)
 
 function newLimiter(limit: number, name = 'burst'): RateLimiter {
   return new RateLimiter({ policies: [{ name, algorithm: 'sliding-log', limit, period: '1m' }], denyCache: false })
@@ -129,47 +134,54 @@ describe('hono', () => {
   })
 })
 
-describe('express', () => {
-  it('as route middleware, keys.route() sees the route pattern with its mount path', async () => {
-    const app = express()
-    const router = express.Router()
-    const limiter = newLimiter(1)
-    const limit = expressRateLimit({ limiter, key: keys.combine(keys.ip(), keys.route()) })
-    router.get('/users/:id', limit, (_req, res) => void res.send('ok'))
-    app.use('/api', router)
-    const server = await listen(app)
-    try {
-      // Two different paths, one pattern: one bucket.
-      assert.equal((await server.get('/api/users/1')).status, 200)
-      assert.equal((await server.get('/api/users/2?x=1')).status, 429)
-      assert.equal((await limiter.get('ip:127.0.0.1|route:GET /api/users/:id')).remaining, 0)
-    } finally {
-      await server.close()
-    }
-  })
+// Express 5 and Express 4 (`express4`, npm:express@4) run the same middleware.
+for (const [name, express, packageName, major] of [['express', express5, 'express', '5'], ['express 4', express4, 'express4', '4']] as const) {
+  describe(name, () => {
+    it(`is Express ${major}`, () => {
+      assert.equal(requireModule(`${packageName}/package.json`).version.split('.')[0], major)
+    })
 
-  it('a custom handler answers the denial, and its errors reach next(error)', async () => {
-    const app = express()
-    app.use(expressRateLimit({
-      limiter: newLimiter(1),
-      handler: (req, res, _next, rejection) => {
-        if (req.query.explode !== undefined) throw new Error('handler exploded')
-        res.status(429).json({ wait: rejection.decision.retryAfterMs > 0 })
-      },
-    }))
-    app.get('/', (_req, res) => void res.send('ok'))
-    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).send(error.message))
-    const server = await listen(app)
-    try {
-      await server.get('/')
-      assert.deepEqual(JSON.parse((await server.get('/')).text), { wait: true })
-      const exploded = await server.get('/?explode')
-      assert.deepEqual([exploded.status, exploded.text], [500, 'handler exploded'])
-    } finally {
-      await server.close()
-    }
+    it('as route middleware, keys.route() sees the route pattern with its mount path', async () => {
+      const app = express()
+      const router = express.Router()
+      const limiter = newLimiter(1)
+      const limit = expressRateLimit({ limiter, key: keys.combine(keys.ip(), keys.route()) })
+      router.get('/users/:id', limit, (_req, res) => void res.send('ok'))
+      app.use('/api', router)
+      const server = await listen(app)
+      try {
+        // Two different paths, one pattern: one bucket.
+        assert.equal((await server.get('/api/users/1')).status, 200)
+        assert.equal((await server.get('/api/users/2?x=1')).status, 429)
+        assert.equal((await limiter.get('ip:127.0.0.1|route:GET /api/users/:id')).remaining, 0)
+      } finally {
+        await server.close()
+      }
+    })
+
+    it('a custom handler answers the denial, and its errors reach next(error)', async () => {
+      const app = express()
+      app.use(expressRateLimit({
+        limiter: newLimiter(1),
+        handler: (req, res, _next, rejection) => {
+          if (req.query.explode !== undefined) throw new Error('handler exploded')
+          res.status(429).json({ wait: rejection.decision.retryAfterMs > 0 })
+        },
+      }))
+      app.get('/', (_req, res) => void res.send('ok'))
+      app.use((error: Error, _req: Request, res: Response, _next: NextFunction) => void res.status(500).send(error.message))
+      const server = await listen(app)
+      try {
+        await server.get('/')
+        assert.deepEqual(JSON.parse((await server.get('/')).text), { wait: true })
+        const exploded = await server.get('/?explode')
+        assert.deepEqual([exploded.status, exploded.text], [500, 'handler exploded'])
+      } finally {
+        await server.close()
+      }
+    })
   })
-})
+}
 
 describe('koa', () => {
   it('sets ctx.state.rateLimit and lets a custom handler answer', async () => {

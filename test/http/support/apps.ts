@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import express from 'express'
+import express4 from 'express4'
 import Fastify from 'fastify'
 import Koa from 'koa'
 import { Hono } from 'hono'
@@ -41,17 +42,23 @@ async function listening(server: Server): Promise<RunningApp> {
   }
 }
 
-const expressApp: Framework = {
-  name: 'express',
-  async start(options) {
-    const app = express()
-    app.use(expressRateLimit(options))
-    app.get('/ok', (_req, res) => void res.send('ok'))
-    app.get('/fail', (_req, res) => void res.status(500).send('fail'))
-    app.get('/decision', (req, res) => void res.json(req.rateLimit ?? null))
-    return listening(createServer(app))
-  },
+/** The same app on Express 5 (`express`) and Express 4 (`express4`, npm:express@4): the adapter supports both. */
+function expressFramework(name: string, createApp: typeof express): Framework {
+  return {
+    name,
+    async start(options) {
+      const app = createApp()
+      app.use(expressRateLimit(options))
+      app.get('/ok', (_req, res) => void res.send('ok'))
+      app.get('/fail', (_req, res) => void res.status(500).send('fail'))
+      app.get('/decision', (req, res) => void res.json(req.rateLimit ?? null))
+      return listening(createServer(app))
+    },
+  }
 }
+
+const expressApp = expressFramework('express', express)
+const express4App = expressFramework('express 4', express4)
 
 const fastifyApp: Framework = {
   name: 'fastify',
@@ -120,7 +127,7 @@ const nodeApp: Framework = {
   },
 }
 
-export const FRAMEWORKS: readonly Framework[] = [expressApp, fastifyApp, koaApp, honoApp, nodeApp]
+export const FRAMEWORKS: readonly Framework[] = [expressApp, express4App, fastifyApp, koaApp, honoApp, nodeApp]
 
 export interface Reply {
   status: number
