@@ -52,7 +52,7 @@ export function rulesKeyGenerator<Req = unknown>(options: RulesKeyOptions<Req>):
     if (complete.length === 0) return NOT_LIMITED
     const parts: KeyPart[] = []
     for (const rule of currentRules().match(domain, complete)) {
-      if (rule === undefined || rule.unlimited || rule.policies.length === 0) continue
+      if (rule === undefined || rule.unlimited) continue
       parts.push({ key: boundedStoreKey(rule.storeKey), policies: rule.policies })
     }
     return parts.length === 0 ? NOT_LIMITED : parts
