@@ -5,7 +5,7 @@ import { FloodgateError } from '../core/errors.js'
 import type { Decision } from '../limiter/types.js'
 import { DEFAULT_HEADER_STYLES, rateLimitHeaders, type HeaderList } from '../http/headers.js'
 import type { CheckResponse, DescriptorResult } from '../client/types.js'
-import type { DecideInput, DecideResult, DescriptorOutcome } from './decide.js'
+import type { DecideInput, DecideResult, DescriptorInput, DescriptorOutcome, Entry } from './decide.js'
 
 /** Most descriptors one check may carry: each is a store call, so an unbounded list is a cheap flood. */
 export const MAX_DESCRIPTORS = 64
@@ -47,6 +47,11 @@ const checkBody = z.object(
 
 /** Decider input from a `/v1/check` body; FloodgateError (INVALID_REQUEST) says which field is wrong and how. */
 export function parseCheckRequest(body: unknown): DecideInput {
+  return readWellFormedCheck(body) ?? parseCheckRequestWithSchema(body)
+}
+
+/** The same through the zod schema alone: any body, with the precise reason when it is wrong. */
+export function parseCheckRequestWithSchema(body: unknown): DecideInput {
   const parsed = checkBody.safeParse(body)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -55,6 +60,39 @@ export function parseCheckRequest(body: unknown): DecideInput {
   }
   const { domain, descriptors, hits } = parsed.data
   return { domain, hits: hits ?? 1, descriptors: descriptors.map((entries) => ({ entries })) }
+}
+
+/**
+ * The usual body read by hand, about a microsecond less per request than zod: undefined unless
+ * the schema would accept it unchanged, so every other body still gets zod's reason. Entries are
+ * copied to `{ key, value }`, as the schema strips any other field of an entry.
+ */
+function readWellFormedCheck(body: unknown): DecideInput | undefined {
+  if (!isRecord(body)) return undefined
+  for (const field in body) if (field !== 'domain' && field !== 'descriptors' && field !== 'hits') return undefined
+  const { domain, descriptors, hits } = body
+  if (typeof domain !== 'string' || domain === '') return undefined
+  if (hits !== undefined && !(typeof hits === 'number' && Number.isInteger(hits) && hits >= 0 && hits <= 1_000_000_000)) return undefined
+  if (!Array.isArray(descriptors) || descriptors.length === 0 || descriptors.length > MAX_DESCRIPTORS) return undefined
+  const inputs: DescriptorInput[] = new Array(descriptors.length)
+  for (let d = 0; d < descriptors.length; d++) {
+    const list: unknown = descriptors[d]
+    if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ENTRIES) return undefined
+    const entries: Entry[] = new Array(list.length)
+    for (let e = 0; e < list.length; e++) {
+      const entry: unknown = list[e]
+      if (!isRecord(entry)) return undefined
+      const { key, value } = entry
+      if (typeof key !== 'string' || key === '' || typeof value !== 'string') return undefined
+      entries[e] = { key, value }
+    }
+    inputs[d] = { entries }
+  }
+  return { domain, hits: hits ?? 1, descriptors: inputs }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The `/v1/check` answer: one result per descriptor, and the longest wait among denied ones. */
@@ -81,6 +119,39 @@ export function toCheckResponse(result: DecideResult): CheckResponse {
   })
   return { allowed: result.allowed, retryAfterMs, results }
 }
+
+/**
+ * The `/v1/check` answer's JSON schema, for Fastify's compiled serializer (a third of
+ * JSON.stringify's time for this answer). Lists every field of every result kind in the order
+ * toCheckResponse writes them, so the text is exactly JSON.stringify's; a field missing here
+ * would be dropped from the answer.
+ */
+export const CHECK_RESPONSE_SCHEMA = {
+  type: 'object',
+  properties: {
+    allowed: { type: 'boolean' },
+    retryAfterMs: { type: 'number' },
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          allowed: { type: 'boolean' },
+          rule: { type: ['string', 'null'] },
+          unlimited: { type: 'boolean' },
+          policy: { type: 'string' },
+          limit: { type: 'number' },
+          remaining: { type: 'number' },
+          resetMs: { type: 'number' },
+          retryAfterMs: { type: 'number' },
+          shadow: { type: 'boolean' },
+          wouldDeny: { type: 'boolean' },
+          source: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const
 
 /**
  * Headers for the whole answer, from its headline descriptor: the denied one with the longest

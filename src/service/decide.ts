@@ -111,12 +111,18 @@ export class Decider {
   /** Decides every descriptor of `input`; rejects with FloodgateError (INVALID_REQUEST) on an empty domain or no descriptors. */
   async decide(input: DecideInput): Promise<DecideResult> {
     if (input.domain === '') throw new FloodgateError('INVALID_REQUEST', 'domain: must not be empty; name the rules domain')
-    if (input.descriptors.length === 0) throw new FloodgateError('INVALID_REQUEST', 'descriptors: give at least one descriptor')
-    const rules = this.#rules().match(input.domain, input.descriptors.map((d) => d.entries))
-    const outcomes = await Promise.all(
-      input.descriptors.map((descriptor, i) => this.#decideOne(input.domain, descriptor, rules[i], descriptor.hits ?? input.hits)),
-    )
-    return { allowed: outcomes.every((o) => o.kind !== 'limited' || o.allowed), outcomes }
+    const { domain, descriptors } = input
+    if (descriptors.length === 0) throw new FloodgateError('INVALID_REQUEST', 'descriptors: give at least one descriptor')
+    const entries: Entry[][] = new Array(descriptors.length)
+    for (let i = 0; i < descriptors.length; i++) entries[i] = descriptors[i].entries
+    const rules = this.#rules().match(domain, entries)
+    // The usual request has one descriptor: no Promise.all (and its extra promises) for it.
+    if (descriptors.length === 1) {
+      const outcome = await this.#decideOne(domain, descriptors[0], rules[0], descriptors[0].hits ?? input.hits)
+      return { allowed: admits(outcome), outcomes: [outcome] }
+    }
+    const outcomes = await Promise.all(descriptors.map((descriptor, i) => this.#decideOne(domain, descriptor, rules[i], descriptor.hits ?? input.hits)))
+    return { allowed: outcomes.every(admits), outcomes }
   }
 
   /** The limited rule a descriptor matches (its policies and store key); undefined when nothing limits it. */
@@ -161,7 +167,7 @@ export class Decider {
       shadow = rule.shadow
     }
     const decision = await this.#limiter.limit(storeKey, { cost: hits, policies })
-    const policy = policies.find((p) => p.name === decision.policy) ?? policies[0]
+    const policy = policyNamed(policies, decision.policy)
     const wouldDeny = shadow ? !decision.allowed || decision.shadow : decision.shadow
     const allowed = shadow || decision.allowed
     const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
@@ -188,4 +194,14 @@ export class Decider {
     }
     return policy
   }
+}
+
+function admits(outcome: DescriptorOutcome): boolean {
+  return outcome.kind !== 'limited' || outcome.allowed
+}
+
+/** The policy the decision names (the first one if none matches, as for a fail-open decision). */
+function policyNamed(policies: readonly Policy[], name: string): Policy {
+  for (let i = 0; i < policies.length; i++) if (policies[i].name === name) return policies[i]
+  return policies[0]
 }

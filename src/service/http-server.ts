@@ -5,7 +5,7 @@ import type { Logger } from 'pino'
 import { FloodgateError } from '../core/errors.js'
 import type { RuleSetDescription } from '../rules/rule-set.js'
 import { registerAdminRoutes } from './admin.js'
-import { checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
+import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
 import type { Decider } from './decide.js'
 import { fromProtoJson } from './envoy-request.js'
 import { toProtoJson, toRlsResponse } from './envoy-response.js'
@@ -72,7 +72,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   )
 
-  app.post('/v1/check', async (request, reply) => {
+  const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
+  app.post('/v1/check', { schema: checkSchema }, async (request, reply) => {
     const started = performance.now()
     const result = await options.decider.decide(parseCheckRequest(request.body))
     options.metrics.observeLatency('http', (performance.now() - started) / 1000)
