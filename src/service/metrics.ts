@@ -25,19 +25,29 @@ export interface ServiceMetricsOptions {
   processMetrics?: boolean
 }
 
+/** One rule label's hits not yet handed to its counters (added on every decision, moved on every scrape). */
+interface PendingHits {
+  readonly labels: { rule: string }
+  total: number
+  over: number
+  near: number
+  within: number
+  shadow: number
+  denyCache: number
+}
+
+type PendingField = Exclude<keyof PendingHits, 'labels'>
+
 /** The service's metrics in their own registry (several services can live in one process, e.g. tests). */
 export class ServiceMetrics {
   readonly registry = new Registry()
   readonly #maxRuleLabels: number
-  readonly #ruleLabels = new Set<string>()
-
-  readonly #totalHits: Counter<'rule'>
-  readonly #overLimit: Counter<'rule'>
-  readonly #nearLimit: Counter<'rule'>
-  readonly #withinLimit: Counter<'rule'>
-  readonly #shadowMode: Counter<'rule'>
-  readonly #denyCacheHits: Counter<'rule'>
-  readonly #latency: Histogram<'transport'>
+  // Per-rule hits are summed here and moved into the counters when they are read: a labelled
+  // `inc` hashes and validates its labels each time, six times per decision at worst.
+  readonly #pending = new Map<string, PendingHits>()
+  readonly #otherRules = pendingHits(OTHER_RULE)
+  // One labelled child per transport, made once: `observe` with a labels object makes a closure per call.
+  readonly #latencyOf: Record<'http' | 'grpc', { observe(seconds: number): void }>
   readonly #storeErrors: Counter
   readonly #breaker: Gauge
   readonly #fallbacks: Counter<'mode'>
@@ -47,20 +57,31 @@ export class ServiceMetrics {
   constructor(options: ServiceMetricsOptions = {}) {
     this.#maxRuleLabels = options.maxRuleLabels ?? 1000
     const registers = [this.registry]
-    const perRule = (name: string, help: string) => new Counter({ name, help, labelNames: ['rule'] as const, registers })
-    this.#totalHits = perRule('floodgate_total_hits', 'Hits checked, per rule (the hits addend summed).')
-    this.#overLimit = perRule('floodgate_over_limit', 'Hits denied for being over the limit, per rule (shadow rules included).')
-    this.#nearLimit = perRule('floodgate_near_limit', 'Hits allowed with at least the near-limit ratio (default 80%) of the limit used, per rule.')
-    this.#withinLimit = perRule('floodgate_within_limit', 'Hits allowed, per rule.')
-    this.#shadowMode = perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.')
-    this.#denyCacheHits = perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.')
-    this.#latency = new Histogram({
+    const everyPending = () => this.#everyPending()
+    const perRule = (name: string, help: string, field: PendingField) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['rule'] as const,
+        registers,
+        collect() {
+          for (const hits of everyPending()) moveHits(this, hits, field)
+        },
+      })
+    perRule('floodgate_total_hits', 'Hits checked, per rule (the hits addend summed).', 'total')
+    perRule('floodgate_over_limit', 'Hits denied for being over the limit, per rule (shadow rules included).', 'over')
+    perRule('floodgate_near_limit', 'Hits allowed with at least the near-limit ratio (default 80%) of the limit used, per rule.', 'near')
+    perRule('floodgate_within_limit', 'Hits allowed, per rule.', 'within')
+    perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.', 'shadow')
+    perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.', 'denyCache')
+    const latency = new Histogram({
       name: 'floodgate_decision_duration_seconds',
       help: 'Time to decide one request (all its descriptors), by transport.',
       labelNames: ['transport'] as const,
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     })
+    this.#latencyOf = { http: latency.labels('http'), grpc: latency.labels('grpc') }
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
     this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).', registers })
     this.#fallbacks = new Counter({
@@ -87,23 +108,23 @@ export class ServiceMetrics {
   recordHit(ruleId: string, outcome: HitOutcome): void {
     const hits = outcome.hits
     if (hits === 0) return
-    const labels = { rule: this.#ruleLabel(ruleId) }
-    this.#totalHits.inc(labels, hits)
-    if (outcome.denyCache) this.#denyCacheHits.inc(labels, hits)
+    const pending = this.#pendingFor(ruleId)
+    pending.total += hits
+    if (outcome.denyCache) pending.denyCache += hits
     if (outcome.wouldDeny) {
-      this.#overLimit.inc(labels, hits)
-      this.#shadowMode.inc(labels, hits)
+      pending.over += hits
+      pending.shadow += hits
     } else if (!outcome.allowed) {
-      this.#overLimit.inc(labels, hits)
+      pending.over += hits
     } else {
-      this.#withinLimit.inc(labels, hits)
-      if (outcome.near) this.#nearLimit.inc(labels, hits)
+      pending.within += hits
+      if (outcome.near) pending.near += hits
     }
   }
 
   /** Records how long one request took to decide. */
   observeLatency(transport: 'http' | 'grpc', seconds: number): void {
-    this.#latency.observe({ transport }, seconds)
+    this.#latencyOf[transport].observe(seconds)
   }
 
   recordStoreError(): void {
@@ -128,10 +149,31 @@ export class ServiceMetrics {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() }
   }
 
-  #ruleLabel(ruleId: string): string {
-    if (this.#ruleLabels.has(ruleId)) return ruleId
-    if (this.#ruleLabels.size >= this.#maxRuleLabels) return OTHER_RULE
-    this.#ruleLabels.add(ruleId)
-    return ruleId
+  /** The rule's own label until the cap is reached; past it, new rules share `_other`. */
+  #pendingFor(ruleId: string): PendingHits {
+    let pending = this.#pending.get(ruleId)
+    if (pending === undefined) {
+      if (this.#pending.size >= this.#maxRuleLabels) return this.#otherRules
+      pending = pendingHits(ruleId)
+      this.#pending.set(ruleId, pending)
+    }
+    return pending
   }
+
+  *#everyPending(): Iterable<PendingHits> {
+    yield* this.#pending.values()
+    yield this.#otherRules
+  }
+}
+
+function pendingHits(rule: string): PendingHits {
+  return { labels: { rule }, total: 0, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
+}
+
+/** Adds a rule's pending hits of one kind to its counter; a kind with none adds no series, as before any hit. */
+function moveHits(counter: Counter<'rule'>, pending: PendingHits, field: PendingField): void {
+  const hits = pending[field]
+  if (hits === 0) return
+  pending[field] = 0
+  counter.inc(pending.labels, hits)
 }

@@ -72,7 +72,7 @@ describe('parseCheckRequest', () => {
 
 describe('CHECK_RESPONSE_SCHEMA', () => {
   let app: FastifyInstance
-  let next: { status: number; body: unknown } = { status: 200, body: {} }
+  let next: { status: 200 | 429; body: unknown } = { status: 200, body: {} }
   before(async () => {
     app = Fastify()
     app.post('/', { schema: { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } } }, async (_request, reply) =>

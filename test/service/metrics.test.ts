@@ -51,3 +51,30 @@ describe('ServiceMetrics', () => {
     assert.equal(values.has('floodgate_total_hits{rule="c"}'), false)
   })
 })
+
+describe('ServiceMetrics per-rule counters', () => {
+  const hit = { hits: 1, allowed: true, near: false, wouldDeny: false, denyCache: false }
+
+  it('show every hit recorded before a scrape, once, however many scrapes there are', async () => {
+    const metrics = new ServiceMetrics({ processMetrics: false })
+    metrics.recordHit('r', { ...hit, hits: 2, near: true })
+    metrics.recordHit('r', { ...hit, allowed: false, denyCache: true })
+    metrics.recordHit('s', { ...hit, allowed: true, wouldDeny: true })
+    let values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_total_hits{rule="r"}'), 3)
+    assert.equal(values.get('floodgate_within_limit{rule="r"}'), 2)
+    assert.equal(values.get('floodgate_near_limit{rule="r"}'), 2)
+    assert.equal(values.get('floodgate_over_limit{rule="r"}'), 1)
+    assert.equal(values.get('floodgate_deny_cache_hits{rule="r"}'), 1)
+    assert.equal(values.get('floodgate_over_limit{rule="s"}'), 1)
+    assert.equal(values.get('floodgate_shadow_mode{rule="s"}'), 1)
+    assert.equal(values.has('floodgate_within_limit{rule="s"}'), false, 'a kind never hit has no series')
+    assert.equal((await metrics.expose()).body, (await metrics.expose()).body, 'a scrape alone changes nothing')
+    metrics.recordHit('r', hit)
+    values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_total_hits{rule="r"}'), 4)
+    assert.equal(values.get('floodgate_within_limit{rule="r"}'), 3)
+    const total = await metrics.registry.getSingleMetric('floodgate_total_hits')!.get()
+    assert.deepEqual(total.values.map((v) => [v.labels.rule, v.value]), [['r', 4], ['s', 1]])
+  })
+})
