@@ -136,11 +136,15 @@ export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyl
   return headers
 }
 
+// Printable ASCII but `"` and `\`: the usual policy name, quoted as it is (a test instead of a loop per character).
+const PLAIN_SF_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
 /**
  * An RFC 8941 String: quotes and backslashes escaped; characters outside printable ASCII (which
  * a String cannot hold) become `?`, so a policy name can never break the header.
  */
 export function sfString(text: string): string {
+  if (PLAIN_SF_STRING.test(text)) return `"${text}"`
   let out = '"'
   for (const char of text) {
     const code = char.codePointAt(0)!

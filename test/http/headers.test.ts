@@ -124,6 +124,17 @@ describe('draft-8 structured headers', () => {
     assert.equal(sfString('tier-é\n'), '"tier-??"')
     assert.deepEqual(parseList(`${sfString('a"b\\c')};q=1`)[0][0], 'a"b\\c')
   })
+
+  it('quotes plain names as they are and agrees with the escaping loop on any text', () => {
+    assert.equal(sfString('fixed-window-100-per-1m'), '"fixed-window-100-per-1m"')
+    const escaped = (text: string) => `"${[...text].map((c) => (c === '"' || c === '\\' ? `\\${c}` : c < ' ' || c > '~' ? '?' : c)).join('')}"`
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom('a', '"', '\\', ' ', '~', '\x7f', '\x1f') })), (text) => {
+        assert.equal(sfString(text), escaped(text))
+      }),
+      { numRuns: 500 },
+    )
+  })
 })
 
 describe('Retry-After', () => {
