@@ -1,12 +1,12 @@
 // The HTTP side of the service (Fastify): /v1/check, Envoy's /json and /healthcheck, health probes, /metrics, /admin.
 
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Logger } from 'pino'
 import { FloodgateError } from '../core/errors.js'
 import type { RuleSetDescription } from '../rules/rule-set.js'
 import { registerAdminRoutes } from './admin.js'
 import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
-import type { Decider } from './decide.js'
+import type { DecideResult, Decider } from './decide.js'
 import { fromProtoJson } from './envoy-request.js'
 import { toProtoJson, toRlsResponse } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
@@ -72,20 +72,42 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   )
 
+  // The decision routes are plain functions that send once the decision is in, not async ones:
+  // an async handler must `return reply`, which Fastify then awaits as a thenable (an extra
+  // promise job and end-of-stream listeners on every response). A throw while parsing reaches the
+  // error handler through Fastify's own try/catch; anything later through `reply.send(error)`.
+  const sendCheck = (reply: FastifyReply, result: DecideResult, started: number) => {
+    try {
+      options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+      const headers = checkHeaders(result, Date.now())
+      for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1])
+      reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
+    } catch (error) {
+      reply.send(error)
+    }
+  }
+  const sendRls = (reply: FastifyReply, result: DecideResult, started: number) => {
+    try {
+      options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+      reply.code(result.allowed ? 200 : 429).send(toProtoJson(toRlsResponse(result, options.responseHeaders)))
+    } catch (error) {
+      reply.send(error)
+    }
+  }
   const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
-  app.post('/v1/check', { schema: checkSchema }, async (request, reply) => {
+  app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
     const started = performance.now()
-    const result = await options.decider.decide(parseCheckRequest(request.body))
-    options.metrics.observeLatency('http', (performance.now() - started) / 1000)
-    for (const [name, value] of checkHeaders(result, Date.now())) reply.header(name, value)
-    return reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
+    options.decider.decide(parseCheckRequest(request.body)).then(
+      (result) => sendCheck(reply, result, started),
+      (error: unknown) => reply.send(error),
+    )
   })
-
-  app.post('/json', async (request, reply) => {
+  app.post('/json', (request, reply) => {
     const started = performance.now()
-    const result = await options.decider.decide(fromProtoJson(request.body))
-    options.metrics.observeLatency('http', (performance.now() - started) / 1000)
-    return reply.code(result.allowed ? 200 : 429).send(toProtoJson(toRlsResponse(result, options.responseHeaders)))
+    options.decider.decide(fromProtoJson(request.body)).then(
+      (result) => sendRls(reply, result, started),
+      (error: unknown) => reply.send(error),
+    )
   })
 
   // As envoyproxy/ratelimit: plain "OK" when healthy, 500 otherwise.
