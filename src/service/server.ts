@@ -195,8 +195,9 @@ class LazyRedisStore implements Store {
     return this.#store?.client.status === 'ready'
   }
 
-  async evaluate(batch: Parameters<Store['evaluate']>[0]) {
-    return (this.#store ?? (await this.#ready)).evaluate(batch)
+  // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
+  evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
+    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
   }
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {
