@@ -1,9 +1,13 @@
 // Prometheus metrics of the service: per-rule hit counters (as envoyproxy/ratelimit names them), latency, store health, reloads.
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { LatencyHistogram } from './latency-histogram.js'
 
 /** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
 export const OTHER_RULE = '_other'
+
+/** Bounds of the decision-latency histogram, in seconds. */
+export const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
 
 /** How one descriptor's decision counts, for the per-rule counters. */
 export interface HitOutcome {
@@ -46,7 +50,6 @@ export class ServiceMetrics {
   // `inc` hashes and validates its labels each time, six times per decision at worst.
   readonly #pending = new Map<string, PendingHits>()
   readonly #otherRules = pendingHits(OTHER_RULE)
-  // One labelled child per transport, made once: `observe` with a labels object makes a closure per call.
   readonly #latencyOf: Record<'http' | 'grpc', { observe(seconds: number): void }>
   readonly #storeErrors: Counter
   readonly #breaker: Gauge
@@ -74,14 +77,14 @@ export class ServiceMetrics {
     perRule('floodgate_within_limit', 'Hits allowed, per rule.', 'within')
     perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.', 'shadow')
     perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.', 'denyCache')
-    const latency = new Histogram({
+    const latency = new LatencyHistogram({
       name: 'floodgate_decision_duration_seconds',
       help: 'Time to decide one request (all its descriptors), by transport.',
-      labelNames: ['transport'] as const,
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers,
+      labelName: 'transport',
+      buckets: LATENCY_BUCKETS,
+      registry: this.registry,
     })
-    this.#latencyOf = { http: latency.labels('http'), grpc: latency.labels('grpc') }
+    this.#latencyOf = { http: latency.series('http'), grpc: latency.series('grpc') }
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
     this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).', registers })
     this.#fallbacks = new Counter({
