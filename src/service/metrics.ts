@@ -1,7 +1,6 @@
 // Prometheus metrics of the service: per-rule hit counters (as envoyproxy/ratelimit names them), latency, store health, reloads.
 
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { LatencyHistogram } from './latency-histogram.js'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
 export const OTHER_RULE = '_other'
@@ -77,14 +76,15 @@ export class ServiceMetrics {
     perRule('floodgate_within_limit', 'Hits allowed, per rule.', 'within')
     perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.', 'shadow')
     perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.', 'denyCache')
-    const latency = new LatencyHistogram({
+    const latency = new Histogram({
       name: 'floodgate_decision_duration_seconds',
       help: 'Time to decide one request (all its descriptors), by transport.',
-      labelName: 'transport',
-      buckets: LATENCY_BUCKETS,
-      registry: this.registry,
+      labelNames: ['transport'] as const,
+      buckets: [...LATENCY_BUCKETS],
+      registers,
     })
-    this.#latencyOf = { http: latency.series('http'), grpc: latency.series('grpc') }
+    // The labelled children, looked up once: observing through them skips label validation.
+    this.#latencyOf = { http: latency.labels('http'), grpc: latency.labels('grpc') }
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
     this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).', registers })
     this.#fallbacks = new Counter({
