@@ -12,6 +12,7 @@
 //   assertTtlForgets(algorithm, steps, policy)      after ttlMs the state steps exactly like no state
 //   useRedis()                                      a throwaway redis-server + client for the current suite
 //   assertLuaTwin(redis, algorithm, trace)          the Lua twin returns exactly what TypeScript does
+//   assertRateBound(steps, policy)                  admitted units in any [a, b] ≤ burst + (b − a) × limit / periodMs
 //   itForgetsAfterTtl(algorithm)                    the ttl proof as a test (call inside a describe)
 //   itMatchesLuaTwin(redis, algorithm, options?)    the Lua-twin proof as a test, on random traces
 //   START                                           a fixed epoch time for example tests
@@ -237,4 +238,18 @@ export function itMatchesLuaTwin(redis: () => Redis, algorithm: Algorithm, optio
       { numRuns },
     )
   })
+}
+
+/** Admitted units in every interval [a, b] of a time-ordered trace stay within burst + (b − a) × limit / periodMs. */
+export function assertRateBound(steps: readonly Replayed[], policy: Policy): void {
+  const { limit, periodMs, burst } = policy
+  const admitted = steps.filter((s) => s.result.allowed && s.cost > 0)
+  for (let i = 0; i < admitted.length; i++) {
+    let units = 0
+    for (let j = i; j < admitted.length; j++) {
+      units += admitted[j].cost
+      // Multiplied out by periodMs to stay exact.
+      assert.ok(units * periodMs <= burst * periodMs + (admitted[j].now - admitted[i].now) * limit, `${units} admitted in [${admitted[i].now}, ${admitted[j].now}]`)
+    }
+  }
 }
