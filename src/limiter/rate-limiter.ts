@@ -208,18 +208,27 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toDecision(plan, tier, mergeShadow(plan, firstResults, second.results), second.allowed, source)
   }
 
-  private async decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
-    const tier = plan.remote
-    const first = await this.evaluateRemote(key, tier.policies, cost)
+  private decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
+    return this.evaluateRemote(key, plan.remote.policies, cost).then((first) => this.decideFrom(first, key, cost, plan, startedAt))
+  }
+
+  // The rest of decideRemotely once the store answered the whole set (`first`; undefined: it failed).
+  // Synchronous unless a shadow denial or an elastic admission needs another call.
+  private decideFrom(first: EvaluateResponse | undefined, key: string, cost: number, plan: PolicyPlan, startedAt: number): Decision | Promise<Decision> {
     if (first === undefined) return this.fallback(key, cost, plan, startedAt)
-    let decision: Decision
-    if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
-      decision = toDecision(plan, tier, first.results, first.allowed, 'store')
-    } else {
-      const second = await this.evaluateRemote(key, tier.enforced, cost)
-      if (second === undefined) return this.fallback(key, cost, plan, startedAt)
-      decision = toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, 'store')
-    }
+    if (!first.allowed && plan.hasShadow && cost !== 0 && onlyShadowDenied(plan, first.results)) return this.decideEnforced(first, key, cost, plan, startedAt)
+    return this.admitRemote(toDecision(plan, plan.remote, first.results, first.allowed, 'store'), key, cost, plan, startedAt)
+  }
+
+  // Only shadow policies denied: the enforced ones are decided again alone, and the answer is theirs.
+  private async decideEnforced(first: EvaluateResponse, key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
+    const tier = plan.remote
+    const second = await this.evaluateRemote(key, tier.enforced, cost)
+    if (second === undefined) return this.fallback(key, cost, plan, startedAt)
+    return this.admitRemote(toDecision(plan, tier, mergeShadow(plan, first.results, second.results), second.allowed, 'store'), key, cost, plan, startedAt)
+  }
+
+  private admitRemote(decision: Decision, key: string, cost: number, plan: PolicyPlan, startedAt: number): Decision | Promise<Decision> {
     if (cost > 0 && plan.hasElastic && elasticOver(plan, decision)) return this.confirmWithPool(key, cost, plan, 'remote', decision, startedAt)
     return this.finish(key, cost, plan, 'remote', decision, true, startedAt)
   }
@@ -333,25 +342,39 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   }
 
   /** One request to the store, bounded by the timeout and the breaker; undefined when it failed or was skipped. */
-  private async evaluateRemote(key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
-    if (this.inProcess !== undefined) return this.inProcess.evaluateOne(key, policies, cost)
-    const responses = await this.guard(() => this.store.evaluate([{ key, policies, cost }]))
-    return responses?.[0]
+  private evaluateRemote(key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
+    if (this.inProcess !== undefined) return Promise.resolve(this.inProcess.evaluateOne(key, policies, cost))
+    return this.guard(() => this.store.evaluate([{ key, policies, cost }])).then(firstResponse)
   }
 
-  private async guard<T>(call: () => Promise<T>): Promise<T | undefined> {
+  // Plain promise chains, not async functions: this is every remote decision's path, and each
+  // async layer costs a promise and a microtask hop.
+  private guard<T>(call: () => Promise<T>): Promise<T | undefined> {
     if (this.inProcess !== undefined) return call()
-    if (!this.breaker.allows(this.clock())) return undefined
+    if (!this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED
+    let pending: Promise<T>
     try {
-      const value = await this.timeouts.run(call())
+      pending = call()
+    } catch (error) {
+      return Promise.resolve(this.storeFailed(error))
+    }
+    return this.timeouts.run(pending).then((value) => {
       if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
       return value
-    } catch (error) {
-      this.emit('store-error', asError(error))
-      if (this.breaker.recordFailure(this.clock()) === 'opened') this.emit('breaker-open')
-      return undefined
-    }
+    }, (error: unknown) => this.storeFailed(error))
   }
+
+  private storeFailed(error: unknown): undefined {
+    this.emit('store-error', asError(error))
+    if (this.breaker.recordFailure(this.clock()) === 'opened') this.emit('breaker-open')
+    return undefined
+  }
+}
+
+const RESOLVED_UNDEFINED = Promise.resolve(undefined)
+
+function firstResponse(responses: EvaluateResponse[] | undefined): EvaluateResponse | undefined {
+  return responses?.[0]
 }
 
 /** Most policy sets remembered by content; past it the oldest is forgotten (and rebuilt if it returns). */

@@ -13,12 +13,24 @@ interface Pending {
  * setTimeout/clearTimeout pair per call (the largest per-decision cost on the Redis path after the
  * store itself). Calls share `ms`, so their deadlines fall in the order they start: a FIFO kept in
  * start order is also in deadline order, and the one timer only ever waits for its oldest entry.
+ *
+ * Settled entries leave the front of the FIFO as soon as they settle (calls mostly settle in the
+ * order they started), so it holds about the calls in flight, not every call of the last `ms`: a
+ * long timeout would otherwise keep hundreds of thousands of settled entries alive, and the
+ * garbage collector would copy them all into the old generation.
  */
 export class Timeouts {
   private pending: Pending[] = []
+  // Entries before `head` are settled and gone; the array is compacted once they are the larger part.
+  private head = 0
   private timer: NodeJS.Timeout | undefined
 
   constructor(private readonly ms: number) {}
+
+  /** Calls started and not yet settled or timed out (at most; a few settled ones may still count). */
+  get size(): number {
+    return this.pending.length - this.head
+  }
 
   /**
    * Settles like `promise`, or rejects with STORE_TIMEOUT after the limit. The original promise
@@ -32,15 +44,35 @@ export class Timeouts {
       if (this.timer === undefined) this.arm(this.ms)
       promise.then(
         (value) => {
-          entry.settled = true
+          this.settle(entry)
           resolve(value)
         },
         (error: unknown) => {
-          entry.settled = true
+          this.settle(entry)
           reject(error)
         },
       )
     })
+  }
+
+  private settle(entry: Pending): void {
+    entry.settled = true
+    const pending = this.pending
+    if (pending[this.head] !== entry) return
+    let head = this.head + 1
+    while (head < pending.length && pending[head].settled) head++
+    if (head === pending.length) {
+      // Nothing left to time out: the timer goes too, so it never holds the process open for nothing.
+      this.pending = []
+      this.head = 0
+      clearTimeout(this.timer)
+      this.timer = undefined
+    } else if (head > 1024 && head * 2 > pending.length) {
+      this.pending = pending.slice(head)
+      this.head = 0
+    } else {
+      this.head = head
+    }
   }
 
   private arm(delayMs: number): void {
@@ -50,9 +82,10 @@ export class Timeouts {
   private readonly expire = (): void => {
     this.timer = undefined
     const now = performance.now()
-    let i = 0
-    for (; i < this.pending.length; i++) {
-      const entry = this.pending[i]
+    const pending = this.pending
+    let i = this.head
+    for (; i < pending.length; i++) {
+      const entry = pending[i]
       if (entry.settled) continue
       if (entry.deadline > now) break
       entry.settled = true
@@ -61,8 +94,9 @@ export class Timeouts {
       )
     }
     // Settled entries before the first live one are dropped; the rest wait for the next turn.
-    while (i < this.pending.length && this.pending[i].settled) i++
-    this.pending = i === this.pending.length ? [] : this.pending.slice(i)
+    while (i < pending.length && pending[i].settled) i++
+    this.pending = i === pending.length ? [] : pending.slice(i)
+    this.head = 0
     if (this.pending.length > 0) this.arm(this.pending[0].deadline - now)
   }
 }

@@ -56,4 +56,26 @@ describe('Timeouts', () => {
       process.off('unhandledRejection', onUnhandled)
     }
   })
+
+  it('forgets answered calls as they settle, in any order, so a long timeout holds only the calls in flight', async () => {
+    const timeouts = new Timeouts(60_000)
+    const calls = Array.from({ length: 5_000 }, (_, i) => timeouts.run(Promise.resolve(i)))
+    assert.deepEqual((await Promise.all(calls)).slice(0, 3), [0, 1, 2])
+    assert.equal(timeouts.size, 0)
+
+    // Settled out of order: the front entry answers last, and then everything behind it goes too.
+    let answerFirst!: (value: string) => void
+    const first = timeouts.run(new Promise<string>((resolve) => (answerFirst = resolve)))
+    const rest = Array.from({ length: 3_000 }, (_, i) => timeouts.run(Promise.resolve(i)))
+    await Promise.all(rest)
+    assert.equal(timeouts.size, 3_001, 'entries behind an unanswered call wait for it')
+    let answerLast!: (value: string) => void
+    const last = timeouts.run(new Promise<string>((resolve) => (answerLast = resolve)))
+    answerFirst('done')
+    assert.equal(await first, 'done')
+    assert.equal(timeouts.size, 1, 'only the unanswered call is left')
+    answerLast('done too')
+    assert.equal(await last, 'done too')
+    assert.equal(timeouts.size, 0)
+  })
 })
