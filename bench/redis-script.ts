@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis'
 import { encodeCall, type CallRequest } from '../src/stores/redis/batch-codec.js'
 import { policyKey } from '../src/stores/redis/keys.js'
-import { runnerScript } from '../src/stores/redis/scripts.js'
+import { runnerScript, scriptClient } from '../src/stores/redis/scripts.js'
 import { ALGORITHMS, createPolicies } from '../src/core/policy.js'
 import { startRedis } from '../test/support/redis-server.js'
 import { median, printTable } from './support.js'
@@ -64,7 +64,7 @@ function callFor(algorithm: (typeof ALGORITHMS)[number], prefix: string): Encode
 async function microsPerDecision(client: Redis, sha: string, callNumbered: (call: number) => EncodedCall): Promise<number[]> {
   // Encoded ahead, so each sample spends its time in Redis, not in encoding.
   const calls = Array.from({ length: CALLS * (SAMPLES + 1) }, (_, i) => callNumbered(i))
-  const run = ({ keys, args }: EncodedCall) => client.evalsha(sha, keys.length, ...keys, ...args)
+  const run = ({ keys, args }: EncodedCall) => scriptClient(client).evalshaBuffer(sha, keys.length, ...keys, ...args)
   for (let i = 0; i < CALLS; i++) await run(calls[i])
   const samples: number[] = []
   for (let sample = 1; sample <= SAMPLES; sample++) {

@@ -1,4 +1,4 @@
-// Encodes a batch of requests into one runner.lua call (KEYS and ARGV) and decodes its flat reply.
+// Encodes a batch of requests into one runner.lua call (KEYS and ARGV) and decodes its binary reply.
 
 import type { Policy } from '../../core/policy.js'
 import type { PolicyResult } from '../../core/evaluate.js'
@@ -92,29 +92,40 @@ function sameRun(a: EvaluateRequest, b: EvaluateRequest): boolean {
   return true
 }
 
-/** Splits the script's flat integer reply into one response per request, in the call's order. */
+// The reply's layout (see runner.lua): the server clock as a little-endian double, then per request
+// a byte allowed (1/0) and per policy a byte of flags and four little-endian doubles.
+const CLOCK_BYTES = 8
+const REQUEST_BYTES = 1
+const POLICY_BYTES = 1 + 4 * 8
+const REPLY_ALLOWED = 1
+const REPLY_BLOCKED = 2
+
+/** Splits the script's binary reply into one response per request, in the call's order. */
 export function decodeReply(reply: unknown, requests: readonly CallRequest[]): EvaluateResponse[] {
-  if (!Array.isArray(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
-  const serverNow = Number(reply[0])
+  if (!Buffer.isBuffer(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
+  let expected = CLOCK_BYTES
+  for (const { request } of requests) expected += REQUEST_BYTES + POLICY_BYTES * request.policies.length
+  if (reply.length !== expected) throw new Error(`RedisStore: script reply has ${reply.length} bytes, expected ${expected}`)
+  const serverNow = reply.readDoubleLE(0)
   const responses: EvaluateResponse[] = []
-  let at = 1
+  let at = CLOCK_BYTES
   for (const { request } of requests) {
     const allowed = reply[at] === 1
-    at += 1
+    at += REQUEST_BYTES
     const results: PolicyResult[] = []
     for (let i = 0; i < request.policies.length; i++) {
+      const flags = reply[at]
       results.push({
-        allowed: reply[at] === 1,
-        remaining: Number(reply[at + 1]),
-        resetMs: Number(reply[at + 2]),
-        retryAfterMs: Number(reply[at + 3]),
-        delayMs: Number(reply[at + 4]),
-        blocked: reply[at + 5] === 1,
+        allowed: (flags & REPLY_ALLOWED) !== 0,
+        remaining: reply.readDoubleLE(at + 1),
+        resetMs: reply.readDoubleLE(at + 9),
+        retryAfterMs: reply.readDoubleLE(at + 17),
+        delayMs: reply.readDoubleLE(at + 25),
+        blocked: (flags & REPLY_BLOCKED) !== 0,
       })
-      at += FIELDS_PER_POLICY
+      at += POLICY_BYTES
     }
     responses.push({ allowed, results, now: request.now ?? serverNow })
   }
-  if (at !== reply.length) throw new Error(`RedisStore: script reply has ${reply.length} numbers, expected ${at}`)
   return responses
 }

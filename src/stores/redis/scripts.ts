@@ -45,7 +45,7 @@ function scriptsDirectory(): string {
 
 /**
  * The part of an ioredis client (`Redis` or `Cluster`) the script needs: the Buffer variants,
- * because the reply holds only integers and the string variants would copy it to convert nothing.
+ * because the reply is one binary string, which the string variants would garble as UTF-8.
  * (ioredis defines them for every command but leaves these two out of its typings; `callBuffer`
  * is no substitute: under autopipelining it loses the command name.)
  */

@@ -16,8 +16,10 @@
 -- Record (one string per key): 's' and the state's numbers, or 'b', blockedUntil and the state's
 --   numbers, or (a block without a state) 'n' and blockedUntil; numbers as little-endian doubles.
 --   An upper-case tag ('S', 'B', 'N') puts the key's expiry (server ms) right after the tag.
--- Returns whole numbers: the server's clock (ms), then per request allowed (1/0), then per policy
---   allowed (1/0), remaining, resetMs, retryAfterMs, delayMs, blocked (1/0).
+-- Returns one binary string (cheaper for Redis to reply than many integers): the server's clock
+--   (ms) as a little-endian double, then per request a byte allowed (1/0), then per policy a byte of
+--   flags (REPLY_ALLOWED, REPLY_BLOCKED) and remaining, resetMs, retryAfterMs, delayMs as
+--   little-endian doubles (whole numbers, so exact). batch-codec.ts decodes it.
 
 -- The step's own table serves as the policy's result: steps are fresh tables nobody else holds.
 local function toResult(step)
@@ -254,8 +256,13 @@ local EXPIRY_MARGIN_MS = 1000
 local PAD_FROM_MS = 16000
 local SAME_EXPIRY_ALL_WINDOW = { ['fixed-window'] = true, ['sliding-window'] = true }
 
+-- The reply's flag bits, and each request's allowed byte.
+local REPLY_ALLOWED = 1
+local REPLY_BLOCKED = 2
+local REQUEST_BYTE = { [true] = '\1', [false] = '\0' }
+
 -- Decides the next request (its keys come next in `keys`) and appends its reply to `out`.
-local out = { serverNow }
+local out = { struct.pack('<d', serverNow) }
 local n = 1
 local keyIndex = 0
 local function decideNext(now, cost, count)
@@ -307,17 +314,13 @@ local function decideNext(now, cost, count)
     end
   end
 
-  out[n + 1] = evaluation.allowed and 1 or 0
   n = n + 1
+  out[n] = REQUEST_BYTE[evaluation.allowed]
   for i = 1, count do
     local result = evaluation.results[i]
-    out[n + 1] = result.allowed and 1 or 0
-    out[n + 2] = result.remaining
-    out[n + 3] = result.resetMs
-    out[n + 4] = result.retryAfterMs
-    out[n + 5] = result.delayMs
-    out[n + 6] = result.blocked and 1 or 0
-    n = n + 6
+    local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
+    n = n + 1
+    out[n] = struct.pack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
   end
 end
 
@@ -334,4 +337,4 @@ for run = 1, runCount do
   arg = arg + count + 1
   for r = 1, requests do decideNext(now, cost, count) end
 end
-return out
+return table.concat(out)
