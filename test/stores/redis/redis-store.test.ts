@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
-import { createPolicies, createPolicy } from '../../../src/core/policy.js'
+import { ALGORITHMS, createPolicies, createPolicy } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
@@ -101,12 +101,24 @@ test('a block period starts on denial and denies every charge until it ends', as
 test('decisions of one tick are batched into one script call, each answer going to its caller', async () => {
   await store.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }]) // loads the script
   await client.config('RESETSTAT')
-  const calls = Array.from({ length: 200 }, (_, i) =>
+  const calls = Array.from({ length: 100 }, (_, i) =>
     store.evaluate([{ key: `user:${i}`, policies: perMinute, cost: (i % 5) + 1, now: 120_000 }]),
   )
   const responses = await Promise.all(calls)
   assert.equal(await scriptCalls(), 1)
   responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
+})
+
+test('a big batch for an idle server goes in two halves; what comes while one is in flight waits and goes as one call', async () => {
+  await client.config('RESETSTAT')
+  const first = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `half:${i}`, policies: perMinute, cost: 1, now: 120_000 }]))
+  // The next tick's requests find a call in flight: they wait for it and then go together, in one call.
+  await new Promise((resolve) => setImmediate(resolve))
+  const second = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `half:${i}`, policies: perMinute, cost: 2, now: 120_000 }]))
+  const [firstAnswers, secondAnswers] = await Promise.all([Promise.all(first), Promise.all(second)])
+  assert.equal(await scriptCalls(), 3)
+  for (const [response] of firstAnswers) assert.equal(response.results[0].remaining, 9)
+  for (const [response] of secondAnswers) assert.equal(response.results[0].remaining, 7)
 })
 
 test('requests for one key in one tick are decided in call order, as if one after another', async () => {
@@ -150,13 +162,41 @@ test('records are stored as blockedUntil and state under the documented key, wit
   assert.ok(ttl > 0 && ttl <= windowStart + 10_000 - response.now, `pttl ${ttl}`)
 })
 
-test('a record expires once its ttl has passed, so Redis holds only active keys', async () => {
+test('a record expires once its padded expiry has passed, so Redis holds only active keys', async () => {
   const policies = createPolicies([{ name: 'short', algorithm: 'token-bucket', limit: 2, period: '100ms' }])
-  await store.evaluate([{ key: 'brief', policies, cost: 1 }])
+  const [response] = await store.evaluate([{ key: 'brief', policies, cost: 1 }])
   const key = policyKey('fg:', 'brief', policies[0])
-  assert.equal(await client.exists(key), 1)
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  const expiry = storedExpiry((await client.getBuffer(key))!)!
+  assert.ok(expiry >= response.now + 50 && expiry < response.now + 50 + 1_000, `expiry ${expiry - response.now} ms ahead`)
+  await new Promise((resolve) => setTimeout(resolve, expiry - response.now + 100))
   assert.equal(await client.exists(key), 0)
+})
+
+/** The most a record's expiry is padded past its ttl (see paddedExpiry in runner.lua). */
+function maxPadMs(ttlMs: number): number {
+  return Math.max(1_000, ttlMs / 16)
+}
+
+test('every record carries its expiry: at least its ttl away, padded by at most max(1 s, ttl / 16)', async () => {
+  const cases = [
+    ...ALGORITHMS.map((algorithm) => ({ algorithm, limit: 10, period: '1h' })),
+    ...ALGORITHMS.map((algorithm) => ({ algorithm, limit: 2, period: '100ms' })),
+    { algorithm: 'fixed-window' as const, limit: 1, period: '1s', blockMs: '10m' },
+  ]
+  for (const [i, options] of cases.entries()) {
+    const policies = createPolicies([{ name: `p${i}`, ...options }])
+    const cost = 'blockMs' in options ? 2 : 1
+    const [response] = await store.evaluate([{ key: 'padded', policies, cost }])
+    const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
+    const key = policyKey('fg:', 'padded', policies[0])
+    const expiry = storedExpiry((await client.getBuffer(key))!)!
+    const pttl = await client.pttl(key)
+    const after = await serverTime()
+    const label = `${options.algorithm} ${options.limit}/${options.period}: ttl ${ttl}, expiry ${expiry - response.now} ms ahead`
+    assert.ok(expiry >= response.now + ttl, label)
+    assert.ok(expiry < response.now + ttl + maxPadMs(ttl), label)
+    assert.ok(pttl <= expiry - response.now && pttl >= expiry - after, `${label}, pttl ${pttl}: the key has the expiry its record says`)
+  }
 })
 
 test('without a now, the server clock decides', async () => {
@@ -264,38 +304,71 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
   prefixed.disconnect()
 })
 
-test('a long-lived record carries its expiry; a write that needs no later one keeps the key TTL', async () => {
+test('a write whose record needs no later expiry keeps the key TTL', async () => {
   const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
   const key = policyKey('fg:', 'kept', policies[0])
   const [first] = await store.evaluate([{ key: 'kept', policies, cost: 1 }])
   const windowEnd = Math.floor(first.now / 3_600_000) * 3_600_000 + 3_600_000
-  const expiry = storedExpiry((await client.getBuffer(key))!)
-  assert.equal(expiry, windowEnd + 1_000, 'kept one margin past the window')
+  const expiry = storedExpiry((await client.getBuffer(key))!)!
+  assert.ok(expiry >= windowEnd && expiry < windowEnd + maxPadMs(windowEnd - first.now), 'kept to the window end, padded')
   // A longer TTL set behind the store's back survives the next write only if that write keeps it.
   await client.pexpire(key, 3 * 3_600_000)
   await store.evaluate([{ key: 'kept', policies, cost: 1 }])
   assert.deepEqual((await readRecord(client, key))?.state, [windowEnd - 3_600_000, 2])
-  assert.ok((await client.pttl(key)) > 2 * 3_600_000, 'KEEPTTL, not PX')
+  assert.ok((await client.pttl(key)) > 2 * 3_600_000, 'KEEPTTL, not PXAT')
   assert.equal(storedExpiry((await client.getBuffer(key))!), expiry)
 })
 
-test('a window record in a later window gets a new expiry; other algorithms carry none', async () => {
+test('a GCRA key charged again before its padded expiry keeps it; one charged past it gets a later one', async () => {
+  // 1,000 per second: each charge pushes the TAT 1 ms, so the ttl stays a few ms and the pad is 1 s.
+  const policies = createPolicies([{ name: 'fast', algorithm: 'gcra', limit: 1_000, period: '1s', burst: 100_000 }])
+  const key = policyKey('fg:', 'busy', policies[0])
+  const start = (Math.floor(Date.now() / 1_000) + 5) * 1_000
+  await store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 100 }])
+  const expiry = storedExpiry((await client.getBuffer(key))!)!
+  await client.pexpire(key, 60_000)
+  await store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 200 }])
+  assert.equal(storedExpiry((await client.getBuffer(key))!), expiry)
+  assert.ok((await client.pttl(key)) > 30_000, 'KEEPTTL, not PXAT')
+  // A charge pushing the TAT past the expiry: a new, later one.
+  await store.evaluate([{ key: 'busy', policies, cost: 5_000, now: start + 300 }])
+  const later = storedExpiry((await client.getBuffer(key))!)!
+  assert.ok(later > expiry, `${later} > ${expiry}`)
+  assert.ok((await client.pttl(key)) < 30_000, 'PXAT')
+})
+
+test('a window record in a later window gets a new expiry', async () => {
   const hour = 3_600_000
   const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
   const key = policyKey('fg:', 'next-window', policies[0])
   // Clocks ahead of the server's (a `now` given), so both windows are still to come for Redis.
   const start = (Math.floor(Date.now() / hour) + 1) * hour
+  const before = await serverTime()
   await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + 10 }])
-  assert.equal(storedExpiry((await client.getBuffer(key))!), start + hour + 1_000)
+  const first = storedExpiry((await client.getBuffer(key))!)!
+  assert.ok(first >= start + hour && first < start + hour + maxPadMs(start + hour - before), `${first - start - hour} ms past the window`)
+  const beforeNext = await serverTime()
   await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
   assert.deepEqual((await readRecord(client, key))?.state, [start + hour, 1])
-  assert.equal(storedExpiry((await client.getBuffer(key))!), start + 2 * hour + 1_000)
+  const second = storedExpiry((await client.getBuffer(key))!)!
+  assert.ok(second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext), `${second - start - 2 * hour} ms past the window`)
   const ttl = await client.pttl(key)
-  assert.ok(ttl > start + 2 * hour - Date.now() && ttl <= start + 2 * hour + 1_000 - Date.now() + 1_000, `pttl ${ttl}`)
+  assert.ok(ttl <= second - beforeNext && ttl >= second - (await serverTime()), `pttl ${ttl}`)
+})
 
-  const gcra = createPolicies([{ name: 'slow', algorithm: 'gcra', limit: 10, period: '1h' }])
-  await store.evaluate([{ key: 'growing', policies: gcra, cost: 1 }])
-  assert.equal(storedExpiry((await client.getBuffer(policyKey('fg:', 'growing', gcra[0])))!), undefined)
+test('a record written before records carried their expiry (lower-case tag) is read, and rewritten with one', async () => {
+  const policies = createPolicies([{ name: 'old', algorithm: 'fixed-window', limit: 10, period: '1h' }])
+  const key = policyKey('fg:', 'legacy', policies[0])
+  const now = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 3_600_000 + 5
+  const legacy = Buffer.alloc(17)
+  legacy.write('s', 0, 'latin1')
+  legacy.writeDoubleLE(now - 5, 1)
+  legacy.writeDoubleLE(3, 9)
+  await client.set(key, legacy, 'PX', 3 * 3_600_000)
+  const [response] = await store.evaluate([{ key: 'legacy', policies, cost: 1, now }])
+  assert.equal(response.results[0].remaining, 6)
+  assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [now - 5, 4] })
+  assert.ok(storedExpiry((await client.getBuffer(key))!)! >= now - 5 + 3_600_000)
 })
 
 test('a state longer than one encoding chunk is stored and read back exactly', async () => {
@@ -381,5 +454,29 @@ test('on a Cluster, a slot that moved under a whole-node batch is retried slot b
     clusterClient.disconnect()
     for (const node of nodes.values()) node.disconnect()
     await cluster.stop()
+  }
+})
+
+test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async () => {
+  const own = new Redis({ host: server.host, port: server.port, autoResendUnfulfilledCommands: false })
+  own.on('error', () => undefined)
+  const dropping = new RedisStore({ client: own })
+  try {
+    await dropping.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
+    const outcomes = Array.from({ length: 300 }, (_, i) =>
+      dropping.evaluate([{ key: `drop:${i}`, policies: perMinute, cost: 1 }]).then(() => 'decided', () => 'refused'),
+    )
+    // After this turn's flush the first half is in flight and the second waits in the lane.
+    await new Promise((resolve) => setImmediate(resolve))
+    own.disconnect(true)
+    const answers = await Promise.all(outcomes)
+    await once(own, 'ready')
+    await new Promise((resolve) => setTimeout(resolve, 100)) // room for any replay to land
+    assert.deepEqual(answers.slice(150), Array(150).fill('refused'))
+    const waited = Array.from({ length: 150 }, (_, i) => policyKey('fg:', `drop:${150 + i}`, perMinute[0]))
+    assert.equal(await client.exists(...waited), 0, 'a refused call was applied later')
+  } finally {
+    await dropping.close()
+    own.disconnect()
   }
 })

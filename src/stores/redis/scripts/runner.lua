@@ -13,9 +13,10 @@
 --   keys of several slots, so each slot is one group there);
 --   run count, then per run (consecutive requests alike but for their keys): now ('' = server
 --   clock), cost, policy count, policy indexes, request count.
--- Record (one string per key): 's' and the state's numbers, or 'b', blockedUntil and the state's
---   numbers, or (a block without a state) 'n' and blockedUntil; numbers as little-endian doubles.
---   An upper-case tag ('S', 'B', 'N') puts the key's expiry (server ms) right after the tag.
+-- Record (one string per key): 'S', the key's expiry (server ms, see paddedExpiry) and the state's
+--   numbers, or 'B', the expiry, blockedUntil and the state's numbers, or (a block without a state)
+--   'N', the expiry and blockedUntil; numbers as little-endian doubles. Lower-case tags ('s', 'b',
+--   'n': the same without the expiry, written by earlier builds) are still read.
 -- Returns one binary string (cheaper for Redis to reply than many integers): the server's clock
 --   (ms) as a little-endian double, then per request a byte allowed (1/0), then per policy a byte of
 --   flags (REPLY_ALLOWED, REPLY_BLOCKED) and remaining, resetMs, retryAfterMs, delayMs as
@@ -155,14 +156,9 @@ local function encodeState(state)
   return table.concat(parts)
 end
 
--- The record's text: a tag, then (upper-case tag) the expiry the key was given, then the numbers.
+-- The record's text: an upper-case tag, the expiry the key was given, then the numbers.
 local function encodeRecord(record, expiresAt)
   local blockedUntil, state = record.blockedUntil, record.state
-  if not expiresAt then
-    if blockedUntil == 0 then return 's' .. encodeState(state) end
-    if state == nil then return 'n' .. struct.pack('<d', blockedUntil) end
-    return 'b' .. struct.pack('<d', blockedUntil) .. encodeState(state)
-  end
   if blockedUntil == 0 then return 'S' .. struct.pack('<d', expiresAt) .. encodeState(state) end
   if state == nil then return 'N' .. struct.pack('<dd', expiresAt, blockedUntil) end
   return 'B' .. struct.pack('<dd', expiresAt, blockedUntil) .. encodeState(state)
@@ -245,16 +241,33 @@ local function trim(count)
   lastCount = count
 end
 
--- Writing a key's expiry (PX) costs about a third of a SET, and a window's record needs the same
--- expiry all window long (the other algorithms' expiry moves with every charge). So a window's
--- record that is kept for PAD_FROM_MS or more is kept EXPIRY_MARGIN_MS longer still (a sixteenth at
--- most; keeping a record longer is harmless, see below) and carries the expiry it was given; a
--- later write whose record needs no later expiry keeps the key's (KEEPTTL). The margin also covers
--- the server clock moving on within one call: Redis may count the expiry from a slightly earlier
--- clock than `serverNow`.
-local EXPIRY_MARGIN_MS = 1000
-local PAD_FROM_MS = 16000
-local SAME_EXPIRY_ALL_WINDOW = { ['fixed-window'] = true, ['sliding-window'] = true }
+-- Every record carries the expiry its key was given (an absolute server time, see the tag above),
+-- padded: the time the record must be kept until, rounded up to a grid of EXPIRY_GRID_MS doubled
+-- while it stays within a sixteenth of the record's ttl (1 s for ttls under 32 s, 128 s for an hour).
+-- Touching a key's expiry costs about as much as the rest of its SET, so a write whose record need
+-- not be kept past that expiry keeps the key's (KEEPTTL): with the pad, most writes of a busy key
+-- do, and a window's record needs one expiry all window long. Keeping a record longer is harmless:
+-- stepping a state after its ttl is the same as stepping no state, and Redis still holds only keys
+-- active within the pad. The expiry goes to Redis as PXAT and the text made of it once per call
+-- (a number argument to redis.call is converted to text each time, which costs a third of a SET).
+local EXPIRY_GRID_MS = 1000
+local expiryTexts = {}
+
+-- The expiry for a record kept until `at` (server ms), `ttl` ms from now.
+local function paddedExpiry(at, ttl)
+  local grid = EXPIRY_GRID_MS
+  while grid * 32 <= ttl do grid = grid * 2 end
+  return ceil(at / grid) * grid
+end
+
+local function expiryText(expiresAt)
+  local text = expiryTexts[expiresAt]
+  if not text then
+    text = string.format('%.0f', expiresAt)
+    expiryTexts[expiresAt] = text
+  end
+  return text
+end
 
 -- The reply's flag bits, and each request's allowed byte.
 local REPLY_ALLOWED = 1
@@ -290,24 +303,21 @@ local function decideNext(now, cost, count)
         expiries[key] = false
       end
     else
+      local ttl = ceil(evaluation.ttlMs[i] + lead)
       local expiresAt = expiries[key]
-      local text = encodeRecord(record, expiresAt)
-      -- An unchanged record keeps its expiry: it was valid for this very state when written.
-      if text ~= texts[key] then
-        local px = ceil(evaluation.ttlMs[i] + lead)
-        if expiresAt and expiresAt - EXPIRY_MARGIN_MS >= serverNow + px then
+      if expiresAt and expiresAt >= serverNow + ttl then
+        local text = encodeRecord(record, expiresAt)
+        -- An unchanged record is not written at all.
+        if text ~= texts[key] then
           redis.call('SET', key, text, 'KEEPTTL')
-        else
-          local newExpiresAt = false
-          if px >= PAD_FROM_MS and SAME_EXPIRY_ALL_WINDOW[requestPolicies[i].algorithm] then
-            px = px + EXPIRY_MARGIN_MS
-            newExpiresAt = serverNow + px
-          end
-          if newExpiresAt ~= expiresAt then text = encodeRecord(record, newExpiresAt) end
-          redis.call('SET', key, text, 'PX', px)
-          expiries[key] = newExpiresAt
+          texts[key] = text
         end
+      else
+        expiresAt = paddedExpiry(serverNow + ttl, ttl)
+        local text = encodeRecord(record, expiresAt)
+        redis.call('SET', key, text, 'PXAT', expiryText(expiresAt))
         texts[key] = text
+        expiries[key] = expiresAt
       end
       -- States are never changed in place, only replaced, so the record itself can be kept.
       records[key] = record
