@@ -71,7 +71,8 @@ export class ConnectionGate<T> {
   }
 }
 
-function unavailable(status: string): FloodgateError {
+/** The refusal of a batch that was not sent because the client is not connected. */
+export function unavailable(status: string): FloodgateError {
   return new FloodgateError(
     'STORE_UNAVAILABLE',
     `Redis is not connected (client status: ${status}); the decision was not sent, so it cannot be applied later. ` +

@@ -1,15 +1,16 @@
 // RedisStore: the Store on Redis (standalone, Sentinel or Cluster), one atomic script call per batch.
 
 import { once } from 'node:events'
-import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { Cluster, Command, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
 import { decodeReply, encodeCall, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
-import { ConnectionGate } from './connection-gate.js'
+import { ConnectionGate, unavailable } from './connection-gate.js'
 import { policyKey, validatePrefix } from './keys.js'
-import { runRunner, scriptClient } from './scripts.js'
+import { Lane } from './lane.js'
+import { runnerScript } from './scripts.js'
 import { keySlot } from './slot.js'
 
 /**
@@ -47,6 +48,22 @@ interface Pending extends CallRequest {
   reject(error: unknown): void
 }
 
+/** One script call, encoded: its requests in the order the script decides them. */
+interface Call {
+  readonly items: Pending[]
+  /** How many of `items` (from the first) have their keys declared in KEYS: the routing slot's. */
+  readonly declared: number
+  readonly keys: string[]
+  readonly args: string[]
+}
+
+/**
+ * A batch of at least twice this many requests for an idle server goes out in two halves: the
+ * server decides the first while the second waits (see Lane), and from then on the two halves'
+ * callers take turns, so one is decided while the other's answers are handled.
+ */
+const SPLIT_FROM = 64
+
 /**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as one EVALSHA of the runner script per server (per
@@ -66,6 +83,11 @@ export class RedisStore implements Store {
   private readonly maxBatchSize: number
   private readonly gate: ConnectionGate<Pending>
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
+  // One per server (Cluster: per master; per slot while the slot map is unknown).
+  private readonly lanes = new Map<string, Lane<Call>>()
+  private readonly startCall = (call: Call, done: () => void): void => this.run(call, true, done)
+  // Calls sent and not answered yet, with their lane's `done`.
+  private readonly inFlight = new Map<Call, () => void>()
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -83,6 +105,7 @@ export class RedisStore implements Store {
     this.gate = new ConnectionGate(client, (items) => this.flush(items), (items, error) => {
       for (const item of items) item.reject(error)
     })
+    if (!client.isCluster) client.on('close', this.onConnectionClosed)
   }
 
   /** Decides each request; requests of this event-loop turn share script calls with other callers'. */
@@ -107,6 +130,7 @@ export class RedisStore implements Store {
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
+    this.client.removeListener('close', this.onConnectionClosed)
     if (!this.ownsClient || this.client.status === 'end') return
     const ended = once(this.client, 'end')
     // QUIT lets replies in flight arrive first; a client that is not connected just drops its socket.
@@ -129,39 +153,131 @@ export class RedisStore implements Store {
   }
 
   private flush(items: Pending[]): void {
-    for (const group of this.groupByServer(items)) {
-      for (let start = 0; start < group.length; start += this.maxBatchSize) {
-        void this.send(group.slice(start, start + this.maxBatchSize), true)
+    for (const [server, group] of this.groupByServer(items)) {
+      let lane = this.lanes.get(server)
+      if (lane === undefined) {
+        lane = new Lane(this.startCall)
+        this.lanes.set(server, lane)
+      }
+      const half = lane.idle && group.length >= SPLIT_FROM * 2 ? Math.ceil(group.length / 2) : group.length
+      const size = Math.min(half, this.maxBatchSize)
+      for (let start = 0; start < group.length; start += size) {
+        const call = this.prepare(group.slice(start, start + size))
+        if (call !== undefined) lane.submit(call)
       }
     }
   }
 
   // Standalone/Sentinel: one group. Cluster: one group per master as the client last saw the slot
   // map (per slot while it has none yet).
-  private groupByServer(items: Pending[]): Pending[][] {
-    if (!this.client.isCluster) return [items]
+  private groupByServer(items: Pending[]): Map<string, Pending[]> {
+    if (!this.client.isCluster) return new Map([['', items]])
     const slots = (this.client as Cluster).slots
     return groupBy(items, (item) => slots[item.slot]?.[0] ?? `slot ${item.slot}`)
   }
 
-  private async send(items: Pending[], mayRegroup: boolean): Promise<void> {
+  // Orders and encodes `items` for one call; undefined (each item rejected) if they cannot be encoded.
+  private prepare(items: Pending[]): Call | undefined {
     const ordered = slotsTogether(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
-    let responses: EvaluateResponse[]
     try {
       const { keys, args } = encodeCall(ordered, declared)
-      responses = decodeReply(await runRunner(scriptClient(this.client), keys, args), ordered)
+      return { items: ordered, declared, keys, args }
     } catch (error) {
-      // The slot map changed under a multi-slot call: the script failed before writing anything,
-      // so each slot is sent alone (declared keys only, which ioredis redirects by itself).
-      if (mayRegroup && declared < ordered.length && isRoutingError(error)) {
-        await Promise.all(groupBy(ordered, (item) => item.slot).map((group) => this.send(group, false)))
-        return
-      }
       for (const item of ordered) item.reject(error)
+      return undefined
+    }
+  }
+
+  // Sends `call`; `done` runs as soon as the reply is in, before any caller is answered.
+  private run(call: Call, mayRegroup: boolean, done: () => void): void {
+    // A call that waited in its lane passed the connection gate before the connection dropped:
+    // ioredis would keep it and apply it after reconnecting, long after its callers were answered.
+    if (this.client.status !== 'ready') {
+      done()
+      this.failed(call, unavailable(this.client.status), false)
       return
     }
-    for (let i = 0; i < ordered.length; i++) ordered[i].resolve(responses[i])
+    this.inFlight.set(call, done)
+    evalRunner(this.client, call.keys, call.args).then(
+      (reply) => {
+        if (!this.inFlight.delete(call)) return
+        done()
+        this.answer(call, reply)
+      },
+      (error: unknown) => {
+        if (!this.inFlight.delete(call)) return
+        done()
+        this.failed(call, error, mayRegroup)
+      },
+    )
+  }
+
+  /**
+   * ioredis drops the commands in flight on a connection that closes, settling none of them, when
+   * `autoResendUnfulfilledCommands` is off (the default for clients the store creates); with it on,
+   * it applies them after reconnecting, when their callers have long been answered otherwise.
+   * Either way their callers are answered now: the decision may or may not have been applied.
+   * (A Cluster client fails over by itself; there the limiter's timeout answers such callers.)
+   */
+  private readonly onConnectionClosed = (): void => {
+    if (this.inFlight.size === 0) return
+    const lost = [...this.inFlight]
+    this.inFlight.clear()
+    const error = new FloodgateError(
+      'STORE_UNAVAILABLE',
+      'the connection to Redis closed while this decision was in flight; it may or may not have been applied',
+    )
+    for (const [call, done] of lost) {
+      done()
+      for (const item of call.items) item.reject(error)
+    }
+  }
+
+  private answer(call: Call, reply: unknown): void {
+    let responses: EvaluateResponse[]
+    try {
+      responses = decodeReply(reply, call.items)
+    } catch (error) {
+      for (const item of call.items) item.reject(error)
+      return
+    }
+    for (let i = 0; i < call.items.length; i++) call.items[i].resolve(responses[i])
+  }
+
+  private failed(call: Call, error: unknown, mayRegroup: boolean): void {
+    // The slot map changed under a multi-slot call: the script failed before writing anything,
+    // so each slot is sent alone (declared keys only, which ioredis redirects by itself).
+    if (mayRegroup && call.declared < call.items.length && isRoutingError(error)) {
+      for (const group of groupBy(call.items, (item) => item.slot).values()) {
+        const retry = this.prepare(group)
+        if (retry !== undefined) this.run(retry, false, nothing)
+      }
+      return
+    }
+    for (const item of call.items) item.reject(error)
+  }
+}
+
+function nothing(): void {}
+
+/**
+ * Runs the runner script by SHA, with a Buffer reply (one binary string). The command is written
+ * at once, not left to autopipelining's next tick: a Lane sends the next call while handling a
+ * reply, and a deferred write would wait until every caller of that reply has been answered.
+ * A server that does not know the script (restarted, failed over, or after `SCRIPT FLUSH`)
+ * answers NOSCRIPT; then the call is sent once more with the full source, which runs it and
+ * caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
+ */
+async function evalRunner(client: Redis | Cluster, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const script = runnerScript()
+  const send = (command: string, first: string) =>
+    client.sendCommand(new Command(command, [first, keys.length, ...keys, ...args], { replyEncoding: null })) as Promise<unknown>
+  try {
+    return await send('evalsha', script.sha)
+  } catch (error) {
+    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
+    return await send('eval', script.source)
   }
 }
 
@@ -230,8 +346,8 @@ function requestProblem(request: EvaluateRequest): string | undefined {
   return undefined
 }
 
-// Groups in first-seen order, keeping each group's items in their original order.
-function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): T[][] {
+// Groups by key in first-seen order, keeping each group's items in their original order.
+function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>()
   for (const item of items) {
     const key = keyOf(item)
@@ -239,7 +355,7 @@ function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): T[][] {
     if (group === undefined) groups.set(key, [item])
     else group.push(item)
   }
-  return [...groups.values()]
+  return groups
 }
 
 // Each slot's requests next to each other (one read group each), the first item's slot first: it
@@ -247,7 +363,7 @@ function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): T[][] {
 function slotsTogether(items: Pending[]): Pending[] {
   const slot = items[0].slot
   if (items.every((item) => item.slot === slot)) return items
-  return groupBy(items, (item) => item.slot).flat()
+  return [...groupBy(items, (item) => item.slot).values()].flat()
 }
 
 function isRoutingError(error: unknown): boolean {
