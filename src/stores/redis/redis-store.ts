@@ -58,11 +58,12 @@ interface Call {
 }
 
 /**
- * A batch of at least twice this many requests for an idle server goes out in two halves: the
- * server decides the first while the second waits (see Lane), and from then on the two halves'
- * callers take turns, so one is decided while the other's answers are handled.
+ * The smallest part a batch is split into. A batch that finds its server's lane with room goes in
+ * one more part than there is room for (Lane.DEPTH + 1 for an idle server), so the server runs one
+ * part while the next waits queued and this process handles the answers of a third; from then on
+ * those parts' callers take turns. Smaller parts would cost more in per-call overhead than they save.
  */
-const SPLIT_FROM = 64
+const MIN_PART = 64
 
 /**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
@@ -159,8 +160,8 @@ export class RedisStore implements Store {
         lane = new Lane(this.startCall)
         this.lanes.set(server, lane)
       }
-      const half = lane.idle && group.length >= SPLIT_FROM * 2 ? Math.ceil(group.length / 2) : group.length
-      const size = Math.min(half, this.maxBatchSize)
+      const parts = Math.max(1, Math.min(lane.free + 1, Math.floor(group.length / MIN_PART)))
+      const size = Math.min(Math.ceil(group.length / parts), this.maxBatchSize)
       for (let start = 0; start < group.length; start += size) {
         const call = this.prepare(group.slice(start, start + size))
         if (call !== undefined) lane.submit(call)

@@ -1,9 +1,10 @@
-// Lane: one call in flight per server; calls submitted meanwhile wait and start together the
-// moment it answers — before the code that handles that answer runs on.
+// Lane: up to DEPTH calls in flight per server; calls submitted beyond that wait, and the oldest
+// starts the moment a call answers — before the code that handles that answer runs on.
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Lane } from '../../../src/stores/redis/lane.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Lane, STALL_MS } from '../../../src/stores/redis/lane.js'
 
 /** A lane whose calls are names; `started` lists them in start order, `finish(name)` answers one. */
 function recordingLane() {
@@ -22,29 +23,53 @@ function recordingLane() {
   return { lane, started, finish }
 }
 
-test('a call for an idle lane starts at once; the lane is busy until it answers', () => {
+test('calls start at once while fewer than DEPTH are in flight; the rest wait for an answer each', () => {
+  assert.equal(Lane.DEPTH, 2)
   const { lane, started, finish } = recordingLane()
-  assert.equal(lane.idle, true)
-  lane.submit('a')
-  assert.deepEqual(started, ['a'])
-  assert.equal(lane.idle, false)
-  finish('a')
-  assert.equal(lane.idle, true)
-})
-
-test('calls submitted while one is in flight wait, then all start inside its done, in order', () => {
-  const { lane, started, finish } = recordingLane()
+  assert.equal(lane.free, 2)
   lane.submit('a')
   lane.submit('b')
+  assert.deepEqual(started, ['a', 'b'])
+  assert.equal(lane.free, 0)
   lane.submit('c')
-  assert.deepEqual(started, ['a'])
-  finish('a')
-  assert.deepEqual(started, ['a', 'b', 'c'], 'b and c started before finish returned')
   lane.submit('d')
+  assert.deepEqual(started, ['a', 'b'], 'c and d wait')
   finish('b')
-  assert.deepEqual(started, ['a', 'b', 'c'], 'd waits while c is still in flight')
-  finish('c')
+  assert.deepEqual(started, ['a', 'b', 'c'], 'c started inside b\'s done, before finish returned')
+  finish('a')
   assert.deepEqual(started, ['a', 'b', 'c', 'd'])
+  finish('c')
   finish('d')
-  assert.equal(lane.idle, true)
+  assert.equal(lane.free, 2)
+})
+
+test('calls in flight that never answer are given up on after STALL_MS: what waits goes, late answers count for nothing', async () => {
+  const { lane, started, finish } = recordingLane()
+  lane.submit('lost-1')
+  lane.submit('lost-2')
+  lane.submit('waiting')
+  await sleep(STALL_MS + 30)
+  assert.deepEqual(started, ['lost-1', 'lost-2', 'waiting'])
+  assert.equal(lane.free, 1, 'only the call that went is in flight')
+  finish('lost-1') // a late answer of the given-up epoch frees nothing
+  assert.equal(lane.free, 1)
+  finish('waiting')
+  assert.equal(lane.free, 2)
+})
+
+test('a lane whose calls keep answering never counts as stalled, however long calls wait in all', async () => {
+  const { lane, started, finish } = recordingLane()
+  let next = 0
+  const name = () => `call-${next++}`
+  lane.submit(name())
+  lane.submit(name())
+  lane.submit(name())
+  // Every 5 ms one call answers and another is submitted, for 6 × STALL_MS: always one waiting.
+  for (let i = 0; i < (6 * STALL_MS) / 5; i++) {
+    await sleep(5)
+    finish(started[i])
+    lane.submit(name())
+    assert.equal(lane.free, 0, `round ${i}: only two in flight`)
+  }
+  assert.equal(started.length, next - 1, 'exactly one call waits: none was let through by a stall')
 })

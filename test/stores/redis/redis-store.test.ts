@@ -109,16 +109,24 @@ test('decisions of one tick are batched into one script call, each answer going 
   responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
 })
 
-test('a big batch for an idle server goes in two halves; what comes while one is in flight waits and goes as one call', async () => {
-  await client.config('RESETSTAT')
-  const first = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `half:${i}`, policies: perMinute, cost: 1, now: 120_000 }]))
-  // The next tick's requests find a call in flight: they wait for it and then go together, in one call.
-  await new Promise((resolve) => setImmediate(resolve))
-  const second = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `half:${i}`, policies: perMinute, cost: 2, now: 120_000 }]))
-  const [firstAnswers, secondAnswers] = await Promise.all([Promise.all(first), Promise.all(second)])
-  assert.equal(await scriptCalls(), 3)
-  for (const [response] of firstAnswers) assert.equal(response.results[0].remaining, 9)
-  for (const [response] of secondAnswers) assert.equal(response.results[0].remaining, 7)
+test('a big batch for an idle server goes in three parts, two at once; what comes while two are in flight waits and goes as one call', async () => {
+  const admin = new Redis(server.port, server.host)
+  try {
+    await client.config('RESETSTAT')
+    // Scripts stall on the server until UNPAUSE, so the calls stay in flight while the test looks.
+    await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE')
+    const first = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 1, now: 120_000 }]))
+    await new Promise((resolve) => setImmediate(resolve))
+    const second = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 2, now: 120_000 }]))
+    await new Promise((resolve) => setImmediate(resolve))
+    await admin.call('CLIENT', 'UNPAUSE')
+    const [firstAnswers, secondAnswers] = await Promise.all([Promise.all(first), Promise.all(second)])
+    assert.equal(await scriptCalls(), 4)
+    for (const [response] of firstAnswers) assert.equal(response.results[0].remaining, 9)
+    for (const [response] of secondAnswers) assert.equal(response.results[0].remaining, 7)
+  } finally {
+    admin.disconnect()
+  }
 })
 
 test('requests for one key in one tick are decided in call order, as if one after another', async () => {
@@ -468,7 +476,7 @@ test('calls waiting behind one in flight are refused when the connection drops, 
     const outcomes = Array.from({ length: 300 }, (_, i) =>
       dropping.evaluate([{ key: `drop:${i}`, policies: perMinute, cost: 1 }]).then(() => 'decided', () => 'refused'),
     )
-    // After this turn's flush the first half is in flight and the second waits in the lane.
+    // After this turn's flush two parts are in flight and the third waits in the lane.
     await new Promise((resolve) => setImmediate(resolve))
     const reconnected = once(own, 'ready')
     own.disconnect(true)
