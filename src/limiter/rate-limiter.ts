@@ -208,8 +208,10 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toDecision(plan, tier, mergeShadow(plan, firstResults, second.results), second.allowed, source)
   }
 
+  // evaluateRemote and decideFrom in one promise chain: every remote decision takes this path.
   private decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
-    return this.evaluateRemote(key, plan.remote.policies, cost).then((first) => this.decideFrom(first, key, cost, plan, startedAt))
+    return this.guard(() => this.store.evaluate([{ key, policies: plan.remote.policies, cost }]))
+      .then((responses) => this.decideFrom(responses?.[0], key, cost, plan, startedAt))
   }
 
   // The rest of decideRemotely once the store answered the whole set (`first`; undefined: it failed).
