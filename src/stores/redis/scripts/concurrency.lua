@@ -73,7 +73,7 @@ local function concurrency_released(leases, released)
 end
 
 ALGORITHMS['concurrency'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs = p.limit, p.periodMs
     local leases = concurrency_live(state, now)
     local inFlight = concurrency_count(leases)
@@ -98,14 +98,9 @@ ALGORITHMS['concurrency'] = {
         retryAfterMs = concurrency_expiry_of(leases, inFlight + cost - limit) - now
       end
     end
-    return {
-      allowed = allowed,
-      remaining = max(0, limit - concurrency_count(leases)),
-      resetMs = resetMs,
-      retryAfterMs = retryAfterMs,
-      delayMs = 0,
-      state = leases,
-    }
+    local result = writeStep(out, allowed, max(0, limit - concurrency_count(leases)), resetMs, retryAfterMs, 0)
+    copyState(result.state, leases)
+    return result
   end,
 
   ttl = function(state, now, p)

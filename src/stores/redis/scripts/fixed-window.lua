@@ -2,7 +2,7 @@
 -- State { windowStart, count }.
 
 ALGORITHMS['fixed-window'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs = p.limit, p.periodMs
     local windowStart = floor(now / periodMs) * periodMs
     local count = 0
@@ -22,14 +22,9 @@ ALGORITHMS['fixed-window'] = {
       allowed = count <= limit
     end
 
-    return {
-      allowed = allowed,
-      remaining = max(0, floor(limit - count)),
-      resetMs = resetMs,
-      retryAfterMs = allowed and 0 or resetMs,
-      delayMs = 0,
-      state = { windowStart, count },
-    }
+    local result = writeStep(out, allowed, max(0, floor(limit - count)), resetMs, allowed and 0 or resetMs, 0)
+    setState(result.state, windowStart, count)
+    return result
   end,
 
   ttl = function(state, now, p)

@@ -9,7 +9,7 @@ local function gcra_lag(state, now, limit)
 end
 
 ALGORITHMS['gcra'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs, burst = p.limit, p.periodMs, p.burst
     local tolerance = burst * periodMs
     local lag = 0
@@ -36,14 +36,9 @@ ALGORITHMS['gcra'] = {
       end
     end
     local aheadMs = floor(lagAfter / limit)
-    return {
-      allowed = allowed,
-      remaining = max(0, floor((tolerance - lagAfter) / periodMs)),
-      resetMs = resetMs,
-      retryAfterMs = retryAfterMs,
-      delayMs = 0,
-      state = { now + aheadMs, lagAfter - aheadMs * limit, limit },
-    }
+    local result = writeStep(out, allowed, max(0, floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    setState(result.state, now + aheadMs, lagAfter - aheadMs * limit, limit)
+    return result
   end,
 
   ttl = function(state, now, p)

@@ -9,7 +9,7 @@ local function leaky_bucket_stored_level(state, periodMs)
 end
 
 -- Policing: admit when the cost fits in the bucket, else reject.
-local function leaky_bucket_police(state, now, cost, p)
+local function leaky_bucket_police(state, now, cost, p, out)
   local limit, periodMs, burst = p.limit, p.periodMs, p.burst
   local capacity = burst * periodMs
   local lastMs = now
@@ -38,20 +38,15 @@ local function leaky_bucket_police(state, now, cost, p)
       retryAfterMs = lastMs + ceil((level + cost * periodMs - capacity) / limit) - now
     end
   end
-  return {
-    allowed = allowed,
-    remaining = max(0, floor((capacity - level) / periodMs)),
-    resetMs = resetMs,
-    retryAfterMs = retryAfterMs,
-    delayMs = 0,
-    state = { level, lastMs, periodMs },
-  }
+  local result = writeStep(out, allowed, max(0, floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0)
+  setState(result.state, level, lastMs, periodMs)
+  return result
 end
 
 -- Shaping: the queue's tail is GCRA's theoretical arrival time, so admission, results and state are
 -- GCRA's; shaping adds the wait for this request's turn.
-local function leaky_bucket_shape(state, now, cost, p)
-  local result = ALGORITHMS['gcra'].step(state, now, cost, p)
+local function leaky_bucket_shape(state, now, cost, p, out)
+  local result = ALGORITHMS['gcra'].step(state, now, cost, p, out)
   if result.allowed and cost > 0 then
     -- The turn comes where the tail stood before this request: the new tail less its own service.
     local limit, periodMs = p.limit, p.periodMs
@@ -61,9 +56,9 @@ local function leaky_bucket_shape(state, now, cost, p)
 end
 
 ALGORITHMS['leaky-bucket'] = {
-  step = function(state, now, cost, p)
-    if p.shaping then return leaky_bucket_shape(state, now, cost, p) end
-    return leaky_bucket_police(state, now, cost, p)
+  step = function(state, now, cost, p, out)
+    if p.shaping then return leaky_bucket_shape(state, now, cost, p, out) end
+    return leaky_bucket_police(state, now, cost, p, out)
   end,
 
   ttl = function(state, now, p)

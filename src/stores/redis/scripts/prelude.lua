@@ -2,12 +2,45 @@
 -- executors use. Algorithm files register themselves as ALGORITHMS['<name>'] = { step = ..., ttl = ... },
 -- twins of src/core/algorithms/<name>.ts with the same names and the same arithmetic.
 --
--- step(state, now, cost, p) -> { allowed = bool, remaining = n, resetMs = n, retryAfterMs = n,
---                                delayMs = n, state = { numbers... } }
---   state: array of numbers, or nil when the key has none; p: { limit, periodMs, burst, shaping }.
+-- step(state, now, cost, p, out) -> { allowed = bool, remaining = n, resetMs = n, retryAfterMs = n,
+--                                     delayMs = n, state = { numbers... } }
+--   state: array of numbers, or nil when the key has none (only read); p: { limit, periodMs, burst,
+--   shaping }; out: a result to overwrite (its state array rewritten in place, never `state` itself),
+--   or nil for a new one. Steps write their result with writeStep and setState or copyState.
 -- ttl(state, now, p) -> whole milliseconds >= 1 after which the state equals no state.
 --
 -- Never use Lua's % (it is a - floor(a/b)*b, JavaScript's is fmod): write the floor form in both.
 
 local ALGORITHMS = {}
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+
+-- Twins of createStepResult, writeStep, setState and copyState in src/core/algorithms/types.ts: a
+-- table costs more than the arithmetic of a step, so the runner reuses one result per policy.
+-- Arrays are kept without holes, so `#` is their length.
+local function createStepResult()
+  return { allowed = true, remaining = 0, resetMs = 0, retryAfterMs = 0, delayMs = 0, state = {} }
+end
+
+local function writeStep(out, allowed, remaining, resetMs, retryAfterMs, delayMs)
+  local result = out or createStepResult()
+  result.allowed = allowed
+  result.remaining = remaining
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = delayMs
+  return result
+end
+
+-- Makes `state` exactly { a, b }, or { a, b, c } when c is given, in place.
+local function setState(state, a, b, c)
+  local length = #state
+  state[1], state[2], state[3] = a, b, c
+  for i = 4, length do state[i] = nil end
+end
+
+-- Makes `state` a copy of `numbers`, in place.
+local function copyState(state, numbers)
+  local length = #state
+  for i = 1, #numbers do state[i] = numbers[i] end
+  for i = #numbers + 1, length do state[i] = nil end
+end

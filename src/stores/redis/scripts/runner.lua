@@ -22,38 +22,69 @@
 --   flags (REPLY_ALLOWED, REPLY_BLOCKED) and remaining, resetMs, retryAfterMs, delayMs as
 --   little-endian doubles (whole numbers, so exact). batch-codec.ts decodes it.
 
--- The step's own table serves as the policy's result: steps are fresh tables nobody else holds.
-local function toResult(step)
-  step.blocked = false
-  return step
-end
-
--- The steps of the call in progress: evaluateKeyInto never re-enters itself, so one table serves.
+-- Where evaluateKeyInto's steps write, one per policy position. It runs to the end without calling
+-- anything that could re-enter it (steps are pure), so one set serves every call.
+local stepBuffers = {}
+-- Which policies were stepped (false: blocked) in the call in progress, for the same reason.
 local steps = {}
 
--- Sets `out` (allowed, results, records, ttlMs) for `policies`, reusing its tables: the caller reads
--- it before the next call. The records are new tables every time (the runner keeps them).
+local function setResult(result, allowed, remaining, resetMs, retryAfterMs, delayMs, blocked)
+  result.allowed = allowed
+  result.remaining = remaining
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = delayMs
+  result.blocked = blocked
+end
+
+local function toResult(step, result)
+  setResult(result, step.allowed, step.remaining, step.resetMs, step.retryAfterMs, step.delayMs, false)
+end
+
+-- One result and one record table per policy, created the first time an evaluation needs them.
+local function sizeEvaluation(out, count)
+  local results, records, ttlMs = out.results, out.records, out.ttlMs
+  if #results == count then return end
+  for i = #results, count + 1, -1 do
+    results[i] = nil
+    records[i] = nil
+    ttlMs[i] = nil
+  end
+  for i = #results + 1, count do
+    results[i] = { allowed = true, remaining = 0, resetMs = 0, retryAfterMs = 0, delayMs = 0, blocked = false }
+    records[i] = { blockedUntil = 0, state = nil }
+    ttlMs[i] = 1
+  end
+end
+
+-- Sets `out` (allowed, results, records, ttlMs) for `policies` in place, the algorithms writing into
+-- reused step buffers: results are valid until the next call with the same `out`, a new record
+-- state (a step buffer's array) only until the next call at all. Input states are only read.
 local function evaluateKeyInto(records, now, cost, policies, out)
   local results = out.results
   local nextRecords = out.records
   local ttlMs = out.ttlMs
+  sizeEvaluation(out, #policies)
+  for i = #stepBuffers + 1, #policies do stepBuffers[i] = createStepResult() end
   local allowed = true
   for i = 1, #policies do
     local policy = policies[i]
     local record = records[i]
     local blockedUntil = (record and record.blockedUntil > now) and record.blockedUntil or 0
-    local step = ALGORITHMS[policy.algorithm].step(record and record.state, now, cost, policy)
+    local state = record and record.state
+    -- A caller feeding a previous answer's records back in: the step must not write what it reads.
+    if state == stepBuffers[i].state then stepBuffers[i].state = {} end
+    local step = ALGORITHMS[policy.algorithm].step(state, now, cost, policy, stepBuffers[i])
     if cost >= 0 and blockedUntil > 0 then
       -- Blocked (a peek too): the wait covers the block and the algorithm's own wait after it.
       local wait = blockedUntil - now
       steps[i] = false
-      results[i] = { allowed = false, remaining = 0, resetMs = max(wait, step.resetMs),
-        retryAfterMs = max(wait, step.allowed and 0 or step.retryAfterMs), delayMs = 0, blocked = true }
+      setResult(results[i], false, 0, max(wait, step.resetMs), max(wait, step.allowed and 0 or step.retryAfterMs), 0, true)
       allowed = false
     else
       steps[i] = step
+      toResult(step, results[i])
       if not step.allowed then allowed = false end
-      results[i] = toResult(step)
     end
   end
 
@@ -74,10 +105,13 @@ local function evaluateKeyInto(records, now, cost, policies, out)
         result.retryAfterMs = max(result.retryAfterMs, policy.blockMs)
         result.resetMs = max(result.resetMs, policy.blockMs)
       elseif step.allowed and cost > 0 then
-        results[i] = toResult(algorithm.step(state, now, 0, policy))
+        -- The step's own state is not kept when denied, so its buffer takes the peek.
+        toResult(algorithm.step(state, now, 0, policy, step), results[i])
       end
     end
-    nextRecords[i] = { blockedUntil = blockedUntil, state = state }
+    local nextRecord = nextRecords[i]
+    nextRecord.blockedUntil = blockedUntil
+    nextRecord.state = state
     local ttl = state == nil and 1 or algorithm.ttl(state, now, policy)
     if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
     ttlMs[i] = ttl
@@ -88,32 +122,42 @@ end
 
 -- Records are read and written only here, as little-endian doubles: exact (like %.17g text) but
 -- several times cheaper to encode and decode. A first byte says what follows (see the top of this
--- file), so the usual record (no block) holds just its state. Long states go in chunks of
--- RECORD_CHUNK numbers, which keeps every struct call far below Lua's limit on values per call.
+-- file), so the usual record (no block) holds its expiry and state. A record is packed with one
+-- struct call and decoded into reused tables (a table costs more than a struct call). Long states
+-- go in chunks of RECORD_CHUNK numbers, which keeps every struct call far below Lua's limit on
+-- values per call.
 local RECORD_CHUNK = 64
+local TAG_S, TAG_B, TAG_N = string.byte('SBN', 1, 3)
+local TAG_s, TAG_b, TAG_n = string.byte('sbn', 1, 3)
+local TAG_LOWER = TAG_s - TAG_S
 local recordFormats = {}
 
-local function recordFormat(count)
-  local format = recordFormats[count]
+-- The struct format of `count` doubles after `head` (a format prefix such as 'Bd': tag, expiry).
+local function recordFormat(count, head)
+  local formats = recordFormats[head]
+  if not formats then
+    formats = {}
+    recordFormats[head] = formats
+  end
+  local format = formats[count]
   if not format then
-    format = '<' .. string.rep('d', count)
-    recordFormats[count] = format
+    format = '<' .. head .. string.rep('d', count)
+    formats[count] = format
   end
   return format
 end
 
--- The `count` numbers of a state that starts at byte `at` of `text`.
-local function decodeState(text, at, count)
-  if count <= RECORD_CHUNK then
-    local state = { struct.unpack(recordFormat(count), text, at) }
-    state[count + 1] = nil -- struct.unpack also returns the position after the last number
-    return state
+-- Fills `state` with the `count` numbers that start at byte `at` of `text`, and returns it.
+local function decodeStateInto(state, text, at, count)
+  local length = #state
+  if count <= 4 then
+    -- struct.unpack also returns the position after the last number: cleared with the rest below.
+    state[1], state[2], state[3], state[4], state[5] = struct.unpack(recordFormat(count, ''), text, at)
+    length = max(length, count + 1)
+  else
+    for i = 1, count do state[i] = struct.unpack('<d', text, at + 8 * (i - 1)) end
   end
-  local state = {}
-  for from = 1, count, RECORD_CHUNK do
-    local chunk = { struct.unpack(recordFormat(min(RECORD_CHUNK, count - from + 1)), text, at + 8 * (from - 1)) }
-    for i = 1, #chunk - 1 do state[from + i - 1] = chunk[i] end
-  end
+  for i = count + 1, length do state[i] = nil end
   return state
 end
 
@@ -122,46 +166,54 @@ local function notARecord(key)
     'build before binary records, wrote it); delete the key', 0)
 end
 
--- The record in `text` and the expiry it carries (or false), see encodeRecord.
-local function decodeRecord(text, key)
-  if not text then return nil, false end
-  local tag = string.sub(text, 1, 1)
-  local at = 2
-  local expiresAt = false
-  if tag == 'S' or tag == 'B' or tag == 'N' then
-    if #text < 9 then notARecord(key) end
-    expiresAt = struct.unpack('<d', text, 2)
-    tag = string.lower(tag)
-    at = 10
-  end
-  local count = (#text - at + 1) / 8
-  if count ~= floor(count) or count < 0 or (tag ~= 's' and (tag ~= 'b' and tag ~= 'n' or count < 1)) then
-    notARecord(key)
-  end
-  if tag == 's' then return { blockedUntil = 0, state = decodeState(text, at, count) }, expiresAt end
-  local blockedUntil = struct.unpack('<d', text, at)
-  if tag == 'n' then return { blockedUntil = blockedUntil, state = nil }, expiresAt end
-  return { blockedUntil = blockedUntil, state = decodeState(text, at + 8, count - 1) }, expiresAt
+-- A record's tag in lower case, where its numbers start, how many there are, and whether its tag
+-- is upper-case (the expiry comes first).
+local function recordHeader(text)
+  local tag = string.byte(text, 1)
+  if tag == TAG_S or tag == TAG_B or tag == TAG_N then return tag + TAG_LOWER, 10, (#text - 9) / 8, true end
+  return tag, 2, (#text - 1) / 8, false
 end
 
--- `state`'s numbers, packed.
-local function encodeState(state)
-  local count = #state
-  if count <= RECORD_CHUNK then return struct.pack(recordFormat(count), unpack(state)) end
-  local parts = {}
-  for from = 1, count, RECORD_CHUNK do
-    local to = min(count, from + RECORD_CHUNK - 1)
-    parts[#parts + 1] = struct.pack(recordFormat(to - from + 1), unpack(state, from, to))
+-- Fails the call unless `text` is a record (see the top of this file).
+local function checkRecord(text, key)
+  local tag, _, count = recordHeader(text)
+  if count ~= floor(count) or count < 0 or (tag ~= TAG_s and (tag ~= TAG_b and tag ~= TAG_n or count < 1)) then
+    notARecord(key)
   end
-  return table.concat(parts)
+end
+
+-- Decodes the record in `text` (checked) into `record`, its state into `state`, and returns the
+-- expiry the record carries (or false), see encodeRecord.
+local function decodeRecordInto(text, record, state)
+  local tag, at, count, hasExpiry = recordHeader(text)
+  local expiresAt = hasExpiry and struct.unpack('<d', text, 2)
+  if tag == TAG_s then
+    record.blockedUntil = 0
+    record.state = decodeStateInto(state, text, at, count)
+  else
+    record.blockedUntil = struct.unpack('<d', text, at)
+    record.state = tag ~= TAG_n and decodeStateInto(state, text, at + 8, count - 1) or nil
+  end
+  return expiresAt
 end
 
 -- The record's text: an upper-case tag, the expiry the key was given, then the numbers.
 local function encodeRecord(record, expiresAt)
   local blockedUntil, state = record.blockedUntil, record.state
-  if blockedUntil == 0 then return 'S' .. struct.pack('<d', expiresAt) .. encodeState(state) end
-  if state == nil then return 'N' .. struct.pack('<dd', expiresAt, blockedUntil) end
-  return 'B' .. struct.pack('<dd', expiresAt, blockedUntil) .. encodeState(state)
+  if state == nil then return struct.pack('<Bdd', TAG_N, expiresAt, blockedUntil) end
+  local count = #state
+  if count <= RECORD_CHUNK then
+    if blockedUntil == 0 then return struct.pack(recordFormat(count, 'Bd'), TAG_S, expiresAt, unpack(state)) end
+    return struct.pack(recordFormat(count, 'Bdd'), TAG_B, expiresAt, blockedUntil, unpack(state))
+  end
+  local parts = {}
+  if blockedUntil == 0 then parts[1] = struct.pack('<Bd', TAG_S, expiresAt)
+  else parts[1] = struct.pack('<Bdd', TAG_B, expiresAt, blockedUntil) end
+  for from = 1, count, RECORD_CHUNK do
+    local to = min(count, from + RECORD_CHUNK - 1)
+    parts[#parts + 1] = struct.pack(recordFormat(to - from + 1, ''), unpack(state, from, to))
+  end
+  return table.concat(parts)
 end
 
 -- Every key of the batch, declared ones first.
@@ -187,14 +239,13 @@ for i = 1, policyCount do
 end
 
 -- Read phase: every key's record, one MGET per read group (keys of one slot; on a standalone
--- server all keys), in chunks so no call has too many arguments. Everything is read and decoded
+-- server all keys), in chunks so no call has too many arguments. Everything is read and checked
 -- before anything is written, so a failing read (a key the node does not own, a corrupt record)
--- fails the whole call with no write done. `texts` and `records` (false when absent) then follow
--- every write, so requests that share a key see each other's writes, as if each ran as its own call.
+-- fails the whole call with no write done. `texts` (false when absent) then follows every write, so
+-- requests that share a key see each other's writes, as if each ran as its own call; a record is
+-- decoded when its request is decided.
 local MGET_CHUNK = 1000
 local texts = {}
-local records = {}
-local expiries = {}
 local groupCount = tonumber(ARGV[arg])
 arg = arg + 1
 local groupStart = 1
@@ -207,10 +258,8 @@ for g = 1, groupCount do
       local key = keys[i]
       if texts[key] == nil then
         local text = values[i - from + 1]
+        if text then checkRecord(text, key) end
         texts[key] = text
-        local record, expiresAt = decodeRecord(text, key)
-        records[key] = record or false
-        expiries[key] = expiresAt
       end
     end
   end
@@ -221,22 +270,30 @@ arg = arg + groupCount
 local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 
--- One request's inputs and evaluation, refilled for every request (tables are the costly part).
+-- One request's inputs and evaluation, refilled for every request (tables are the costly part):
+-- its policies, keys, records (nil when absent; else the position's record buffer, its state in the
+-- position's state buffer) and the expiries they carry.
 local requestPolicies = {}
 local requestKeys = {}
 local requestRecords = {}
+local requestExpiries = {}
+local recordBuffers = {}
+local stateBuffers = {}
 local evaluation = { allowed = true, results = {}, records = {}, ttlMs = {} }
 local lastCount = 0
 
--- Drops entries past `count` that an earlier, longer request left, so `#` sees this request's length.
-local function trim(count)
+-- Sizes the request's tables to `count` policies: entries an earlier, longer request left are
+-- dropped, so `#` sees this request's length.
+local function sizeRequest(count)
   for i = count + 1, lastCount do
     requestPolicies[i] = nil
     requestKeys[i] = nil
     requestRecords[i] = nil
-    evaluation.results[i] = nil
-    evaluation.records[i] = nil
-    evaluation.ttlMs[i] = nil
+    requestExpiries[i] = nil
+  end
+  for i = #recordBuffers + 1, count do
+    recordBuffers[i] = { blockedUntil = 0, state = nil }
+    stateBuffers[i] = {}
   end
   lastCount = count
 end
@@ -282,8 +339,15 @@ local function decideNext(now, cost, count)
   for i = 1, count do
     keyIndex = keyIndex + 1
     local key = keys[keyIndex]
+    local text = texts[key]
     requestKeys[i] = key
-    requestRecords[i] = records[key] or nil
+    if text then
+      requestRecords[i] = recordBuffers[i]
+      requestExpiries[i] = decodeRecordInto(text, recordBuffers[i], stateBuffers[i])
+    else
+      requestRecords[i] = nil
+      requestExpiries[i] = false
+    end
   end
 
   evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
@@ -299,12 +363,10 @@ local function decideNext(now, cost, count)
       if texts[key] then
         redis.call('DEL', key)
         texts[key] = false
-        records[key] = false
-        expiries[key] = false
       end
     else
       local ttl = ceil(evaluation.ttlMs[i] + lead)
-      local expiresAt = expiries[key]
+      local expiresAt = requestExpiries[i]
       if expiresAt and expiresAt >= serverNow + ttl then
         local text = encodeRecord(record, expiresAt)
         -- An unchanged record is not written at all.
@@ -317,10 +379,7 @@ local function decideNext(now, cost, count)
         local text = encodeRecord(record, expiresAt)
         redis.call('SET', key, text, 'PXAT', expiryText(expiresAt))
         texts[key] = text
-        expiries[key] = expiresAt
       end
-      -- States are never changed in place, only replaced, so the record itself can be kept.
-      records[key] = record
     end
   end
 
@@ -341,7 +400,7 @@ for run = 1, runCount do
   local cost = tonumber(ARGV[arg + 1])
   local count = tonumber(ARGV[arg + 2])
   arg = arg + 3
-  trim(count)
+  sizeRequest(count)
   for i = 1, count do requestPolicies[i] = policies[tonumber(ARGV[arg + i - 1])] end
   local requests = tonumber(ARGV[arg + count])
   arg = arg + count + 1

@@ -12,7 +12,7 @@ local function slidingLogPassesAt(log, used, cost, p)
 end
 
 ALGORITHMS['sliding-log'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs = p.limit, p.periodMs
     local at = now
     local log = {}
@@ -68,14 +68,9 @@ ALGORITHMS['sliding-log'] = {
         retryAfterMs = slidingLogPassesAt(log, used, cost, p) - now
       end
     end
-    return {
-      allowed = allowed,
-      remaining = max(0, floor(limit - used)),
-      resetMs = resetMs,
-      retryAfterMs = retryAfterMs,
-      delayMs = 0,
-      state = log,
-    }
+    local result = writeStep(out, allowed, max(0, floor(limit - used)), resetMs, retryAfterMs, 0)
+    copyState(result.state, log)
+    return result
   end,
 
   ttl = function(state, now, p)

@@ -18,7 +18,7 @@ local function slidingWindowPassesAt(windowStart, count, previousCount, cost, p)
 end
 
 ALGORITHMS['sliding-window'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs = p.limit, p.periodMs
     local windowStart = floor(now / periodMs) * periodMs
     local count = 0
@@ -60,14 +60,9 @@ ALGORITHMS['sliding-window'] = {
         retryAfterMs = slidingWindowPassesAt(windowStart, count, previousCount, cost, p) - now
       end
     end
-    return {
-      allowed = allowed,
-      remaining = max(0, floor((capacity - usedAfter) / periodMs)),
-      resetMs = resetMs,
-      retryAfterMs = retryAfterMs,
-      delayMs = 0,
-      state = { windowStart, count, previousCount },
-    }
+    local result = writeStep(out, allowed, max(0, floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    setState(result.state, windowStart, count, previousCount)
+    return result
   end,
 
   ttl = function(state, now, p)

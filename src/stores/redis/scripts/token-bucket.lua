@@ -2,7 +2,7 @@
 -- file for the why). State { level, lastMs }, level in token-milliseconds (tokens * periodMs).
 
 ALGORITHMS['token-bucket'] = {
-  step = function(state, now, cost, p)
+  step = function(state, now, cost, p, out)
     local limit, periodMs, burst = p.limit, p.periodMs, p.burst
     local capacity = burst * periodMs
     local at = now
@@ -29,14 +29,9 @@ ALGORITHMS['token-bucket'] = {
         retryAfterMs = at + ceil((cost * periodMs - level) / limit) - now
       end
     end
-    return {
-      allowed = allowed,
-      remaining = floor(level / periodMs),
-      resetMs = resetMs,
-      retryAfterMs = retryAfterMs,
-      delayMs = 0,
-      state = { level, at },
-    }
+    local result = writeStep(out, allowed, floor(level / periodMs), resetMs, retryAfterMs, 0)
+    setState(result.state, level, at)
+    return result
   end,
 
   ttl = function(state, now, p)
