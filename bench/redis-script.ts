@@ -2,7 +2,8 @@
 // from INFO commandstats (usec of EVALSHA / decisions) for calls of BATCH requests on distinct keys:
 // keys new to every call, and the same keys call after call (records read, updated, rewritten).
 // A diagnostic for the Redis-side cost only: no client, network or limiter time, and far less
-// noisy than throughput on a busy machine. Knobs: BENCH_BATCH (default 256), BENCH_CALLS (100).
+// noisy than throughput on a busy machine. Each sample starts from an empty database. Knobs:
+// BENCH_BATCH (default 256), BENCH_CALLS (100).
 
 import { Redis } from 'ioredis'
 import { encodeCall, type CallRequest } from '../src/stores/redis/batch-codec.js'
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
     printTable(
       ['algorithm', 'new keys: median µs (min-max)', 'same keys again: median µs (min-max)'],
       rows,
-      `Redis time inside the runner script per decision (${BATCH} requests per call, ${SAMPLES} samples of ${CALLS} calls; limit ${LIMIT} per 1h)`,
+      `Redis time inside the runner script per decision (${BATCH} requests per call, ${SAMPLES} samples of ${CALLS - 1} calls after one untimed; limit ${LIMIT} per 1h)`,
     )
   } finally {
     client.disconnect()
@@ -68,8 +69,12 @@ async function microsPerDecision(client: Redis, sha: string, callNumbered: (call
   for (let i = 0; i < CALLS; i++) await run(calls[i])
   const samples: number[] = []
   for (let sample = 1; sample <= SAMPLES; sample++) {
+    // Each sample from an empty database (one untimed call first, so "same keys" find their
+    // records): keys piling up over the samples (rehashing, expiry cycles) made them drift.
+    await client.flushall()
+    await run(calls[sample * CALLS])
     await client.config('RESETSTAT')
-    for (let i = 0; i < CALLS; i++) await run(calls[sample * CALLS + i])
+    for (let i = 1; i < CALLS; i++) await run(calls[sample * CALLS + i])
     const stats = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await client.info('commandstats'))
     if (stats === null) throw new Error('no EVALSHA in INFO commandstats')
     samples.push(Number(stats[2]) / Number(stats[1]) / BATCH)
