@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis'
 import { encodeCall, type CallRequest } from '../src/stores/redis/batch-codec.js'
 import { policyKey } from '../src/stores/redis/keys.js'
-import { runnerScript, scriptClient } from '../src/stores/redis/scripts.js'
+import { runRunner, runnerScript } from '../src/stores/redis/scripts.js'
 import { ALGORITHMS, createPolicies } from '../src/core/policy.js'
 import { startRedis } from '../test/support/redis-server.js'
 import { median, printTable } from './support.js'
@@ -23,15 +23,15 @@ async function main(): Promise<void> {
   const server = await startRedis()
   const client = new Redis(server.port, server.host)
   try {
-    const { sha, source } = runnerScript()
+    const { source } = runnerScript()
     await client.script('LOAD', source)
     const rows: string[][] = []
     for (const algorithm of ALGORITHMS) {
-      const fresh = await microsPerDecision(client, sha, (call) => callFor(algorithm, `${algorithm}-${call}`))
+      const fresh = await microsPerDecision(client, (call) => callFor(algorithm, `${algorithm}-${call}`))
       // A log or a lease set grows with every admitted request, so "the same keys again" would
       // measure ever longer states rather than the call.
       const growing = algorithm === 'sliding-log' || algorithm === 'concurrency'
-      const same = growing ? undefined : await microsPerDecision(client, sha, () => callFor(algorithm, algorithm))
+      const same = growing ? undefined : await microsPerDecision(client, () => callFor(algorithm, algorithm))
       rows.push([algorithm, summary(fresh), same === undefined ? '-' : summary(same)])
     }
     printTable(
@@ -62,10 +62,10 @@ function callFor(algorithm: (typeof ALGORITHMS)[number], prefix: string): Encode
 }
 
 /** SAMPLES measurements of EVALSHA time per decision over CALLS calls each, after a warm-up. */
-async function microsPerDecision(client: Redis, sha: string, callNumbered: (call: number) => EncodedCall): Promise<number[]> {
+async function microsPerDecision(client: Redis, callNumbered: (call: number) => EncodedCall): Promise<number[]> {
   // Encoded ahead, so each sample spends its time in Redis, not in encoding.
   const calls = Array.from({ length: CALLS * (SAMPLES + 1) }, (_, i) => callNumbered(i))
-  const run = ({ keys, args }: EncodedCall) => scriptClient(client).evalshaBuffer(sha, keys.length, ...keys, ...args)
+  const run = ({ keys, args }: EncodedCall) => runRunner(client, keys, args)
   for (let i = 0; i < CALLS; i++) await run(calls[i])
   const samples: number[] = []
   for (let sample = 1; sample <= SAMPLES; sample++) {

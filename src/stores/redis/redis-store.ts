@@ -1,7 +1,7 @@
 // RedisStore: the Store on Redis (standalone, Sentinel or Cluster), one atomic script call per batch.
 
 import { once } from 'node:events'
-import { Cluster, Command, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
@@ -10,7 +10,7 @@ import { TickBatcher } from './batcher.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
-import { runnerScript } from './scripts.js'
+import { runRunner } from './scripts.js'
 import { keySlot } from './slot.js'
 
 /**
@@ -200,7 +200,7 @@ export class RedisStore implements Store {
       return
     }
     this.inFlight.set(call, done)
-    evalRunner(this.client, call.keys, call.args).then(
+    runRunner(this.client, call.keys, call.args).then(
       (reply) => {
         if (!this.inFlight.delete(call)) return
         done()
@@ -262,25 +262,6 @@ export class RedisStore implements Store {
 
 function nothing(): void {}
 
-/**
- * Runs the runner script by SHA, with a Buffer reply (one binary string). The command is written
- * at once, not left to autopipelining's next tick: a Lane sends the next call while handling a
- * reply, and a deferred write would wait until every caller of that reply has been answered.
- * A server that does not know the script (restarted, failed over, or after `SCRIPT FLUSH`)
- * answers NOSCRIPT; then the call is sent once more with the full source, which runs it and
- * caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
- */
-async function evalRunner(client: Redis | Cluster, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-  const script = runnerScript()
-  const send = (command: string, first: string) =>
-    client.sendCommand(new Command(command, [first, keys.length, ...keys, ...args], { replyEncoding: null })) as Promise<unknown>
-  try {
-    return await send('evalsha', script.sha)
-  } catch (error) {
-    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
-    return await send('eval', script.source)
-  }
-}
 
 /**
  * Defaults for clients the store creates: a script sent just before a connection dropped is not

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { Cluster, Redis } from 'ioredis'
+import { Command, type Cluster, type Redis } from 'ioredis'
 import { ALGORITHMS } from '../../core/policy.js'
 
 /**
@@ -44,33 +44,22 @@ function scriptsDirectory(): string {
 }
 
 /**
- * The part of an ioredis client (`Redis` or `Cluster`) the script needs: the Buffer variants,
- * because the reply is one binary string, which the string variants would garble as UTF-8.
- * (ioredis defines them for every command but leaves these two out of its typings; `callBuffer`
- * is no substitute: under autopipelining it loses the command name.)
+ * Runs the runner script by SHA, with a Buffer reply (one binary string). The command is written
+ * at once, not left to autopipelining's next tick: a Lane sends the next call while handling a
+ * reply, and a deferred write would wait until every caller of that reply has been answered.
+ * A server that does not know the script (restarted, failed over, or after `SCRIPT FLUSH`)
+ * answers NOSCRIPT; then the call is sent once more with the full source, which runs it and
+ * caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
  */
-export interface ScriptClient {
-  evalshaBuffer(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
-  evalBuffer(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
-}
-
-/** `client` seen as a ScriptClient (see there). */
-export function scriptClient(client: Redis | Cluster): ScriptClient {
-  return client as unknown as ScriptClient
-}
-
-/**
- * Runs the runner script by SHA. A server that does not know it (restarted, failed over, or after
- * `SCRIPT FLUSH`) answers NOSCRIPT; then the call is sent once more with the full source, which
- * runs it and caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
- */
-export async function runRunner(client: ScriptClient, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runRunner(client: Redis | Cluster, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   const script = runnerScript()
+  const send = (command: 'evalsha' | 'eval', first: string) =>
+    client.sendCommand(new Command(command, [first, keys.length, ...keys, ...args], { replyEncoding: null })) as Promise<unknown>
   try {
-    return await client.evalshaBuffer(script.sha, keys.length, ...keys, ...args)
+    return await send('evalsha', script.sha)
   } catch (error) {
     if (!isNoScript(error)) throw error
-    return await client.evalBuffer(script.source, keys.length, ...keys, ...args)
+    return await send('eval', script.source)
   }
 }
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
-import { ALGORITHMS, createPolicies, createPolicy } from '../../../src/core/policy.js'
+import { ALGORITHMS, createPolicies, createPolicy, type PolicyOptions } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
@@ -186,14 +186,14 @@ function maxPadMs(ttlMs: number): number {
 }
 
 test('every record carries its expiry: at least its ttl away, padded by at most max(1 s, ttl / 16)', async () => {
-  const cases = [
-    ...ALGORITHMS.map((algorithm) => ({ algorithm, limit: 10, period: '1h' })),
-    ...ALGORITHMS.map((algorithm) => ({ algorithm, limit: 2, period: '100ms' })),
-    { algorithm: 'fixed-window' as const, limit: 1, period: '1s', blockMs: '10m' },
+  const cases: PolicyOptions[] = [
+    ...ALGORITHMS.map((algorithm): PolicyOptions => ({ algorithm, limit: 10, period: '1h' })),
+    ...ALGORITHMS.map((algorithm): PolicyOptions => ({ algorithm, limit: 2, period: '100ms' })),
+    { algorithm: 'fixed-window', limit: 1, period: '1s', blockMs: '10m' },
   ]
   for (const [i, options] of cases.entries()) {
     const policies = createPolicies([{ name: `p${i}`, ...options }])
-    const cost = 'blockMs' in options ? 2 : 1
+    const cost = options.blockMs === undefined ? 1 : 2
     const [response] = await store.evaluate([{ key: 'padded', policies, cost }])
     const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
     const key = policyKey('fg:', 'padded', policies[0])
