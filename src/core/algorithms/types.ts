@@ -34,9 +34,9 @@ export interface StepResult {
  * - `state` is `undefined` when the key has none (new, or expired after `ttlMs`). It is only read.
  * - `out`, when given, receives the result: every field is overwritten and `out.state` is rewritten
  *   in place (resized), so a store deciding many requests allocates no result and no state per
- *   step. `out.state` must not be the `state` array itself. Without `out` the result is new (as
- *   the Lua twins' results always are: `out` is only how TypeScript avoids garbage; the numbers are
- *   the same). Either way the result is returned.
+ *   step. `out.state` must not be the `state` array itself. Without `out` the result is new; the
+ *   numbers are the same either way, and the result is returned. The Lua twins take `out` the same
+ *   way (prelude.lua's writeStep, setState and copyState mirror this file's helpers).
  * - `cost > 0` charges; `cost === 0` peeks (never changes state; allowed unless the key is
  *   already beyond its limit, as Envoy's hits_addend 0); `cost < 0` refunds `-cost` units
  *   (always allowed; never restores beyond a fresh state).
