@@ -67,12 +67,14 @@ const MIN_PART = 64
 
 /**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
- * same event-loop turn are sent together as one EVALSHA of the runner script per server (per
- * Cluster node), which decides them one after another atomically with the server's clock.
+ * same event-loop turn are sent together as EVALSHA of the runner script per server (per Cluster
+ * node), which decides them one after another atomically with the server's clock. Each server's
+ * calls go through a Lane (lane.ts): two in flight at most, the rest waiting to go as one answers,
+ * and a big batch for a lane with room split so that Redis and Node work at the same time.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
- * the state (and any block) as binary doubles (see runner.lua), and expiring (PX) when the state no
- * longer matters. Records are read and written only by the script. A request's `now`
+ * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no
+ * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read and written only by the script. A request's `now`
  * (tests) replaces the server clock for the decision; a `now` ahead of the server's also keeps
  * the record that much longer, so it never disappears before that clock says it expired.
  */
