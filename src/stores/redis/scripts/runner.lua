@@ -369,9 +369,18 @@ local function decideNext(now, cost, count)
       local expiresAt = requestExpiries[i]
       if expiresAt and expiresAt >= serverNow + ttl then
         local text = encodeRecord(record, expiresAt)
-        -- An unchanged record is not written at all.
-        if text ~= texts[key] then
-          redis.call('SET', key, text, 'KEEPTTL')
+        -- An unchanged record is not written at all. One of the same length (the usual case: same
+        -- algorithm, same block) is overwritten in place by SETRANGE, which keeps the expiry as
+        -- KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and reuses the
+        -- stored string: ~0.1 µs cheaper than SET ... KEEPTTL. The offset is text, as every number
+        -- argument to redis.call costs a conversion.
+        local stored = texts[key]
+        if text ~= stored then
+          if stored and #text == #stored then
+            redis.call('SETRANGE', key, '0', text)
+          else
+            redis.call('SET', key, text, 'KEEPTTL')
+          end
           texts[key] = text
         end
       else
