@@ -130,7 +130,12 @@ local RECORD_CHUNK = 64
 local TAG_S, TAG_B, TAG_N = string.byte('SBN', 1, 3)
 local TAG_s, TAG_b, TAG_n = string.byte('sbn', 1, 3)
 local TAG_LOWER = TAG_s - TAG_S
+local byte, structPack, structUnpack = string.byte, struct.pack, struct.unpack
 local recordFormats = {}
+-- The formats of the usual records' numbers, made without a call: an 'S' record of 1 to 4 numbers
+-- (SHORT_RECORDS[count]), and its expiry and numbers (DOUBLES[count + 1]).
+local SHORT_RECORDS = { '<Bdd', '<Bddd', '<Bdddd', '<Bddddd' }
+local DOUBLES = { '<d', '<dd', '<ddd', '<dddd', '<ddddd' }
 
 -- The struct format of `count` doubles after `head` (a format prefix such as 'Bd': tag, expiry).
 local function recordFormat(count, head)
@@ -176,7 +181,11 @@ end
 
 -- Fails the call unless `text` is a record (see the top of this file).
 local function checkRecord(text, key)
-  local tag, _, count = recordHeader(text)
+  local count = (#text - 9) / 8
+  -- The usual record, checked without another call.
+  if byte(text, 1) == TAG_S and count >= 0 and count == floor(count) then return end
+  local tag, _
+  tag, _, count = recordHeader(text)
   if count ~= floor(count) or count < 0 or (tag ~= TAG_s and (tag ~= TAG_b and tag ~= TAG_n or count < 1)) then
     notARecord(key)
   end
@@ -185,7 +194,21 @@ end
 -- Decodes the record in `text` (checked) into `record`, its state into `state`, and returns the
 -- expiry the record carries (or false), see encodeRecord.
 local function decodeRecordInto(text, record, state)
-  local tag, at, count, hasExpiry = recordHeader(text)
+  local count = (#text - 9) / 8
+  if count <= 4 and byte(text, 1) == TAG_S then
+    -- The usual record: expiry and state in one struct call, which also returns the position after
+    -- the last number (state[count + 1], cleared with what an earlier, longer state left).
+    local length = #state
+    local expiresAt
+    expiresAt, state[1], state[2], state[3], state[4], state[5] = structUnpack(DOUBLES[count + 1], text, 2)
+    state[count + 1] = nil
+    for i = 6, length do state[i] = nil end
+    record.blockedUntil = 0
+    record.state = state
+    return expiresAt
+  end
+  local tag, at, hasExpiry
+  tag, at, count, hasExpiry = recordHeader(text)
   local expiresAt = hasExpiry and struct.unpack('<d', text, 2)
   if tag == TAG_s then
     record.blockedUntil = 0
@@ -202,6 +225,10 @@ local function encodeRecord(record, expiresAt)
   local blockedUntil, state = record.blockedUntil, record.state
   if state == nil then return struct.pack('<Bdd', TAG_N, expiresAt, blockedUntil) end
   local count = #state
+  if blockedUntil == 0 and SHORT_RECORDS[count] then
+    -- struct.pack reads as many numbers as its format names: the nils after a short state are ignored.
+    return structPack(SHORT_RECORDS[count], TAG_S, expiresAt, state[1], state[2], state[3], state[4])
+  end
   if count <= RECORD_CHUNK then
     if blockedUntil == 0 then return struct.pack(recordFormat(count, 'Bd'), TAG_S, expiresAt, unpack(state)) end
     return struct.pack(recordFormat(count, 'Bdd'), TAG_B, expiresAt, blockedUntil, unpack(state))
