@@ -307,6 +307,8 @@ local requestExpiries = {}
 local recordBuffers = {}
 local stateBuffers = {}
 local evaluation = { allowed = true, results = {}, records = {}, ttlMs = {} }
+-- evaluateKeyInto refills these tables in place, so they are looked up once.
+local evaluationResults, evaluationRecords, evaluationTtlMs = evaluation.results, evaluation.records, evaluation.ttlMs
 local lastCount = 0
 
 -- Sizes the request's tables to `count` policies: entries an earlier, longer request left are
@@ -358,11 +360,12 @@ local REPLY_ALLOWED = 1
 local REPLY_BLOCKED = 2
 local REQUEST_BYTE = { [true] = '\1', [false] = '\0' }
 
--- Decides the next request (its keys come next in `keys`) and appends its reply to `out`.
+-- Decides the next request (its keys come next in `keys`) and appends its reply to `out`. `lead`:
+-- how far `now` is ahead of the server's clock (see the run loop).
 local out = { struct.pack('<d', serverNow) }
 local n = 1
 local keyIndex = 0
-local function decideNext(now, cost, count)
+local function decideNext(now, cost, count, lead)
   for i = 1, count do
     keyIndex = keyIndex + 1
     local key = keys[keyIndex]
@@ -379,20 +382,16 @@ local function decideNext(now, cost, count)
 
   evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
 
-  -- A clock ahead of the server's (tests inject `now`) keeps records that much longer, so Redis
-  -- never forgets a record before the request's own clock says it expired. Keeping one longer is
-  -- harmless: stepping a state after its ttl is the same as stepping no state.
-  local lead = max(0, now - serverNow)
   for i = 1, count do
     local key = requestKeys[i]
-    local record = evaluation.records[i]
+    local record = evaluationRecords[i]
     if record.state == nil and record.blockedUntil == 0 then
       if texts[key] then
         redis.call('DEL', key)
         texts[key] = false
       end
     else
-      local ttl = ceil(evaluation.ttlMs[i] + lead)
+      local ttl = ceil(evaluationTtlMs[i] + lead)
       local expiresAt = requestExpiries[i]
       if expiresAt and expiresAt >= serverNow + ttl then
         local text = encodeRecord(record, expiresAt)
@@ -422,7 +421,7 @@ local function decideNext(now, cost, count)
   n = n + 1
   out[n] = REQUEST_BYTE[evaluation.allowed]
   for i = 1, count do
-    local result = evaluation.results[i]
+    local result = evaluationResults[i]
     local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
     n = n + 1
     out[n] = struct.pack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
@@ -440,6 +439,10 @@ for run = 1, runCount do
   for i = 1, count do requestPolicies[i] = policies[tonumber(ARGV[arg + i - 1])] end
   local requests = tonumber(ARGV[arg + count])
   arg = arg + count + 1
-  for r = 1, requests do decideNext(now, cost, count) end
+  -- A clock ahead of the server's (tests inject `now`) keeps records that much longer, so Redis
+  -- never forgets a record before the request's own clock says it expired. Keeping one longer is
+  -- harmless: stepping a state after its ttl is the same as stepping no state.
+  local lead = max(0, now - serverNow)
+  for r = 1, requests do decideNext(now, cost, count, lead) end
 end
 return table.concat(out)
