@@ -42,6 +42,7 @@ export class Timeouts {
       const entry: Pending = { deadline: performance.now() + this.ms, reject, settled: false }
       this.pending.push(entry)
       if (this.timer === undefined) this.arm(this.ms)
+      else this.timer.ref() // a no-op unless the FIFO had emptied
       promise.then(
         (value) => {
           this.settle(entry)
@@ -62,11 +63,11 @@ export class Timeouts {
     let head = this.head + 1
     while (head < pending.length && pending[head].settled) head++
     if (head === pending.length) {
-      // Nothing left to time out: the timer goes too, so it never holds the process open for nothing.
+      // Nothing left to time out. The timer stays, unref'd so that it holds no process open:
+      // re-arming it for every call of a lightly loaded limiter would cost more than the call.
       this.pending = []
       this.head = 0
-      clearTimeout(this.timer)
-      this.timer = undefined
+      this.timer?.unref()
     } else if (head > 1024 && head * 2 > pending.length) {
       this.pending = pending.slice(head)
       this.head = 0

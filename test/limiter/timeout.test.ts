@@ -3,6 +3,8 @@
 
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Timeouts } from '../../src/limiter/timeout.js'
 import { FloodgateError } from '../../src/core/errors.js'
@@ -77,5 +79,23 @@ describe('Timeouts', () => {
     answerLast('done too')
     assert.equal(await last, 'done too')
     assert.equal(timeouts.size, 0)
+  })
+
+  it('holds the process open only while a call is in flight', async () => {
+    // A child with a one-minute timeout: one answered call, then nothing else to do. It must exit
+    // on its own, long before the minute (the bound below is generous on purpose).
+    const script = `
+      import { Timeouts } from ${JSON.stringify(new URL('../../src/limiter/timeout.ts', import.meta.url).href)}
+      const timeouts = new Timeouts(60_000)
+      console.log(await timeouts.run(Promise.resolve('answered')))
+    `
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk))
+    const exited = once(child, 'exit')
+    const outcome = await Promise.race([exited.then(() => 'exited'), sleep(30_000, undefined, { ref: false }).then(() => 'still running')])
+    if (outcome !== 'exited') child.kill()
+    assert.equal(outcome, 'exited')
+    assert.equal(output.trim(), 'answered')
   })
 })
