@@ -360,73 +360,10 @@ local REPLY_ALLOWED = 1
 local REPLY_BLOCKED = 2
 local REQUEST_BYTE = { [true] = '\1', [false] = '\0' }
 
--- Decides the next request (its keys come next in `keys`) and appends its reply to `out`. `lead`:
--- how far `now` is ahead of the server's clock (see the run loop).
+-- The reply so far (see the top of this file), and the index in `keys` of the last key decided.
 local out = { struct.pack('<d', serverNow) }
 local n = 1
 local keyIndex = 0
-local function decideNext(now, cost, count, lead)
-  for i = 1, count do
-    keyIndex = keyIndex + 1
-    local key = keys[keyIndex]
-    local text = texts[key]
-    requestKeys[i] = key
-    if text then
-      requestRecords[i] = recordBuffers[i]
-      requestExpiries[i] = decodeRecordInto(text, recordBuffers[i], stateBuffers[i])
-    else
-      requestRecords[i] = nil
-      requestExpiries[i] = false
-    end
-  end
-
-  evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
-
-  for i = 1, count do
-    local key = requestKeys[i]
-    local record = evaluationRecords[i]
-    if record.state == nil and record.blockedUntil == 0 then
-      if texts[key] then
-        redis.call('DEL', key)
-        texts[key] = false
-      end
-    else
-      local ttl = ceil(evaluationTtlMs[i] + lead)
-      local expiresAt = requestExpiries[i]
-      if expiresAt and expiresAt >= serverNow + ttl then
-        local text = encodeRecord(record, expiresAt)
-        -- An unchanged record is not written at all. One of the same length (the usual case: same
-        -- algorithm, same block) is overwritten in place by SETRANGE, which keeps the expiry as
-        -- KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and reuses the
-        -- stored string: ~0.1 µs cheaper than SET ... KEEPTTL. The offset is text, as every number
-        -- argument to redis.call costs a conversion.
-        local stored = texts[key]
-        if text ~= stored then
-          if stored and #text == #stored then
-            redis.call('SETRANGE', key, '0', text)
-          else
-            redis.call('SET', key, text, 'KEEPTTL')
-          end
-          texts[key] = text
-        end
-      else
-        expiresAt = paddedExpiry(serverNow + ttl, ttl)
-        local text = encodeRecord(record, expiresAt)
-        redis.call('SET', key, text, 'PXAT', expiryText(expiresAt))
-        texts[key] = text
-      end
-    end
-  end
-
-  n = n + 1
-  out[n] = REQUEST_BYTE[evaluation.allowed]
-  for i = 1, count do
-    local result = evaluationResults[i]
-    local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
-    n = n + 1
-    out[n] = struct.pack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
-  end
-end
 
 local runCount = tonumber(ARGV[arg])
 arg = arg + 1
@@ -443,6 +380,70 @@ for run = 1, runCount do
   -- never forgets a record before the request's own clock says it expired. Keeping one longer is
   -- harmless: stepping a state after its ttl is the same as stepping no state.
   local lead = max(0, now - serverNow)
-  for r = 1, requests do decideNext(now, cost, count, lead) end
+  for r = 1, requests do
+    -- The request's records (its keys come next in `keys`), decided, written and replied to. This
+    -- loop is the script's hot path: it runs in the main chunk, where its variables are registers
+    -- rather than a function's upvalues, which saves ~3% of the instructions per decision.
+    for i = 1, count do
+      keyIndex = keyIndex + 1
+      local key = keys[keyIndex]
+      local text = texts[key]
+      requestKeys[i] = key
+      if text then
+        requestRecords[i] = recordBuffers[i]
+        requestExpiries[i] = decodeRecordInto(text, recordBuffers[i], stateBuffers[i])
+      else
+        requestRecords[i] = nil
+        requestExpiries[i] = false
+      end
+    end
+
+    evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
+
+    for i = 1, count do
+      local key = requestKeys[i]
+      local record = evaluationRecords[i]
+      if record.state == nil and record.blockedUntil == 0 then
+        if texts[key] then
+          redis.call('DEL', key)
+          texts[key] = false
+        end
+      else
+        local ttl = ceil(evaluationTtlMs[i] + lead)
+        local expiresAt = requestExpiries[i]
+        if expiresAt and expiresAt >= serverNow + ttl then
+          local text = encodeRecord(record, expiresAt)
+          -- An unchanged record is not written at all. One of the same length (the usual case:
+          -- same algorithm, same block) is overwritten in place by SETRANGE, which keeps the expiry
+          -- as KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and
+          -- reuses the stored string: ~0.1 µs cheaper than SET ... KEEPTTL. The offset is text, as
+          -- every number argument to redis.call costs a conversion.
+          local stored = texts[key]
+          if text ~= stored then
+            if stored and #text == #stored then
+              redis.call('SETRANGE', key, '0', text)
+            else
+              redis.call('SET', key, text, 'KEEPTTL')
+            end
+            texts[key] = text
+          end
+        else
+          expiresAt = paddedExpiry(serverNow + ttl, ttl)
+          local text = encodeRecord(record, expiresAt)
+          redis.call('SET', key, text, 'PXAT', expiryText(expiresAt))
+          texts[key] = text
+        end
+      end
+    end
+
+    n = n + 1
+    out[n] = REQUEST_BYTE[evaluation.allowed]
+    for i = 1, count do
+      local result = evaluationResults[i]
+      local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
+      n = n + 1
+      out[n] = structPack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
+    end
+  end
 end
 return table.concat(out)
