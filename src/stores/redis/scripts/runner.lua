@@ -242,11 +242,15 @@ local function encodeRecord(record, expiresAt)
   return table.concat(parts)
 end
 
--- Every key of the batch, declared ones first.
-local keys = {}
-for i = 1, #KEYS do keys[i] = KEYS[i] end
+-- Every key of the batch, declared ones first: KEYS itself when every key is declared (a standalone
+-- server's calls), else a copy with the others appended (KEYS is left as Redis made it).
 local extraKeys = tonumber(ARGV[1])
-for i = 1, extraKeys do keys[#keys + 1] = ARGV[1 + i] end
+local keys = KEYS
+if extraKeys > 0 then
+  keys = {}
+  for i = 1, #KEYS do keys[i] = KEYS[i] end
+  for i = 1, extraKeys do keys[#keys + 1] = ARGV[1 + i] end
+end
 local arg = 2 + extraKeys
 
 local policies = {}
