@@ -2,83 +2,78 @@
 // record has the stored one's length, SET ... KEEPTTL when it does not; either way the key keeps
 // its TTL and holds exactly the new record.
 
-import { test, before, after, beforeEach } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
 import { createPolicies } from '../../../src/core/policy.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
 import { readRecord, storedExpiry } from './records.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { startRedis } from '../../support/redis-server.js'
 
-let server: RedisProcess
-let client: Redis
-let store: RedisStore
+/** Runs `body` against a RedisStore on a redis-server of its own, stopped afterwards. */
+async function onOwnServer(body: (client: Redis, store: RedisStore) => Promise<void>): Promise<void> {
+  const server = await startRedis()
+  const client = new Redis(server.port, server.host)
+  const store = new RedisStore({ client, prefix: 'w:' })
+  try {
+    await body(client, store)
+  } finally {
+    await store.close()
+    client.disconnect()
+    await server.stop()
+  }
+}
 
-before(async () => {
-  server = await startRedis()
-  client = new Redis(server.port, server.host)
-  store = new RedisStore({ client, prefix: 'w:' })
-})
-
-after(async () => {
-  await store.close()
-  client.disconnect()
-  await server.stop()
-})
-
-beforeEach(async () => {
-  await client.flushdb()
-  await client.config('RESETSTAT')
-})
-
-async function calls(command: string): Promise<number> {
+async function calls(client: Redis, command: string): Promise<number> {
   const info = await client.info('commandstats')
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0)
 }
 
 const HOUR = 3_600_000
 
-test('a record of the same length is overwritten in place: SETRANGE, the TTL kept', async () => {
-  const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
-  const key = policyKey('w:', 'same', policies[0])
-  const start = (Math.floor(Date.now() / HOUR) + 2) * HOUR
-  await store.evaluate([{ key: 'same', policies, cost: 1, now: start + 10 }])
-  const before = (await client.getBuffer(key))!
-  // A longer TTL set behind the store's back survives only a write that keeps it.
-  await client.pexpire(key, 5 * HOUR)
-  assert.equal(await calls('setrange'), 0)
-  await store.evaluate([{ key: 'same', policies, cost: 1, now: start + 20 }])
-  const after = (await client.getBuffer(key))!
-  assert.equal(after.length, before.length)
-  assert.deepEqual((await readRecord(client, key))?.state, [start, 2])
-  assert.equal(storedExpiry(after), storedExpiry(before))
-  assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
-  assert.equal(await calls('setrange'), 1)
-})
+test('a record of the same length is overwritten in place: SETRANGE, the TTL kept', () =>
+  onOwnServer(async (client, store) => {
+    const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
+    const key = policyKey('w:', 'same', policies[0])
+    const start = (Math.floor(Date.now() / HOUR) + 2) * HOUR
+    await store.evaluate([{ key: 'same', policies, cost: 1, now: start + 10 }])
+    const before = (await client.getBuffer(key))!
+    // A longer TTL set behind the store's back survives only a write that keeps it.
+    await client.pexpire(key, 5 * HOUR)
+    assert.equal(await calls(client, 'setrange'), 0)
+    await store.evaluate([{ key: 'same', policies, cost: 1, now: start + 20 }])
+    const after = (await client.getBuffer(key))!
+    assert.equal(after.length, before.length)
+    assert.deepEqual((await readRecord(client, key))?.state, [start, 2])
+    assert.equal(storedExpiry(after), storedExpiry(before))
+    assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
+    assert.equal(await calls(client, 'setrange'), 1)
+  }))
 
-test('a record whose length changes (a block starts, then ends) is SET with KEEPTTL', async () => {
-  const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 1, period: '1h', blockMs: '1m' }])
-  const key = policyKey('w:', 'grows', policies[0])
-  const start = (Math.floor(Date.now() / HOUR) + 2) * HOUR
-  await store.evaluate([{ key: 'grows', policies, cost: 1, now: start + 10 }])
-  const plain = (await client.getBuffer(key))!
-  await client.pexpire(key, 5 * HOUR)
-  const sets = await calls('set')
-  // Denied: the record gains blockedUntil (8 bytes longer), written with KEEPTTL.
-  const [denied] = await store.evaluate([{ key: 'grows', policies, cost: 1, now: start + 20 }])
-  assert.equal(denied.allowed, false)
-  const blocked = (await client.getBuffer(key))!
-  assert.equal(blocked.length, plain.length + 8)
-  assert.deepEqual(await readRecord(client, key), { blockedUntil: start + 20 + 60_000, state: [start, 1] })
-  assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
-  assert.equal(await calls('set'), sets + 1)
-  assert.equal(await calls('setrange'), 0)
-  // After the block, a refund: the record drops blockedUntil (8 bytes shorter), again with KEEPTTL.
-  await store.evaluate([{ key: 'grows', policies, cost: -1, now: start + 20 + 60_001 }])
-  assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [start, 0] })
-  assert.equal((await client.getBuffer(key))!.length, plain.length)
-  assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
-  assert.equal(await calls('set'), sets + 2)
-  assert.equal(await calls('setrange'), 0)
-})
+test('a record whose length changes (a block starts, then ends) is SET with KEEPTTL', () =>
+  onOwnServer(async (client, store) => {
+    const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 1, period: '1h', blockMs: '1m' }])
+    const key = policyKey('w:', 'grows', policies[0])
+    const start = (Math.floor(Date.now() / HOUR) + 2) * HOUR
+    await store.evaluate([{ key: 'grows', policies, cost: 1, now: start + 10 }])
+    const plain = (await client.getBuffer(key))!
+    await client.pexpire(key, 5 * HOUR)
+    const sets = await calls(client, 'set')
+    // Denied: the record gains blockedUntil (8 bytes longer), written with KEEPTTL.
+    const [denied] = await store.evaluate([{ key: 'grows', policies, cost: 1, now: start + 20 }])
+    assert.equal(denied.allowed, false)
+    const blocked = (await client.getBuffer(key))!
+    assert.equal(blocked.length, plain.length + 8)
+    assert.deepEqual(await readRecord(client, key), { blockedUntil: start + 20 + 60_000, state: [start, 1] })
+    assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
+    assert.equal(await calls(client, 'set'), sets + 1)
+    assert.equal(await calls(client, 'setrange'), 0)
+    // After the block, a refund: the record drops blockedUntil (8 bytes shorter), again with KEEPTTL.
+    await store.evaluate([{ key: 'grows', policies, cost: -1, now: start + 20 + 60_001 }])
+    assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [start, 0] })
+    assert.equal((await client.getBuffer(key))!.length, plain.length)
+    assert.ok((await client.pttl(key)) > 4 * HOUR, 'the TTL kept')
+    assert.equal(await calls(client, 'set'), sets + 2)
+    assert.equal(await calls(client, 'setrange'), 0)
+  }))
