@@ -107,25 +107,27 @@ export function decodeReply(reply: unknown, requests: readonly CallRequest[]): E
   for (const { request } of requests) expected += REQUEST_BYTES + POLICY_BYTES * request.policies.length
   if (reply.length !== expected) throw new Error(`RedisStore: script reply has ${reply.length} bytes, expected ${expected}`)
   const serverNow = reply.readDoubleLE(0)
-  const responses: EvaluateResponse[] = []
+  // Arrays of their final size: an empty array grows a backing store for 16 on its first push.
+  const responses = new Array<EvaluateResponse>(requests.length)
   let at = CLOCK_BYTES
-  for (const { request } of requests) {
+  for (let r = 0; r < requests.length; r++) {
+    const request = requests[r].request
     const allowed = reply[at] === 1
     at += REQUEST_BYTES
-    const results: PolicyResult[] = []
-    for (let i = 0; i < request.policies.length; i++) {
+    const results = new Array<PolicyResult>(request.policies.length)
+    for (let i = 0; i < results.length; i++) {
       const flags = reply[at]
-      results.push({
+      results[i] = {
         allowed: (flags & REPLY_ALLOWED) !== 0,
         remaining: reply.readDoubleLE(at + 1),
         resetMs: reply.readDoubleLE(at + 9),
         retryAfterMs: reply.readDoubleLE(at + 17),
         delayMs: reply.readDoubleLE(at + 25),
         blocked: (flags & REPLY_BLOCKED) !== 0,
-      })
+      }
       at += POLICY_BYTES
     }
-    responses.push({ allowed, results, now: request.now ?? serverNow })
+    responses[r] = { allowed, results, now: request.now ?? serverNow }
   }
   return responses
 }

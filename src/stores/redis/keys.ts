@@ -57,8 +57,16 @@ function isLowSurrogate(unit: number): boolean {
  * and one script call can decide them together.
  */
 export function policyKey(prefix: string, userKey: string, policy: Policy): string {
-  return `${prefix}{${escapeKeyPart(userKey)}}:${escapeKeyPart(policy.name)}:${stateTag(policy)}`
+  let suffix = suffixes.get(policy)
+  if (suffix === undefined) {
+    suffix = `}:${escapeKeyPart(policy.name)}:${stateTag(policy)}`
+    suffixes.set(policy, suffix)
+  }
+  return prefix + '{' + escapeKeyPart(userKey) + suffix
 }
+
+// What follows the user key, per policy: made once, as policies are immutable and long-lived.
+const suffixes = new WeakMap<Policy, string>()
 
 /**
  * The algorithm's tag, and for leaky-bucket whether it shapes: policing and shaping keep states of
