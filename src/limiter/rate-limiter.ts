@@ -208,10 +208,39 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toDecision(plan, tier, mergeShadow(plan, firstResults, second.results), second.allowed, source)
   }
 
-  // evaluateRemote and decideFrom in one promise chain: every remote decision takes this path.
+  // evaluateRemote and decideFrom in one promise chain; a store with `submit` (RedisStore) goes
+  // without even that: one promise per decision, answered from the store's callback.
   private decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
-    return this.guard(() => this.store.evaluate([{ key, policies: plan.remote.policies, cost }]))
-      .then((responses) => this.decideFrom(responses?.[0], key, cost, plan, startedAt))
+    const request = { key, policies: plan.remote.policies, cost }
+    if (this.store.submit === undefined || !this.breaker.allows(this.clock())) {
+      return this.guard(() => this.store.evaluate([request])).then((responses) => this.decideFrom(responses?.[0], key, cost, plan, startedAt))
+    }
+    // Anonymous closures only: tsx (keepNames) wraps a named one in a defineProperty per call.
+    return new Promise<Decision>((resolve, reject) => {
+      // The first of the store's answer and the timeout decides; the other finds the entry settled.
+      const entry = this.timeouts.start((timeout) => resolve(this.answerRemote(timeout, undefined, key, cost, plan, startedAt)))
+      try {
+        this.store.submit!(request, (error, response) => {
+          if (this.timeouts.settle(entry)) resolve(this.answerRemote(error, response, key, cost, plan, startedAt))
+        })
+      } catch (error) {
+        if (this.timeouts.settle(entry)) resolve(this.answerRemote(error, undefined, key, cost, plan, startedAt))
+      }
+    })
+  }
+
+  // A submitted request's answer (or failure, or timeout) as the decision, or a rejected promise if
+  // deciding throws (a listener of the limiter's events may): the store's callback must not throw.
+  private answerRemote(error: unknown, response: EvaluateResponse | undefined, key: string, cost: number, plan: PolicyPlan, startedAt: number): Decision | Promise<Decision> {
+    try {
+      if (error == null && response !== undefined) {
+        if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
+        return this.decideFrom(response, key, cost, plan, startedAt)
+      }
+      return this.decideFrom(this.storeFailed(error ?? new Error('the store answered with neither a response nor an error')), key, cost, plan, startedAt)
+    } catch (thrown) {
+      return Promise.reject(thrown)
+    }
   }
 
   // The rest of decideRemotely once the store answered the whole set (`first`; undefined: it failed).

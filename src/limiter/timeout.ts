@@ -2,11 +2,14 @@
 
 import { FloodgateError } from '../core/errors.js'
 
-interface Pending {
+/** One call being timed (see Timeouts.start). */
+export interface TimeoutEntry {
   readonly deadline: number
-  readonly reject: (error: unknown) => void
+  readonly onTimeout: (error: FloodgateError) => void
   settled: boolean
 }
+
+type Pending = TimeoutEntry
 
 /**
  * Times out calls that all share one limit, with one timer for all of them rather than a
@@ -39,24 +42,38 @@ export class Timeouts {
    */
   run<T>(promise: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = { deadline: performance.now() + this.ms, reject, settled: false }
-      this.pending.push(entry)
-      if (this.timer === undefined) this.arm(this.ms)
-      else this.timer.ref() // a no-op unless the FIFO had emptied
+      const entry = this.start(reject)
       promise.then(
         (value) => {
-          this.settle(entry)
-          resolve(value)
+          if (this.settle(entry)) resolve(value)
         },
         (error: unknown) => {
-          this.settle(entry)
-          reject(error)
+          if (this.settle(entry)) reject(error)
         },
       )
     })
   }
 
-  private settle(entry: Pending): void {
+  /**
+   * Starts timing a call: `onTimeout` runs with a STORE_TIMEOUT error once the limit passes, unless
+   * `settle(entry)` came first. For callers that are answered by callback rather than a promise.
+   */
+  start(onTimeout: (error: FloodgateError) => void): TimeoutEntry {
+    const entry: Pending = { deadline: performance.now() + this.ms, onTimeout, settled: false }
+    this.pending.push(entry)
+    if (this.timer === undefined) this.arm(this.ms)
+    else this.timer.ref() // a no-op unless the FIFO had emptied
+    return entry
+  }
+
+  /** Marks the call answered. False when it had timed out already: its answer comes too late. */
+  settle(entry: TimeoutEntry): boolean {
+    if (entry.settled) return false
+    this.forget(entry)
+    return true
+  }
+
+  private forget(entry: Pending): void {
     entry.settled = true
     const pending = this.pending
     if (pending[this.head] !== entry) return
@@ -90,7 +107,7 @@ export class Timeouts {
       if (entry.settled) continue
       if (entry.deadline > now) break
       entry.settled = true
-      entry.reject(
+      entry.onTimeout(
         new FloodgateError('STORE_TIMEOUT', `the store did not answer within ${this.ms}ms; check the store, or raise the limiter's timeout option`),
       )
     }

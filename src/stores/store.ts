@@ -24,12 +24,21 @@ export interface EvaluateResponse {
   now: number
 }
 
+/** How `Store.submit` answers: `(null, response)`, or `(error)`. */
+export type SubmitCallback = (error: unknown, response?: EvaluateResponse) => void
+
 export interface Store {
   /**
    * Decides a batch of independent requests; the answer has one response per request, in order.
    * Rejects (throws) only when the backend fails: the limiter turns that into a failure mode.
    */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]>
+  /**
+   * Optional: decides one request like `evaluate([request])`, but answers by calling `done` once:
+   * `done(null, response)`, or `done(error)` when the backend fails. A limiter uses it when the store
+   * has it, because it saves the promises of every layer on each decision.
+   */
+  submit?(request: EvaluateRequest, done: SubmitCallback): void
   /** Forgets all state (counters and blocks) of `key` for these policies. */
   reset(key: string, policies: readonly Policy[]): Promise<void>
   /** Releases connections and timers the store owns (not clients the caller passed in). */

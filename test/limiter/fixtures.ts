@@ -4,7 +4,7 @@
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import type { KeyEvaluation } from '../../src/core/evaluate.js'
 import type { Policy } from '../../src/core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, Store } from '../../src/stores/store.js'
+import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../../src/stores/store.js'
 
 export const T0 = 1_700_000_000_000
 
@@ -74,5 +74,15 @@ export class FaultyStore implements Store {
       }, wait)
       this.timers.add(timer)
     })
+  }
+}
+
+/** A FaultyStore that also answers by callback (`Store.submit`), as RedisStore does. */
+export class FaultySubmitStore extends FaultyStore {
+  submit(request: EvaluateRequest, done: SubmitCallback): void {
+    this.evaluate([request]).then(
+      (responses) => done(null, responses[0]),
+      (error: unknown) => done(error),
+    )
   }
 }

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
+import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
 import { decodeReply, encodeCall, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
@@ -44,8 +44,8 @@ export interface RedisStoreOptions {
 }
 
 interface Pending extends CallRequest {
-  resolve(response: EvaluateResponse): void
-  reject(error: unknown): void
+  /** Called once: `(null, response)` or `(error)`. */
+  readonly done: SubmitCallback
 }
 
 /** One script call, encoded: its requests in the order the script decides them. */
@@ -106,7 +106,7 @@ export class RedisStore implements Store {
     this.client = client
     this.ownsClient = owned
     this.gate = new ConnectionGate(client, (items) => this.flush(items), (items, error) => {
-      for (const item of items) item.reject(error)
+      for (const item of items) answer(item, error)
     })
     if (!client.isCluster) client.on('close', this.onConnectionClosed)
   }
@@ -114,13 +114,20 @@ export class RedisStore implements Store {
   /** Decides each request; requests of this event-loop turn share script calls with other callers'. */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
     if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of requests'))
-    // The common call (the limiter's) holds one request: one promise instead of two and an array.
+    // A batch of one (the usual call): one promise instead of two and an array.
     if (batch.length === 1) {
       const problem = requestProblem(batch[0])
       if (problem !== undefined) return Promise.reject(invalidRequest(problem))
-      return new Promise((resolve, reject) => this.queue(batch[0], (response) => resolve([response]), reject))
+      return new Promise((resolve, reject) => this.queue(batch[0], (error, response) => (error === null ? resolve([response!]) : reject(error))))
     }
     return Promise.all(batch.map((request) => this.enqueue(request)))
+  }
+
+  /** Decides one request with this turn's others and calls `done(null, response)` or `done(error)`. */
+  submit(request: EvaluateRequest, done: SubmitCallback): void {
+    const problem = requestProblem(request)
+    if (problem !== undefined) return done(invalidRequest(problem))
+    this.queue(request, done)
   }
 
   /** Deletes the state (counters and blocks) of every given policy of `key`. */
@@ -145,14 +152,14 @@ export class RedisStore implements Store {
   private enqueue(request: EvaluateRequest): Promise<EvaluateResponse> {
     const problem = requestProblem(request)
     if (problem !== undefined) return Promise.reject(invalidRequest(problem))
-    return new Promise((resolve, reject) => this.queue(request, resolve, reject))
+    return new Promise((resolve, reject) => this.queue(request, (error, response) => (error === null ? resolve(response!) : reject(error))))
   }
 
   // Queues a valid request for this turn's script call.
-  private queue(request: EvaluateRequest, resolve: (response: EvaluateResponse) => void, reject: (error: unknown) => void): void {
+  private queue(request: EvaluateRequest, done: SubmitCallback): void {
     const keys = request.policies.map((policy) => policyKey(this.prefix, request.key, policy))
     const slot = this.client.isCluster ? keySlot(keys[0]) : -1
-    this.batcher.add({ request, keys, slot, resolve, reject })
+    this.batcher.add({ request, keys, slot, done })
   }
 
   private flush(items: Pending[]): void {
@@ -187,7 +194,7 @@ export class RedisStore implements Store {
       const { keys, args } = encodeCall(ordered, declared)
       return { items: ordered, declared, keys, args }
     } catch (error) {
-      for (const item of ordered) item.reject(error)
+      for (const item of ordered) answer(item, error)
       return undefined
     }
   }
@@ -206,7 +213,7 @@ export class RedisStore implements Store {
       (reply) => {
         if (!this.inFlight.delete(call)) return
         done()
-        this.answer(call, reply)
+        this.answerAll(call, reply)
       },
       (error: unknown) => {
         if (!this.inFlight.delete(call)) return
@@ -233,19 +240,19 @@ export class RedisStore implements Store {
     )
     for (const [call, done] of lost) {
       done()
-      for (const item of call.items) item.reject(error)
+      for (const item of call.items) answer(item, error)
     }
   }
 
-  private answer(call: Call, reply: unknown): void {
+  private answerAll(call: Call, reply: unknown): void {
     let responses: EvaluateResponse[]
     try {
       responses = decodeReply(reply, call.items)
     } catch (error) {
-      for (const item of call.items) item.reject(error)
+      for (const item of call.items) answer(item, error)
       return
     }
-    for (let i = 0; i < call.items.length; i++) call.items[i].resolve(responses[i])
+    for (let i = 0; i < call.items.length; i++) answer(call.items[i], null, responses[i])
   }
 
   private failed(call: Call, error: unknown, mayRegroup: boolean): void {
@@ -258,11 +265,23 @@ export class RedisStore implements Store {
       }
       return
     }
-    for (const item of call.items) item.reject(error)
+    for (const item of call.items) answer(item, error)
   }
 }
 
 function nothing(): void {}
+
+// Calls a request's callback. A callback that throws must not keep the rest of its call from their
+// answers: its error is thrown again on its own, as an uncaught exception of the caller's.
+function answer(item: Pending, error: unknown, response?: EvaluateResponse): void {
+  try {
+    item.done(error, response)
+  } catch (thrown) {
+    queueMicrotask(() => {
+      throw thrown
+    })
+  }
+}
 
 
 /**
