@@ -7,7 +7,7 @@ export type { AlgorithmName, Mode, Policy, PolicyOptions } from './core/policy.j
 export { parseDuration, formatDuration } from './core/duration.js'
 export type { Duration, DurationUnit } from './core/duration.js'
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js'
-export type { Store, EvaluateRequest, EvaluateResponse } from './stores/store.js'
+export type { Store, EvaluateRequest, EvaluateResponse, SubmitCallback } from './stores/store.js'
 export type { PolicyResult } from './core/evaluate.js'
 export type {
   Decision,
