@@ -6,7 +6,7 @@ import { FloodgateError } from '../core/errors.js'
 import { createEvaluation, type PolicyResult } from '../core/evaluate.js'
 import type { Policy } from '../core/policy.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
-import type { EvaluateResponse, Store } from '../stores/store.js'
+import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
 import { CircuitBreaker } from './circuit-breaker.js'
 import { fromDenyCache, toDecision, toFallbackDecision, toPoolDenial } from './decisions.js'
 import { DenyCache } from './deny-cache.js'
@@ -208,19 +208,17 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toDecision(plan, tier, mergeShadow(plan, firstResults, second.results), second.allowed, source)
   }
 
-  // evaluateRemote and decideFrom in one promise chain; a store with `submit` (RedisStore) goes
-  // without even that: one promise per decision, answered from the store's callback.
+  // One promise per decision, answered from the store's callback (Store.submit; a store without
+  // it is adapted, see submitRemote). Anonymous closures only: tsx (keepNames) wraps a named one
+  // in a defineProperty each time it is made.
   private decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
+    if (!this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED.then(() => this.decideFrom(undefined, key, cost, plan, startedAt))
     const request = { key, policies: plan.remote.policies, cost }
-    if (this.store.submit === undefined || !this.breaker.allows(this.clock())) {
-      return this.guard(() => this.store.evaluate([request])).then((responses) => this.decideFrom(responses?.[0], key, cost, plan, startedAt))
-    }
-    // Anonymous closures only: tsx (keepNames) wraps a named one in a defineProperty per call.
     return new Promise<Decision>((resolve, reject) => {
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
       const entry = this.timeouts.start((timeout) => resolve(this.answerRemote(timeout, undefined, key, cost, plan, startedAt)))
       try {
-        this.store.submit!(request, (error, response) => {
+        this.submitRemote(request, (error, response) => {
           if (this.timeouts.settle(entry)) resolve(this.answerRemote(error, response, key, cost, plan, startedAt))
         })
       } catch (error) {
@@ -229,15 +227,24 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     })
   }
 
+  private submitRemote(request: EvaluateRequest, done: SubmitCallback): void {
+    if (this.store.submit !== undefined) return this.store.submit(request, done)
+    this.store.evaluate([request]).then(
+      (responses) => done(null, responses[0]),
+      (error: unknown) => done(error),
+    )
+  }
+
   // A submitted request's answer (or failure, or timeout) as the decision, or a rejected promise if
   // deciding throws (a listener of the limiter's events may): the store's callback must not throw.
   private answerRemote(error: unknown, response: EvaluateResponse | undefined, key: string, cost: number, plan: PolicyPlan, startedAt: number): Decision | Promise<Decision> {
     try {
       if (error == null && response !== undefined) {
-        if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
+        this.storeAnswered()
         return this.decideFrom(response, key, cost, plan, startedAt)
       }
-      return this.decideFrom(this.storeFailed(error ?? new Error('the store answered with neither a response nor an error')), key, cost, plan, startedAt)
+      const failure = error ?? new Error('the store called done() with neither a response nor an error; a Store.submit must call done(null, response) or done(error)')
+      return this.decideFrom(this.storeFailed(failure), key, cost, plan, startedAt)
     } catch (thrown) {
       return Promise.reject(thrown)
     }
@@ -378,8 +385,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return this.guard(() => this.store.evaluate([{ key, policies, cost }])).then(firstResponse)
   }
 
-  // Plain promise chains, not async functions: this is every remote decision's path, and each
-  // async layer costs a promise and a microtask hop.
+  // A store call other than a decision's own (refunds, shadow re-decisions, resets), bounded by the
+  // timeout and the breaker like decideRemotely's.
   private guard<T>(call: () => Promise<T>): Promise<T | undefined> {
     if (this.inProcess !== undefined) return call()
     if (!this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED
@@ -390,9 +397,13 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       return Promise.resolve(this.storeFailed(error))
     }
     return this.timeouts.run(pending).then((value) => {
-      if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
+      this.storeAnswered()
       return value
     }, (error: unknown) => this.storeFailed(error))
+  }
+
+  private storeAnswered(): void {
+    if (this.breaker.recordSuccess() === 'closed') this.emit('breaker-close')
   }
 
   private storeFailed(error: unknown): undefined {

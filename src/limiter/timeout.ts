@@ -9,8 +9,6 @@ export interface TimeoutEntry {
   settled: boolean
 }
 
-type Pending = TimeoutEntry
-
 /**
  * Times out calls that all share one limit, with one timer for all of them rather than a
  * setTimeout/clearTimeout pair per call (the largest per-decision cost on the Redis path after the
@@ -23,7 +21,7 @@ type Pending = TimeoutEntry
  * garbage collector would copy them all into the old generation.
  */
 export class Timeouts {
-  private pending: Pending[] = []
+  private pending: TimeoutEntry[] = []
   // Entries before `head` are settled and gone; the array is compacted once they are the larger part.
   private head = 0
   private timer: NodeJS.Timeout | undefined
@@ -59,7 +57,7 @@ export class Timeouts {
    * `settle(entry)` came first. For callers that are answered by callback rather than a promise.
    */
   start(onTimeout: (error: FloodgateError) => void): TimeoutEntry {
-    const entry: Pending = { deadline: performance.now() + this.ms, onTimeout, settled: false }
+    const entry: TimeoutEntry = { deadline: performance.now() + this.ms, onTimeout, settled: false }
     this.pending.push(entry)
     if (this.timer === undefined) this.arm(this.ms)
     else this.timer.ref() // a no-op unless the FIFO had emptied
@@ -73,7 +71,7 @@ export class Timeouts {
     return true
   }
 
-  private forget(entry: Pending): void {
+  private forget(entry: TimeoutEntry): void {
     entry.settled = true
     const pending = this.pending
     if (pending[this.head] !== entry) return

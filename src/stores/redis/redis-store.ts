@@ -236,7 +236,8 @@ export class RedisStore implements Store {
     this.inFlight.clear()
     const error = new FloodgateError(
       'STORE_UNAVAILABLE',
-      'the connection to Redis closed while this decision was in flight; it may or may not have been applied',
+      'the connection to Redis closed while this decision was in flight; it may or may not have been applied. ' +
+        'Check that Redis is reachable; the limiter answers with its onStoreError mode meanwhile',
     )
     for (const [call, done] of lost) {
       done()
