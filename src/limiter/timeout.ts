@@ -9,6 +9,9 @@ export interface TimeoutEntry {
   settled: boolean
 }
 
+// What a slot before the FIFO's head holds once its entry is gone.
+const GONE: TimeoutEntry = Object.freeze({ deadline: 0, onTimeout: () => {}, settled: true })
+
 /**
  * Times out calls that all share one limit, with one timer for all of them rather than a
  * setTimeout/clearTimeout pair per call (the largest per-decision cost on the Redis path after the
@@ -75,8 +78,11 @@ export class Timeouts {
     entry.settled = true
     const pending = this.pending
     if (pending[this.head] !== entry) return
+    // Slots before `head` are cleared as it passes them: a settled entry's callback holds its
+    // caller's promise and decision, which would otherwise live on until the next compaction.
+    pending[this.head] = GONE
     let head = this.head + 1
-    while (head < pending.length && pending[head].settled) head++
+    while (head < pending.length && pending[head].settled) pending[head++] = GONE
     if (head === pending.length) {
       // Nothing left to time out. The timer stays, unref'd so that it holds no process open:
       // re-arming it for every call of a lightly loaded limiter would cost more than the call.

@@ -6,8 +6,16 @@ import { describe, it } from 'node:test'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Timeouts } from '../../src/limiter/timeout.js'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { Timeouts, type TimeoutEntry } from '../../src/limiter/timeout.js'
 import { FloodgateError } from '../../src/core/errors.js'
+
+/** A full garbage collection, without starting the test process with --expose-gc. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc')
+  ;(runInNewContext('gc') as () => void)()
+}
 
 const never = <T>(): Promise<T> => new Promise<T>(() => {})
 
@@ -79,6 +87,30 @@ describe('Timeouts', () => {
     answerLast('done too')
     assert.equal(await last, 'done too')
     assert.equal(timeouts.size, 0)
+  })
+
+  it('lets an answered call be collected at once, not when the FIFO is next compacted', async () => {
+    // In flight the whole test, so the FIFO is never emptied (which would drop everything anyway).
+    const timeouts = new Timeouts(60_000)
+    const oldest = timeouts.start(() => {})
+    const refs: WeakRef<object>[] = []
+    const entries = Array.from({ length: 500 }, () => {
+      // The callback holds what a real caller's would (its promise, its decision): that is what must go.
+      const held = { decision: new Array(64).fill(0) }
+      refs.push(new WeakRef(held))
+      return timeouts.start(() => void held)
+    })
+    // In a function of its own, so no variable of this frame still points at the last one answered.
+    const answer = (answered: TimeoutEntry[]): void => answered.forEach((entry) => assert.ok(timeouts.settle(entry)))
+    answer([oldest, ...entries.splice(0, 400)])
+    assert.equal(timeouts.size, 100)
+    // A WeakRef's target is kept until the current job ends: collect in a later one.
+    await sleep(0)
+    collectGarbage()
+    const reachable = refs.slice(0, 400).filter((ref) => ref.deref() !== undefined).length
+    assert.equal(reachable, 0, `${reachable} of 400 answered calls are still reachable`)
+    assert.equal(refs.slice(400).filter((ref) => ref.deref() === undefined).length, 0, 'calls in flight were collected')
+    for (const entry of entries) timeouts.settle(entry)
   })
 
   it('holds the process open only while a call is in flight', async () => {
