@@ -6,7 +6,7 @@
 // `limit` at the end of one window and `limit` again at the start of the next.
 
 import type { Policy } from '../policy.js'
-import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The fixed-window algorithm. `resetMs` is always the time to the window's end (when the count
@@ -37,8 +37,17 @@ export const fixedWindow: Algorithm = {
       allowed = count <= limit
     }
 
-    const result = writeStep(out, allowed, Math.max(0, Math.floor(limit - count)), resetMs, allowed ? 0 : resetMs, 0)
-    setState(result.state, windowStart, count)
+    // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
+    const result = out ?? createStepResult()
+    result.allowed = allowed
+    result.remaining = Math.max(0, Math.floor(limit - count))
+    result.resetMs = resetMs
+    result.retryAfterMs = allowed ? 0 : resetMs
+    result.delayMs = 0
+    const numbers = result.state
+    numbers[0] = windowStart
+    numbers[1] = count
+    if (numbers.length !== 2) numbers.length = 2
     return result
   },
 

@@ -15,7 +15,7 @@
 // fraction up to the next millisecond instead of misreading it.
 
 import type { Policy } from '../policy.js'
-import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The GCRA algorithm, state `[tatMs, tatTicks, limit]` (see above).
@@ -52,8 +52,18 @@ export const gcra: Algorithm = {
     if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((lag + cost * periodMs - tolerance) / limit)
     // The TAT, split back into whole ms and ticks (the TAT itself when nothing was charged).
     const aheadMs = Math.floor(lagAfter / limit)
-    const result = writeStep(out, allowed, Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0)
-    setState(result.state, now + aheadMs, lagAfter - aheadMs * limit, limit)
+    // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
+    const result = out ?? createStepResult()
+    result.allowed = allowed
+    result.remaining = Math.max(0, Math.floor((tolerance - lagAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    const numbers = result.state
+    numbers[0] = now + aheadMs
+    numbers[1] = lagAfter - aheadMs * limit
+    numbers[2] = limit
+    if (numbers.length !== 3) numbers.length = 3
     return result
   },
 

@@ -22,7 +22,7 @@
 // level, a queue and a schedule); shaping adds the delay, and so admits a steady stream evenly.
 
 import type { Policy } from '../policy.js'
-import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
 import { gcra } from './gcra.js'
 
 /**
@@ -73,8 +73,18 @@ function leakyBucketPolice(state: State | undefined, now: number, cost: number, 
   const resetMs = lastMs + Math.ceil(level / limit) - now
   let retryAfterMs = 0
   if (!allowed) retryAfterMs = cost > burst ? resetMs : lastMs + Math.ceil((level + cost * periodMs - capacity) / limit) - now
-  const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0)
-  setState(result.state, level, lastMs, periodMs)
+  // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
+  const result = out ?? createStepResult()
+  result.allowed = allowed
+  result.remaining = Math.max(0, Math.floor((capacity - level) / periodMs))
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = 0
+  const numbers = result.state
+  numbers[0] = level
+  numbers[1] = lastMs
+  numbers[2] = periodMs
+  if (numbers.length !== 3) numbers.length = 3
   return result
 }
 

@@ -11,7 +11,7 @@
 // integer products, so TypeScript, Lua and the tests' rational reference agree to the last unit.
 
 import type { Policy } from '../policy.js'
-import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The sliding-window algorithm. `resetMs` is the time until the estimate is back to 0 (the end of
@@ -61,8 +61,18 @@ export const slidingWindow: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > limit ? resetMs : slidingWindowPassesAt(windowStart, count, previousCount, cost, policy) - now
     }
-    const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0)
-    setState(result.state, windowStart, count, previousCount)
+    // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
+    const result = out ?? createStepResult()
+    result.allowed = allowed
+    result.remaining = Math.max(0, Math.floor((capacity - usedAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    const numbers = result.state
+    numbers[0] = windowStart
+    numbers[1] = count
+    numbers[2] = previousCount
+    if (numbers.length !== 3) numbers.length = 3
     return result
   },
 

@@ -12,7 +12,7 @@
 // rounding: a bucket would hold 0.9999999 tokens exactly when it was promised one.
 
 import type { Policy } from '../policy.js'
-import { setState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The token-bucket algorithm. `resetMs` is the time until the bucket is full again;
@@ -46,8 +46,17 @@ export const tokenBucket: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > burst ? resetMs : at + Math.ceil((cost * periodMs - level) / limit) - now
     }
-    const result = writeStep(out, allowed, Math.floor(level / periodMs), resetMs, retryAfterMs, 0)
-    setState(result.state, level, at)
+    // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
+    const result = out ?? createStepResult()
+    result.allowed = allowed
+    result.remaining = Math.floor(level / periodMs)
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    const numbers = result.state
+    numbers[0] = level
+    numbers[1] = at
+    if (numbers.length !== 2) numbers.length = 2
     return result
   },
 

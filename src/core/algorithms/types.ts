@@ -36,7 +36,7 @@ export interface StepResult {
  *   in place (resized), so a store deciding many requests allocates no result and no state per
  *   step. `out.state` must not be the `state` array itself. Without `out` the result is new; the
  *   numbers are the same either way, and the result is returned. The Lua twins take `out` the same
- *   way (prelude.lua's writeStep, setState and copyState mirror this file's helpers).
+ *   way (prelude.lua's writeStep and copyState mirror this file's helpers).
  * - `cost > 0` charges; `cost === 0` peeks (never changes state; allowed unless the key is
  *   already beyond its limit, as Envoy's hits_addend 0); `cost < 0` refunds `-cost` units
  *   (always allowed; never restores beyond a fresh state).
@@ -59,7 +59,8 @@ export function createStepResult(): StepResult {
 
 /**
  * Writes a step's outcome into `out` (a new result when there is none) and returns it; the
- * algorithm then writes its state into `result.state` with `setState` or `copyState`.
+ * algorithm then writes its state into `result.state` with `copyState`. (Algorithms of a short state
+ * write their result in place instead, as their Lua twins do: a call is dear in Redis's Lua.)
  */
 export function writeStep(
   out: StepResult | undefined,
@@ -76,19 +77,6 @@ export function writeStep(
   result.retryAfterMs = retryAfterMs
   result.delayMs = delayMs
   return result
-}
-
-/** Makes `state` exactly `[a, b]`, or `[a, b, c]` when `c` is given, in place. */
-export function setState(state: State, a: number, b: number, c?: number): void {
-  // Writing in index order appends to a shorter array, which keeps its elements packed.
-  state[0] = a
-  state[1] = b
-  if (c === undefined) {
-    if (state.length !== 2) state.length = 2
-  } else {
-    state[2] = c
-    if (state.length !== 3) state.length = 3
-  }
 }
 
 /** Makes `state` a copy of `numbers`, in place. */

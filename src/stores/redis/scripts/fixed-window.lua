@@ -22,8 +22,17 @@ ALGORITHMS['fixed-window'] = {
       allowed = count <= limit
     end
 
-    local result = writeStep(out, allowed, max(0, floor(limit - count)), resetMs, allowed and 0 or resetMs, 0)
-    setState(result.state, windowStart, count)
+    -- Written in place, not by a helper: a call costs ~3% of a decision in Redis.
+    local result = out or createStepResult()
+    result.allowed = allowed
+    result.remaining = max(0, floor(limit - count))
+    result.resetMs = resetMs
+    result.retryAfterMs = allowed and 0 or resetMs
+    result.delayMs = 0
+    local numbers = result.state
+    local length = #numbers
+    numbers[1], numbers[2] = windowStart, count
+    for i = 3, length do numbers[i] = nil end
     return result
   end,
 

@@ -36,8 +36,17 @@ ALGORITHMS['gcra'] = {
       end
     end
     local aheadMs = floor(lagAfter / limit)
-    local result = writeStep(out, allowed, max(0, floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0)
-    setState(result.state, now + aheadMs, lagAfter - aheadMs * limit, limit)
+    -- Written in place, not by a helper: a call costs ~3% of a decision in Redis.
+    local result = out or createStepResult()
+    result.allowed = allowed
+    result.remaining = max(0, floor((tolerance - lagAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    local numbers = result.state
+    local length = #numbers
+    numbers[1], numbers[2], numbers[3] = now + aheadMs, lagAfter - aheadMs * limit, limit
+    for i = 4, length do numbers[i] = nil end
     return result
   end,
 

@@ -38,8 +38,17 @@ local function leaky_bucket_police(state, now, cost, p, out)
       retryAfterMs = lastMs + ceil((level + cost * periodMs - capacity) / limit) - now
     end
   end
-  local result = writeStep(out, allowed, max(0, floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0)
-  setState(result.state, level, lastMs, periodMs)
+  -- Written in place, not by a helper: a call costs ~3% of a decision in Redis.
+  local result = out or createStepResult()
+  result.allowed = allowed
+  result.remaining = max(0, floor((capacity - level) / periodMs))
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = 0
+  local numbers = result.state
+  local length = #numbers
+  numbers[1], numbers[2], numbers[3] = level, lastMs, periodMs
+  for i = 4, length do numbers[i] = nil end
   return result
 end
 

@@ -6,7 +6,8 @@
 --                                     delayMs = n, state = { numbers... } }
 --   state: array of numbers, or nil when the key has none (only read); p: { limit, periodMs, burst,
 --   shaping }; out: a result to overwrite (its state array rewritten in place, never `state` itself),
---   or nil for a new one. Steps write their result with writeStep and setState or copyState.
+--   or nil for a new one. Steps of a short state write their result in place (a call is dear here),
+--   the others with writeStep and copyState.
 -- ttl(state, now, p) -> whole milliseconds >= 1 after which the state equals no state.
 --
 -- Never use Lua's % (it is a - floor(a/b)*b, JavaScript's is fmod): write the floor form in both.
@@ -14,7 +15,7 @@
 local ALGORITHMS = {}
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 
--- Twins of createStepResult, writeStep, setState and copyState in src/core/algorithms/types.ts: a
+-- Twins of createStepResult, writeStep and copyState in src/core/algorithms/types.ts: a
 -- table costs more than the arithmetic of a step, so the runner reuses one result per policy.
 -- Arrays are kept without holes, so `#` is their length.
 local function createStepResult()
@@ -29,13 +30,6 @@ local function writeStep(out, allowed, remaining, resetMs, retryAfterMs, delayMs
   result.retryAfterMs = retryAfterMs
   result.delayMs = delayMs
   return result
-end
-
--- Makes `state` exactly { a, b }, or { a, b, c } when c is given, in place.
-local function setState(state, a, b, c)
-  local length = #state
-  state[1], state[2], state[3] = a, b, c
-  for i = 4, length do state[i] = nil end
 end
 
 -- Makes `state` a copy of `numbers`, in place.

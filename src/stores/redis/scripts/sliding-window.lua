@@ -60,8 +60,17 @@ ALGORITHMS['sliding-window'] = {
         retryAfterMs = slidingWindowPassesAt(windowStart, count, previousCount, cost, p) - now
       end
     end
-    local result = writeStep(out, allowed, max(0, floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0)
-    setState(result.state, windowStart, count, previousCount)
+    -- Written in place, not by a helper: a call costs ~3% of a decision in Redis.
+    local result = out or createStepResult()
+    result.allowed = allowed
+    result.remaining = max(0, floor((capacity - usedAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    local numbers = result.state
+    local length = #numbers
+    numbers[1], numbers[2], numbers[3] = windowStart, count, previousCount
+    for i = 4, length do numbers[i] = nil end
     return result
   end,
 

@@ -29,8 +29,17 @@ ALGORITHMS['token-bucket'] = {
         retryAfterMs = at + ceil((cost * periodMs - level) / limit) - now
       end
     end
-    local result = writeStep(out, allowed, floor(level / periodMs), resetMs, retryAfterMs, 0)
-    setState(result.state, level, at)
+    -- Written in place, not by a helper: a call costs ~3% of a decision in Redis.
+    local result = out or createStepResult()
+    result.allowed = allowed
+    result.remaining = floor(level / periodMs)
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
+    local numbers = result.state
+    local length = #numbers
+    numbers[1], numbers[2] = level, at
+    for i = 3, length do numbers[i] = nil end
     return result
   end,
 
