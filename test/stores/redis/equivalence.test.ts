@@ -9,10 +9,12 @@ import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { ALGORITHMS, createPolicy, type AlgorithmName, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
+import { ALGORITHM_BY_NAME } from '../../../src/core/algorithms/index.js'
 import { RedisStore } from '../../../src/stores/redis/redis-store.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { arbTrace, replay } from '../../core/algorithms/support.js'
 
 const SCRIPTS = fileURLToPath(new URL('../../../src/stores/redis/scripts/', import.meta.url))
 const TWINS = ALGORITHMS.filter((name) => existsSync(`${SCRIPTS}${name}.lua`))
@@ -130,4 +132,20 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
     }),
     { numRuns: 600 },
   )
+})
+
+test('an allowed step\'s state is as good as none after max(1, resetMs): its ttl is at most that (runner.lua keeps an expiry on it)', () => {
+  for (const name of TWINS) {
+    const algorithm = ALGORITHM_BY_NAME[name as AlgorithmName]
+    fc.assert(
+      fc.property(arbTrace(name as AlgorithmName, { clockStepsBack: true }), (trace) => {
+        for (const { now, result } of replay(algorithm, trace)) {
+          if (!result.allowed) continue
+          const ttl = algorithm.ttlMs(result.state, now, trace.policy)
+          assert.ok(ttl <= Math.max(1, result.resetMs), `${name}: ttl ${ttl}, resetMs ${result.resetMs}, state ${JSON.stringify(result.state)} at ${now}`)
+        }
+      }),
+      { numRuns: 300 },
+    )
+  }
 })
