@@ -367,9 +367,12 @@ local out = { struct.pack('<d', serverNow) }
 local n = 1
 local keyIndex = 0
 
--- The one-policy request's buffers: its record and state as decoded, and where its step writes.
-local singleRecord = { blockedUntil = 0, state = nil }
+-- The one-policy request's buffers: the usual record's state (never more than 5 numbers, so the
+-- struct call below leaves nothing behind), any other record and its state, and where the step
+-- writes.
 local singleState = {}
+local singleRecord = { blockedUntil = 0, state = nil }
+local singleRecordState = {}
 local singleStep = createStepResult()
 -- redis.call, looked up once: the global's lookup costs ~1% of a decision.
 local call = redis.call
@@ -406,12 +409,11 @@ for run = 1, runCount do
         local count = (#stored - 9) / 8
         if count <= 4 and byte(stored, 1) == TAG_S then
           state = singleState
-          local length = #state
+          -- As there: the position after the last number (state[count + 1]) is cleared after.
           expiresAt, state[1], state[2], state[3], state[4], state[5] = structUnpack(DOUBLES[count + 1], stored, 2)
           state[count + 1] = nil
-          for i = 6, length do state[i] = nil end
         else
-          expiresAt = decodeRecordInto(stored, singleRecord, singleState)
+          expiresAt = decodeRecordInto(stored, singleRecord, singleRecordState)
           state = singleRecord.state
           if singleRecord.blockedUntil > now then blockedUntil = singleRecord.blockedUntil end
         end
@@ -458,8 +460,11 @@ for run = 1, runCount do
           -- ceil(ttl): the call is left to the rarer new expiry.
           keepsExpiry = expiresAt and expiresAt >= serverNow + ttl
           if not keepsExpiry then
+            -- paddedExpiry, inline: a call costs ~1% of a decision on a new key.
             ttl = ceil(ttl)
-            expiresAt = paddedExpiry(serverNow + ttl, ttl)
+            local grid = EXPIRY_GRID_MS
+            while grid * 32 <= ttl do grid = grid * 2 end
+            expiresAt = ceil((serverNow + ttl) / grid) * grid
           end
         end
         -- encodeRecord's usual record, inline for the same reason.
@@ -480,7 +485,9 @@ for run = 1, runCount do
             texts[key] = text
           end
         else
-          call('SET', key, text, 'PXAT', expiryText(expiresAt))
+          -- expiryText's cache, looked up here first for the same reason.
+          local pxat = expiryTexts[expiresAt] or expiryText(expiresAt)
+          call('SET', key, text, 'PXAT', pxat)
           texts[key] = text
         end
       end
