@@ -92,28 +92,35 @@ async function main(): Promise<void> {
       incrContender(newClient()),
     ]
     const admin = newClient()
-    const redisCpu = new Map<string, number[]>()
+    const cpu = new Map<string, CpuSample[]>()
     const results = await interleavedRounds(
-      contenders.map((contender) => withRedisCpu(contender, admin, redisCpu)),
+      contenders.map((contender) => withCpu(contender, admin, cpu)),
       ROUNDS,
       (name, round, value) => console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
     )
     const rlf = results.find((r) => r.name === 'rate-limiter-flexible')!.median
     const incr = results.find((r) => r.name === 'raw INCR (autopipelined)')!.median
     printTable(
-      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU', 'redis µs/decision'],
-      results.map((r) => [
-        r.name,
-        formatCount(r.median),
-        formatCount(Math.min(...r.samples)),
-        formatCount(Math.max(...r.samples)),
-        ratio(r.median, rlf),
-        ratio(r.median, incr),
-        `${Math.round(median(redisCpu.get(r.name) ?? []) * 100)}%`,
-        (median((redisCpu.get(r.name) ?? []).map((cpu, i) => cpu / r.samples[i])) * 1e6).toFixed(2),
-      ]),
+      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU', 'redis µs/decision', 'node CPU', 'node µs/decision'],
+      results.map((r) => {
+        const samples = cpu.get(r.name) ?? []
+        const perDecision = (busy: (sample: CpuSample) => number) => (median(samples.map((sample, i) => busy(sample) / r.samples[i])) * 1e6).toFixed(2)
+        return [
+          r.name,
+          formatCount(r.median),
+          formatCount(Math.min(...r.samples)),
+          formatCount(Math.max(...r.samples)),
+          ratio(r.median, rlf),
+          ratio(r.median, incr),
+          `${Math.round(median(samples.map((sample) => sample.redis)) * 100)}%`,
+          perDecision((sample) => sample.redis),
+          `${Math.round(median(samples.map((sample) => sample.node)) * 100)}%`,
+          perDecision((sample) => sample.node),
+        ]
+      }),
       'Throughput (median of rounds; redis CPU = server CPU time / wall time: near 100% means Redis is the bottleneck;\n' +
-        'redis µs/decision = server CPU time per decision, all costs included)',
+        'node CPU = this process\'s CPU time (every thread: the callers, the client, the garbage collector) / wall time;\n' +
+        'µs/decision = that CPU time per decision, all costs included. The machine has 2 cores for both.)',
     )
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
@@ -132,17 +139,28 @@ async function main(): Promise<void> {
   }
 }
 
-/** Wraps a contender so each measurement also records the redis-server's CPU use (0..1 of a core). */
-function withRedisCpu(contender: Contender, admin: Redis, samples: Map<string, number[]>): Contender {
+/** CPU use during one measurement, in cores (0..1 each): the redis-server's and this process's. */
+interface CpuSample {
+  redis: number
+  node: number
+}
+
+/** Wraps a contender so each measurement also records the redis-server's and this process's CPU use. */
+function withCpu(contender: Contender, admin: Redis, samples: Map<string, CpuSample[]>): Contender {
   samples.set(contender.name, [])
   return {
     name: contender.name,
     async measure() {
-      const cpuBefore = await serverCpuSeconds(admin)
+      const redisBefore = await serverCpuSeconds(admin)
+      const nodeBefore = process.cpuUsage()
       const started = performance.now()
       const value = await contender.measure()
       const wallSeconds = (performance.now() - started) / 1000
-      samples.get(contender.name)!.push(((await serverCpuSeconds(admin)) - cpuBefore) / wallSeconds)
+      const node = process.cpuUsage(nodeBefore)
+      samples.get(contender.name)!.push({
+        redis: ((await serverCpuSeconds(admin)) - redisBefore) / wallSeconds,
+        node: (node.user + node.system) / 1e6 / wallSeconds,
+      })
       return value
     },
   }
