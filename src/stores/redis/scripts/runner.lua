@@ -137,9 +137,10 @@ local recordFormats = {}
 -- (SHORT_RECORDS[count]), and its expiry and numbers (DOUBLES[count + 1]).
 local SHORT_RECORDS = { '<Bdd', '<Bddd', '<Bdddd', '<Bddddd' }
 local DOUBLES = { '<d', '<dd', '<ddd', '<dddd', '<ddddd' }
--- The lengths of an 'S' record of 0 to 4 numbers: the read phase passes those without calling
--- checkRecord (a call per key).
-local SHORT_LENGTHS = { [9] = true, [17] = true, [25] = true, [33] = true, [41] = true }
+-- By length, the format of an 'S' record of 0 to 4 numbers whole (tag, expiry, numbers): the read
+-- phase passes those without calling checkRecord (a call per key), and the one-policy loop decodes
+-- one with a single struct call, its tag included (string.byte would cost ~2% of a decision).
+local SHORT_LAYOUTS = { [9] = '<Bd', [17] = '<Bdd', [25] = '<Bddd', [33] = '<Bdddd', [41] = '<Bddddd' }
 
 -- The struct format of `count` doubles after `head` (a format prefix such as 'Bd': tag, expiry).
 local function recordFormat(count, head)
@@ -288,7 +289,7 @@ for g = 1, groupCount do
     for i = from, to do
       local key = keys[i]
       local text = values[i - from + 1]
-      if text and not (SHORT_LENGTHS[#text] and byte(text, 1) == TAG_S) then checkRecord(text, key) end
+      if text and not (SHORT_LAYOUTS[#text] and byte(text, 1) == TAG_S) then checkRecord(text, key) end
       texts[key] = text
     end
   end
@@ -405,13 +406,19 @@ for run = 1, runCount do
       local stored = texts[key]
       local state, blockedUntil, expiresAt = nil, 0, false
       if stored then
-        -- decodeRecordInto's usual record, inline: a call costs ~3% of a decision.
-        local count = (#stored - 9) / 8
-        if count <= 4 and byte(stored, 1) == TAG_S then
+        -- decodeRecordInto's usual record, inline: a call costs ~3% of a decision. A record of
+        -- another tag but the same length is decoded again below; the position after the last
+        -- number (at state[count + 1], as there) is cleared.
+        local length = #stored
+        local layout = SHORT_LAYOUTS[length]
+        local tag
+        if layout then
+          tag, expiresAt, singleState[1], singleState[2], singleState[3], singleState[4], singleState[5] =
+            structUnpack(layout, stored)
+          singleState[(length - 1) / 8] = nil
+        end
+        if tag == TAG_S then
           state = singleState
-          -- As there: the position after the last number (state[count + 1]) is cleared after.
-          expiresAt, state[1], state[2], state[3], state[4], state[5] = structUnpack(DOUBLES[count + 1], stored, 2)
-          state[count + 1] = nil
         else
           expiresAt = decodeRecordInto(stored, singleRecord, singleRecordState)
           state = singleRecord.state
