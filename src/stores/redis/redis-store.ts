@@ -59,9 +59,9 @@ interface Call {
 
 /**
  * The smallest part a batch is split into. A batch that finds its server's lane with room goes in
- * one more part than there is room for (Lane.DEPTH + 1 for an idle server), so the server runs one
- * part while the next waits queued and this process handles the answers of a third; from then on
- * those parts' callers take turns. Smaller parts would cost more in per-call overhead than they save.
+ * one more part than there is room for (two for an idle server), so the server decides one part
+ * while the other waits to go the moment it answers; from then on those parts' callers take turns.
+ * Smaller parts would cost more in per-call overhead than they save.
  */
 const MIN_PART = 64
 
@@ -69,8 +69,8 @@ const MIN_PART = 64
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as EVALSHA of the runner script per server (per Cluster
  * node), which decides them one after another atomically with the server's clock. Each server's
- * calls go through a Lane (lane.ts): two in flight at most, the rest waiting to go as one answers,
- * and a big batch for a lane with room split so that Redis and Node work at the same time.
+ * calls go through a Lane (lane.ts): one in flight, the rest waiting to go as it answers, and a big
+ * batch for an idle lane split in two so that Redis and Node work at the same time.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no

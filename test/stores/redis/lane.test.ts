@@ -1,5 +1,5 @@
-// Lane: up to DEPTH calls in flight per server; calls submitted beyond that wait, and the oldest
-// starts the moment a call answers — before the code that handles that answer runs on.
+// Lane: one call in flight per server; calls submitted meanwhile wait, and the oldest starts the
+// moment the call answers — before the code that handles that answer runs on.
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -23,38 +23,35 @@ function recordingLane() {
   return { lane, started, finish }
 }
 
-test('calls start at once while fewer than DEPTH are in flight; the rest wait for an answer each', () => {
-  assert.equal(Lane.DEPTH, 2)
+test('a call starts at once when none is in flight; the rest wait for an answer each', () => {
+  assert.equal(Lane.DEPTH, 1)
   const { lane, started, finish } = recordingLane()
-  assert.equal(lane.free, 2)
+  assert.equal(lane.free, 1)
   lane.submit('a')
-  lane.submit('b')
-  assert.deepEqual(started, ['a', 'b'])
+  assert.deepEqual(started, ['a'])
   assert.equal(lane.free, 0)
+  lane.submit('b')
   lane.submit('c')
-  lane.submit('d')
-  assert.deepEqual(started, ['a', 'b'], 'c and d wait')
-  finish('b')
-  assert.deepEqual(started, ['a', 'b', 'c'], 'c started inside b\'s done, before finish returned')
+  assert.deepEqual(started, ['a'], 'b and c wait')
   finish('a')
-  assert.deepEqual(started, ['a', 'b', 'c', 'd'])
+  assert.deepEqual(started, ['a', 'b'], "b started inside a's done, before finish returned")
+  finish('b')
+  assert.deepEqual(started, ['a', 'b', 'c'])
   finish('c')
-  finish('d')
-  assert.equal(lane.free, 2)
+  assert.equal(lane.free, 1)
 })
 
 test('calls in flight that never answer are given up on after STALL_MS: what waits goes, late answers count for nothing', async () => {
   const { lane, started, finish } = recordingLane()
-  lane.submit('lost-1')
-  lane.submit('lost-2')
+  lane.submit('lost')
   lane.submit('waiting')
   await sleep(STALL_MS + 30)
-  assert.deepEqual(started, ['lost-1', 'lost-2', 'waiting'])
-  assert.equal(lane.free, 1, 'only the call that went is in flight')
-  finish('lost-1') // a late answer of the given-up epoch frees nothing
-  assert.equal(lane.free, 1)
+  assert.deepEqual(started, ['lost', 'waiting'])
+  assert.equal(lane.free, 0, 'the call that went is in flight')
+  finish('lost') // a late answer of the given-up epoch frees nothing
+  assert.equal(lane.free, 0)
   finish('waiting')
-  assert.equal(lane.free, 2)
+  assert.equal(lane.free, 1)
 })
 
 test('a lane whose calls keep answering never counts as stalled, however long calls wait in all', async () => {
@@ -63,13 +60,12 @@ test('a lane whose calls keep answering never counts as stalled, however long ca
   const name = () => `call-${next++}`
   lane.submit(name())
   lane.submit(name())
-  lane.submit(name())
   // Every 5 ms one call answers and another is submitted, for 6 × STALL_MS: always one waiting.
   for (let i = 0; i < (6 * STALL_MS) / 5; i++) {
     await sleep(5)
     finish(started[i])
     lane.submit(name())
-    assert.equal(lane.free, 0, `round ${i}: only two in flight`)
+    assert.equal(lane.free, 0, `round ${i}: only one in flight`)
   }
   assert.equal(started.length, next - 1, 'exactly one call waits: none was let through by a stall')
 })
