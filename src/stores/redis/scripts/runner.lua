@@ -406,9 +406,9 @@ for run = 1, runCount do
       local stored = texts[key]
       local state, blockedUntil, expiresAt = nil, 0, false
       if stored then
-        -- decodeRecordInto's usual record, inline: a call costs ~3% of a decision. A record of
-        -- another tag but the same length is decoded again below; the position after the last
-        -- number (at state[count + 1], as there) is cleared.
+        -- decodeRecordInto's usual record, inline: a call costs ~3% of a decision. struct.unpack
+        -- also returns the position after the last number, which lands at index count + 1
+        -- ((length - 1) / 8) and is cleared. A record of another tag is decoded again below.
         local length = #stored
         local layout = SHORT_LAYOUTS[length]
         local tag
@@ -483,6 +483,11 @@ for run = 1, runCount do
           text = encodeRecord(blockedUntil, state, expiresAt)
         end
         if keepsExpiry then
+          -- An unchanged record is not written at all. One of the same length (the usual case:
+          -- same algorithm, same block) is overwritten in place by SETRANGE, which keeps the expiry
+          -- as KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and
+          -- reuses the stored string: ~0.1 µs cheaper than SET ... KEEPTTL. The offset is text, as
+          -- every number argument to redis.call costs a conversion.
           if text ~= stored then
             if stored and #text == #stored then
               call('SETRANGE', key, '0', text)
@@ -538,11 +543,7 @@ for run = 1, runCount do
           if not keepsExpiry then expiresAt = paddedExpiry(serverNow + ttl, ttl) end
           local text = encodeRecord(record.blockedUntil, record.state, expiresAt)
           if keepsExpiry then
-            -- An unchanged record is not written at all. One of the same length (the usual case:
-            -- same algorithm, same block) is overwritten in place by SETRANGE, which keeps the expiry
-            -- as KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and
-            -- reuses the stored string: ~0.1 µs cheaper than SET ... KEEPTTL. The offset is text, as
-            -- every number argument to redis.call costs a conversion.
+            -- Written as in the one-policy loop above.
             local stored = texts[key]
             if text ~= stored then
               if stored and #text == #stored then
