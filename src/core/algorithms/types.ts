@@ -44,7 +44,9 @@ export interface StepResult {
  *
  * `ttlMs(state, now, policy)`: whole milliseconds (≥ 1) after which the state is equivalent to no
  * state at all — stepping it at any later time gives the same result as stepping `undefined`.
- * Stores drop state after it (Redis PEXPIRE, memory store lazily).
+ * Stores drop state after it (Redis PEXPIRE, memory store lazily). For the state an allowed step
+ * returns, it is at most max(1, resetMs): the Redis runner relies on that to keep a key's expiry
+ * without computing the ttl (test/stores/redis/equivalence.test.ts holds every algorithm to it).
  */
 export interface Algorithm {
   readonly name: AlgorithmName
