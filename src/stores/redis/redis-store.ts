@@ -58,19 +58,12 @@ interface Call {
 }
 
 /**
- * The smallest part a batch is split into. A batch that finds its server's lane with room goes in
- * one more part than there is room for (two for an idle server), so the server decides one part
- * while the other waits to go the moment it answers; from then on those parts' callers take turns.
- * Smaller parts would cost more in per-call overhead than they save.
- */
-const MIN_PART = 64
-
-/**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as EVALSHA of the runner script per server (per Cluster
  * node), which decides them one after another atomically with the server's clock. Each server's
- * calls go through a Lane (lane.ts): one in flight, the rest waiting to go as it answers, and a big
- * batch for an idle lane split in two so that Redis and Node work at the same time.
+ * calls go through a Lane (lane.ts): one in flight, everything that comes meanwhile waiting to go as
+ * one call when it answers, and a big batch for an idle lane split in two so that Redis and Node
+ * work at the same time.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no
@@ -87,8 +80,13 @@ export class RedisStore implements Store {
   private readonly gate: ConnectionGate<Pending>
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
   // One per server (Cluster: per master; per slot while the slot map is unknown).
-  private readonly lanes = new Map<string, Lane<Call>>()
-  private readonly startCall = (call: Call, done: () => void): void => this.run(call, true, done)
+  private readonly lanes = new Map<string, Lane<Pending>>()
+  // A lane's call: encoded as it goes, so that it holds everything that waited for it.
+  private readonly startCall = (items: Pending[], done: () => void): void => {
+    const call = this.prepare(items)
+    if (call === undefined) return done()
+    this.run(call, true, done)
+  }
   // Calls sent and not answered yet, with their lane's `done`.
   private readonly inFlight = new Map<Call, () => void>()
 
@@ -166,15 +164,10 @@ export class RedisStore implements Store {
     for (const [server, group] of this.groupByServer(items)) {
       let lane = this.lanes.get(server)
       if (lane === undefined) {
-        lane = new Lane(this.startCall)
+        lane = new Lane(this.startCall, this.maxBatchSize)
         this.lanes.set(server, lane)
       }
-      const parts = Math.max(1, Math.min(lane.free + 1, Math.floor(group.length / MIN_PART)))
-      const size = Math.min(Math.ceil(group.length / parts), this.maxBatchSize)
-      for (let start = 0; start < group.length; start += size) {
-        const call = this.prepare(group.slice(start, start + size))
-        if (call !== undefined) lane.submit(call)
-      }
+      lane.submit(group)
     }
   }
 
