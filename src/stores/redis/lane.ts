@@ -8,32 +8,35 @@
  */
 export const STALL_MS = 20
 
-/** The smallest part a batch for an idle lane is split into: smaller calls cost more per request than the overlap saves. */
+/** The smallest half a batch is split into: smaller calls cost more per request than the overlap saves. */
 export const MIN_PART = 64
 
 /**
- * Keeps one script call in flight to a server. Requests that come meanwhile wait here, all
- * together, and go as one call (up to `maxBatch`) the moment the call answers — before that call's
- * callers are resolved. A big batch for an idle lane goes in two halves, one now and one waiting,
- * so from then on two groups of callers take turns: Redis decides one while this process answers
- * the other and gathers its next requests. Each call is as large as the callers allow, which is
- * what both sides' cost per decision falls with, and requests that trickle in over many event-loop
- * turns (an HTTP server's) still share one call instead of queueing a call per turn.
+ * Keeps up to two script calls in flight to a server: one running in Redis, one queued behind it,
+ * so Redis goes from one to the next without waiting for a round trip. Requests that come while
+ * both are in flight wait here, all together, and go as one call (up to `maxBatch`) the moment one
+ * answers — before that call's callers are resolved. A big batch goes in two halves, one now and
+ * one waiting to go with whatever comes next, so the callers keep being split into groups that take
+ * turns: Redis decides one while this process answers another and gathers its next requests.
+ * Requests that trickle in over many event-loop turns (an HTTP server's) share one call instead
+ * of a call each.
  *
- * Why not more in flight: a second call queued behind the running one would spare Redis the
- * round trip between calls, but it splits the callers in three smaller groups and keeps every
- * request alive for one call longer. Measured with 256 callers (bench/redis.ts's load, twelve
- * interleaved rounds): two in flight gave 362k decisions/s against 428k for one, with this
- * process spending 1.52 against 0.92 µs per decision, most of the difference garbage collection,
- * whose helper threads then compete with Redis for the machine's cores.
+ * Measured with bench/redis.ts's load (256 callers, gcra, ten interleaved rounds): 556k
+ * decisions/s with two in flight against 492k with one (Redis 98% against 83% busy: with one, it
+ * idles for each round trip). Calls encoded when a batch came, and queued as such, had made two in
+ * flight the slower choice (362k against 428k): many small calls, and garbage collection in this
+ * process taking 42% of its time against 18%.
  *
  * A call that has not answered after STALL_MS is given up on: what waits goes anyway, and its
  * late answer no longer holds anything back.
  */
 export class Lane<T> {
-  // Calls are counted per epoch: a stall starts a new one, and an answer of an older one is ignored.
+  /** Calls in flight at most. */
+  static readonly DEPTH = 2
+
+  // Calls are counted per epoch: a stall starts a new one, and answers of older ones are ignored.
   private epoch = 0
-  private busy = false
+  private inFlight = 0
   private waiting: T[] = []
   private stallTimer: NodeJS.Timeout | undefined
   private lastAnswerAt = 0
@@ -47,16 +50,19 @@ export class Lane<T> {
     private readonly maxBatch: number,
   ) {}
 
-  /** Requests waiting for the call in flight to answer. */
+  /** Requests waiting to go with the next call. */
   get queued(): number {
     return this.waiting.length
   }
 
-  /** Sends `requests` now if no call is in flight (a big batch: half now), else with the next call. */
+  /**
+   * Sends `requests`, with any that wait, now if fewer than DEPTH calls are in flight (a big batch:
+   * half now), else with the next call. The lane keeps the array.
+   */
   submit(requests: T[]): void {
     if (this.waiting.length === 0) this.waiting = requests
     else for (const request of requests) this.waiting.push(request)
-    if (!this.busy) {
+    if (this.inFlight < Lane.DEPTH) {
       const half = this.waiting.length >= 2 * MIN_PART ? Math.ceil(this.waiting.length / 2) : this.waiting.length
       this.launch(Math.min(half, this.maxBatch))
     }
@@ -71,10 +77,10 @@ export class Lane<T> {
     const requests = count === this.waiting.length ? this.waiting : this.waiting.slice(0, count)
     this.waiting = count === this.waiting.length ? [] : this.waiting.slice(count)
     const epoch = this.epoch
-    this.busy = true
+    this.inFlight++
     this.start(requests, () => {
       if (epoch !== this.epoch) return
-      this.busy = false
+      this.inFlight--
       this.lastAnswerAt = performance.now()
       if (this.waiting.length > 0) this.launch(Math.min(this.waiting.length, this.maxBatch))
     })
@@ -86,14 +92,14 @@ export class Lane<T> {
   }
 
   // Requests have waited since the last answer (or since they began to wait) for STALL_MS: give
-  // up on the call in flight. One timer per lane, re-armed for the rest of the time while answers come.
+  // up on the calls in flight. One timer per lane, re-armed for the rest of the time while answers come.
   private readonly checkStall = (): void => {
     this.stallTimer = undefined
     if (this.waiting.length === 0) return
     const quietMs = performance.now() - this.lastAnswerAt
     if (quietMs < STALL_MS) return this.armStallTimer(STALL_MS - quietMs)
     this.epoch++
-    this.busy = false
+    this.inFlight = 0
     this.launch(Math.min(this.waiting.length, this.maxBatch))
     if (this.waiting.length > 0) this.armStallTimer(STALL_MS)
   }
