@@ -8,35 +8,34 @@
  */
 export const STALL_MS = 20
 
-/** The smallest half a batch is split into: smaller calls cost more per request than the overlap saves. */
+/** The smallest part a batch for an idle lane is split into: smaller calls cost more per request than the overlap saves. */
 export const MIN_PART = 64
 
 /**
- * Keeps up to two script calls in flight to a server: one running in Redis, one queued behind it,
- * so Redis goes from one to the next without waiting for a round trip. Requests that come while
- * both are in flight wait here, all together, and go as one call (up to `maxBatch`) the moment one
- * answers — before that call's callers are resolved. A big batch goes in two halves, one now and
- * one waiting to go with whatever comes next, so the callers keep being split into groups that take
- * turns: Redis decides one while this process answers another and gathers its next requests.
- * Requests that trickle in over many event-loop turns (an HTTP server's) share one call instead
- * of a call each.
+ * Keeps one script call in flight to a server. Requests that come meanwhile wait here, all
+ * together, and go as one call (up to `maxBatch`) the moment the call answers — before that call's
+ * callers are resolved. A big batch for an idle lane goes in two halves, one now and one waiting,
+ * so from then on two groups of callers take turns: Redis decides one while this process answers
+ * the other and gathers its next requests. Each call is as large as the callers allow, which is
+ * what both sides' cost per decision falls with, and requests that trickle in over many event-loop
+ * turns (an HTTP server's) still share one call instead of queueing a call per turn.
  *
- * Measured with bench/redis.ts's load (256 callers, gcra, ten interleaved rounds): 556k
- * decisions/s with two in flight against 492k with one (Redis 98% against 83% busy: with one, it
- * idles for each round trip). Calls encoded when a batch came, and queued as such, had made two in
- * flight the slower choice (362k against 428k): many small calls, and garbage collection in this
- * process taking 42% of its time against 18%.
+ * Why not more in flight: a second call queued behind the running one spares Redis the round trip
+ * between calls (98% busy against 83%), but it splits the callers in three smaller groups and
+ * keeps every request alive for one call longer, and this process then spends far more on garbage
+ * collection, whose helper threads compete with Redis for the machine's cores. In bench/redis.ts
+ * (256 callers, gcra, five interleaved rounds) two in flight gave 398–411k decisions/s against
+ * 467–476k for one, at 1.66–1.76 against 0.96–0.98 µs of this process's CPU per decision. (A
+ * lighter caller loop than the bench's went the other way, 556k against 492k: which wins depends
+ * on how much the callers allocate, and the bench's callers are the nearer to an application's.)
  *
  * A call that has not answered after STALL_MS is given up on: what waits goes anyway, and its
  * late answer no longer holds anything back.
  */
 export class Lane<T> {
-  /** Calls in flight at most. */
-  static readonly DEPTH = 2
-
-  // Calls are counted per epoch: a stall starts a new one, and answers of older ones are ignored.
+  // Calls are counted per epoch: a stall starts a new one, and an answer of an older one is ignored.
   private epoch = 0
-  private inFlight = 0
+  private busy = false
   private waiting: T[] = []
   private stallTimer: NodeJS.Timeout | undefined
   private lastAnswerAt = 0
@@ -50,19 +49,16 @@ export class Lane<T> {
     private readonly maxBatch: number,
   ) {}
 
-  /** Requests waiting to go with the next call. */
+  /** Requests waiting for the call in flight to answer. */
   get queued(): number {
     return this.waiting.length
   }
 
-  /**
-   * Sends `requests`, with any that wait, now if fewer than DEPTH calls are in flight (a big batch:
-   * half now), else with the next call. The lane keeps the array.
-   */
+  /** Sends `requests` now if no call is in flight (a big batch: half now), else with the next call. */
   submit(requests: T[]): void {
     if (this.waiting.length === 0) this.waiting = requests
     else for (const request of requests) this.waiting.push(request)
-    if (this.inFlight < Lane.DEPTH) {
+    if (!this.busy) {
       const half = this.waiting.length >= 2 * MIN_PART ? Math.ceil(this.waiting.length / 2) : this.waiting.length
       this.launch(Math.min(half, this.maxBatch))
     }
@@ -77,10 +73,10 @@ export class Lane<T> {
     const requests = count === this.waiting.length ? this.waiting : this.waiting.slice(0, count)
     this.waiting = count === this.waiting.length ? [] : this.waiting.slice(count)
     const epoch = this.epoch
-    this.inFlight++
+    this.busy = true
     this.start(requests, () => {
       if (epoch !== this.epoch) return
-      this.inFlight--
+      this.busy = false
       this.lastAnswerAt = performance.now()
       if (this.waiting.length > 0) this.launch(Math.min(this.waiting.length, this.maxBatch))
     })
@@ -92,14 +88,14 @@ export class Lane<T> {
   }
 
   // Requests have waited since the last answer (or since they began to wait) for STALL_MS: give
-  // up on the calls in flight. One timer per lane, re-armed for the rest of the time while answers come.
+  // up on the call in flight. One timer per lane, re-armed for the rest of the time while answers come.
   private readonly checkStall = (): void => {
     this.stallTimer = undefined
     if (this.waiting.length === 0) return
     const quietMs = performance.now() - this.lastAnswerAt
     if (quietMs < STALL_MS) return this.armStallTimer(STALL_MS - quietMs)
     this.epoch++
-    this.inFlight = 0
+    this.busy = false
     this.launch(Math.min(this.waiting.length, this.maxBatch))
     if (this.waiting.length > 0) this.armStallTimer(STALL_MS)
   }

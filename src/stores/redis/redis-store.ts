@@ -61,9 +61,9 @@ interface Call {
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as EVALSHA of the runner script per server (per Cluster
  * node), which decides them one after another atomically with the server's clock. Each server's
- * calls go through a Lane (lane.ts): two in flight at most, everything that comes meanwhile waiting
- * to go as one call when one answers, and a big batch split in two so that Redis and Node work at
- * the same time.
+ * calls go through a Lane (lane.ts): one in flight, everything that comes meanwhile waiting to go as
+ * one call when it answers, and a big batch for an idle lane split in two so that Redis and Node
+ * work at the same time.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no
