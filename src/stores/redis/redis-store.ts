@@ -37,8 +37,9 @@ export interface RedisStoreOptions {
   /** Put before every key (default `fg:`), so several apps or environments can share one Redis. No braces. */
   prefix?: string
   /**
-   * Most requests in one script call (default 512). Requests of one event-loop turn are batched;
-   * a larger batch is split, so one call never blocks Redis for long.
+   * Most requests in one script call (default 512). Requests of one event-loop turn, and those that
+   * wait behind a call in flight, are batched; a larger batch is split, so one call never blocks
+   * Redis for long.
    */
   maxBatchSize?: number
 }
