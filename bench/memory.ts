@@ -9,14 +9,14 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
-import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../src/index.js'
-import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../src/core/evaluate.js'
+import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/index.js'
+import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) {
-  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
+  const child = spawnSync(process.execPath, ['--expose-gc', '--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
   process.exit(child.status ?? 1)
 }
 

@@ -6,11 +6,11 @@
 // BENCH_BATCH (default 256), BENCH_CALLS (100).
 
 import { Redis } from 'ioredis'
-import { encodeCall, type CallRequest } from '../src/stores/redis/batch-codec.js'
-import { policyKey } from '../src/stores/redis/keys.js'
-import { runRunner, runnerScript } from '../src/stores/redis/scripts.js'
-import { ALGORITHMS, createPolicies } from '../src/core/policy.js'
-import { startRedis } from '../test/support/redis-server.js'
+import { encodeCall, type CallRequest } from '../packages/floodgate/src/stores/redis/batch-codec.js'
+import { policyKey } from '../packages/floodgate/src/stores/redis/keys.js'
+import { runRunner, runnerScript } from '../packages/floodgate/src/stores/redis/scripts.js'
+import { ALGORITHMS, createPolicies } from '../packages/floodgate/src/core/policy.js'
+import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
 import { median, printTable } from './support.js'
 
 const BATCH = Number(process.env.BENCH_BATCH ?? 256)

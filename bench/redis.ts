@@ -10,10 +10,10 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
-import { RateLimiter } from '../src/index.js'
-import { RedisStore } from '../src/redis.js'
-import { createPolicies, type AlgorithmName, type PolicyOptions } from '../src/core/policy.js'
-import { startRedis, type RedisProcess } from '../test/support/redis-server.js'
+import { RateLimiter } from '../packages/floodgate/src/index.js'
+import { RedisStore } from '../packages/floodgate/src/redis.js'
+import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { formatBytes, formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const CALLERS = 256

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
-import { startRedis } from '../test/support/redis-server.js'
+import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -167,7 +167,7 @@ function grpcContender(name: string, port: number): Measured {
   return {
     name,
     async run(seconds) {
-      const { loadRlsPackage } = await import('../src/service/grpc-server.js')
+      const { loadRlsPackage } = await import('../packages/floodgate-server/src/service/grpc-server.js')
       const pkg = loadRlsPackage() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } }
       const client = new pkg.envoy.service.ratelimit.v3.RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
         ShouldRateLimit(request: unknown, callback: (error: Error | null) => void): void
@@ -194,7 +194,7 @@ function grpcContender(name: string, port: number): Measured {
 
 /** Spawns this file in server mode and waits until it says it is ready. */
 function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl], {
+  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const cpuMicros = () =>
@@ -212,8 +212,8 @@ function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
 async function serve(rulesFile: string, redisUrl: string): Promise<void> {
   const { default: Fastify } = await import('fastify')
   const { pino } = await import('pino')
-  const { startService } = await import('../src/service/server.js')
-  const { readSettings } = await import('../src/service/settings.js')
+  const { startService } = await import('../packages/floodgate-server/src/service/server.js')
+  const { readSettings } = await import('../packages/floodgate-server/src/service/settings.js')
   const logger = pino({ level: 'silent' })
   const base = ['--config', rulesFile, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--no-watch']
   const memory = await startService(readSettings(base, {}), { logger })

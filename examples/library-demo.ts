@@ -1,6 +1,6 @@
 // A short visible demo of the library on the embedded store: `npm run demo`.
 
-import { RateLimiter, MemoryStore, type Decision } from '../src/index.js'
+import { RateLimiter, MemoryStore, type Decision } from '../packages/floodgate/src/index.js'
 
 function line(label: string, d: Decision): string {
   const verdict = d.allowed ? 'allowed' : `denied, retry in ${d.retryAfterMs}ms`

@@ -1,5 +1,6 @@
-// Runs every test file under test/ with node's test runner (via tsx), two files at a time.
-// Node 20's `--test` does not expand globs, so the file list is built here.
+// Runs every test file under packages/*/test/ with node's test runner (via tsx), two files at a time.
+// Node 20's `--test` does not expand globs, so the file list is built here. The workspace packages
+// resolve to their TypeScript sources (the `floodgate-source` export condition), so no build is needed.
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
@@ -15,10 +16,11 @@ function findTests(dir) {
 }
 
 const only = process.argv.slice(2)
-const files = (only.length > 0 ? only : findTests('test')).sort()
+const packages = readdirSync('packages').map((name) => join('packages', name, 'test'))
+const files = (only.length > 0 ? only : packages.flatMap(findTests)).sort()
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
+  ['--conditions=floodgate-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
   { stdio: 'inherit' },
 )
 process.exit(result.status ?? 1)

@@ -1,0 +1,127 @@
+// The Envoy RLS v3 gRPC server (`RateLimitService/ShouldRateLimit`) and the standard gRPC health service.
+
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import * as grpc from '@grpc/grpc-js'
+import * as protoLoader from '@grpc/proto-loader'
+import type { Logger } from 'pino'
+import { FloodgateError } from 'floodgate'
+import type { Decider } from './decide.js'
+import { fromGrpcRequest, type GrpcRateLimitRequest } from './envoy-request.js'
+import { toRlsResponse, type RlsResponse } from './envoy-response.js'
+import type { ServiceMetrics } from './metrics.js'
+
+/** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true }
+
+/**
+ * The folder holding the .proto files, next to this module in `src/` and in `dist/` alike (the build
+ * copies them, since tsc does not).
+ */
+export function protoDir(): string {
+  const dir = fileURLToPath(new URL('./proto/', import.meta.url))
+  if (existsSync(dir)) return dir
+  throw new Error(`Floodgate's .proto files are missing from ${dir}: reinstall floodgate-server`)
+}
+
+/** Loads the RLS and health services, for the server and for clients (tests, benchmarks). */
+export function loadRlsPackage(): grpc.GrpcObject {
+  const definition = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
+    ...PROTO_LOADER_OPTIONS,
+    includeDirs: [protoDir()],
+  })
+  return grpc.loadPackageDefinition(definition)
+}
+
+export interface GrpcServerOptions {
+  decider: Decider
+  metrics: ServiceMetrics
+  logger: Logger
+  /** Whether to report SERVING on the health service. */
+  isReady: () => boolean
+  /** Add X-RateLimit-* headers to `response_headers_to_add`. */
+  responseHeaders: boolean
+}
+
+export interface FloodgateGrpcServer {
+  /** Binds and starts serving; resolves with the bound port. */
+  listen(host: string, port: number): Promise<number>
+  /** Stops accepting calls, lets running calls finish for up to `timeoutMs`, then cuts the rest. */
+  close(timeoutMs: number): Promise<void>
+}
+
+const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
+
+/** Builds the gRPC server; nothing listens until `listen`. */
+export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServer {
+  const pkg = loadRlsPackage()
+  const server = new grpc.Server()
+  server.addService(serviceOf(pkg, 'envoy.service.ratelimit.v3.RateLimitService'), {
+    ShouldRateLimit: shouldRateLimitHandler(options),
+  })
+  server.addService(serviceOf(pkg, 'grpc.health.v1.Health'), { Check: healthCheckHandler(options.isReady) })
+
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+        server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)))
+      })
+    },
+    close(timeoutMs) {
+      return new Promise((resolve) => {
+        const force = setTimeout(() => server.forceShutdown(), timeoutMs)
+        server.tryShutdown(() => {
+          clearTimeout(force)
+          resolve()
+        })
+      })
+    },
+  }
+}
+
+function serviceOf(pkg: grpc.GrpcObject, name: string): grpc.ServiceDefinition {
+  let node: unknown = pkg
+  for (const part of name.split('.')) node = (node as Record<string, unknown>)[part]
+  return (node as grpc.ServiceClientConstructor).service
+}
+
+function shouldRateLimitHandler(options: GrpcServerOptions): grpc.handleUnaryCall<GrpcRateLimitRequest, RlsResponse> {
+  return (call, callback) => {
+    const started = performance.now()
+    let input
+    try {
+      input = fromGrpcRequest(call.request)
+    } catch (error) {
+      callback(toGrpcError(error, options.logger))
+      return
+    }
+    options.decider.decide(input).then(
+      (result) => {
+        options.metrics.observeLatency('grpc', (performance.now() - started) / 1000)
+        callback(null, toRlsResponse(result, options.responseHeaders))
+      },
+      (error: unknown) => callback(toGrpcError(error, options.logger)),
+    )
+  }
+}
+
+function healthCheckHandler(isReady: () => boolean): grpc.handleUnaryCall<{ service: string }, { status: string }> {
+  return (call, callback) => {
+    const service = call.request.service
+    if (service !== '' && service !== RLS_SERVICE) {
+      callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify(service)}` })
+      return
+    }
+    callback(null, { status: isReady() ? 'SERVING' : 'NOT_SERVING' })
+  }
+}
+
+/** A user's bad request becomes INVALID_ARGUMENT with its reason; anything else is our fault: INTERNAL, logged. */
+function toGrpcError(error: unknown, logger: Logger): Partial<grpc.StatusObject> {
+  if (error instanceof FloodgateError && error.code === 'INVALID_REQUEST') {
+    return { code: grpc.status.INVALID_ARGUMENT, details: error.message }
+  }
+  logger.error({ err: error }, 'ShouldRateLimit failed')
+  return { code: grpc.status.INTERNAL, details: 'internal error deciding the request' }
+}

@@ -1,0 +1,153 @@
+// The HTTP side of the service (Fastify): /v1/check, Envoy's /json and /healthcheck, health probes, /metrics, /admin.
+
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
+import type { Logger } from 'pino'
+import { FloodgateError } from 'floodgate'
+import type { RuleSetDescription } from 'floodgate/rules'
+import { registerAdminRoutes } from './admin.js'
+import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
+import type { DecideResult, Decider } from './decide.js'
+import { fromProtoJson } from './envoy-request.js'
+import { toProtoJson, toRlsResponse } from './envoy-response.js'
+import type { ServiceMetrics } from './metrics.js'
+
+/** What `/readyz` reports. */
+export interface HealthReport {
+  /** Able to answer decisions (false while starting or shutting down). */
+  ready: boolean
+  /** The store answers; when false the limiter is deciding in its failure mode. */
+  storeReachable: boolean
+  /** The configured failure mode (`open`, `closed`, `local`). */
+  onStoreError: string
+  /** Files of the active rules snapshot. */
+  rules: string[]
+  /** Issues of the latest failed reload (the previous rules keep serving); absent when the files are valid. */
+  rulesError?: string[]
+}
+
+export interface HttpServerOptions {
+  decider: Decider
+  metrics: ServiceMetrics
+  logger: Logger
+  /** Largest request body; bigger ones get 413. */
+  bodyLimitBytes: number
+  /** Enables /admin with this bearer token; undefined leaves /admin unrouted (404). */
+  adminToken: string | undefined
+  describeRules: () => RuleSetDescription
+  health: () => HealthReport
+  /** Add X-RateLimit-* to `/json` answers' responseHeadersToAdd (as the gRPC option). */
+  responseHeaders: boolean
+}
+
+/** Builds the Fastify app with every route; the caller listens and closes it. */
+export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    // One log line per decision would drown the log (and cost throughput): errors are logged instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    // No pino child per request (about 0.3 µs each): with request logging off, a request's only
+    // line is the error handler's, which carries the request id itself.
+    childLoggerFactory: (logger) => logger,
+    bodyLimit: options.bodyLimitBytes,
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance
+  // Envoy's /json is often called without a JSON content type (curl -d): read any body as JSON.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string))
+    } catch (error) {
+      done(new FloodgateError('INVALID_REQUEST', `body: not valid JSON (${(error as Error).message})`), undefined)
+    }
+  })
+
+  app.setErrorHandler((error: FastifyError | FloodgateError, request, reply) => {
+    if (error instanceof FloodgateError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_POLICY')) {
+      return reply.code(400).send({ error: 'bad_request', message: error.message })
+    }
+    const status = (error as FastifyError).statusCode
+    if (status !== undefined && status >= 400 && status < 500) {
+      return reply.code(status).send({ error: errorName(status), message: clientMessage(error as FastifyError) })
+    }
+    request.log.error({ err: error, url: request.url, reqId: request.id }, 'request failed')
+    return reply.code(500).send({ error: 'internal', message: 'internal error; see the service log' })
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  )
+
+  // The decision routes are plain functions that send once the decision is in, not async ones:
+  // an async handler must `return reply`, which Fastify then awaits as a thenable (an extra
+  // promise job and end-of-stream listeners on every response). A throw while parsing reaches the
+  // error handler through Fastify's own try/catch; anything later through `reply.send(error)`.
+  const sendCheck = (reply: FastifyReply, result: DecideResult, started: number) => {
+    try {
+      options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+      const headers = checkHeaders(result, Date.now())
+      for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1])
+      reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
+    } catch (error) {
+      reply.send(error)
+    }
+  }
+  const sendRls = (reply: FastifyReply, result: DecideResult, started: number) => {
+    try {
+      options.metrics.observeLatency('http', (performance.now() - started) / 1000)
+      reply.code(result.allowed ? 200 : 429).send(toProtoJson(toRlsResponse(result, options.responseHeaders)))
+    } catch (error) {
+      reply.send(error)
+    }
+  }
+  const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
+  app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
+    const started = performance.now()
+    options.decider.decide(parseCheckRequest(request.body)).then(
+      (result) => sendCheck(reply, result, started),
+      (error: unknown) => reply.send(error),
+    )
+  })
+  app.post('/json', (request, reply) => {
+    const started = performance.now()
+    options.decider.decide(fromProtoJson(request.body)).then(
+      (result) => sendRls(reply, result, started),
+      (error: unknown) => reply.send(error),
+    )
+  })
+
+  // As envoyproxy/ratelimit: plain "OK" when healthy, 500 otherwise.
+  app.get('/healthcheck', async (_request, reply) => reply.code(options.health().ready ? 200 : 500).type('text/plain').send(options.health().ready ? 'OK' : 'NOT OK'))
+  app.get('/healthz', async () => ({ status: 'alive' }))
+  app.get('/readyz', async (_request, reply) => {
+    const health = options.health()
+    const status = !health.ready ? 'not_ready' : health.storeReachable ? 'ready' : 'degraded'
+    const message =
+      status === 'degraded'
+        ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
+        : status === 'ready'
+          ? 'rules loaded and store reachable'
+          : 'not accepting decisions (starting or shutting down)'
+    return reply.code(health.ready ? 200 : 503).send({ status, message, ...health })
+  })
+
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, body } = await options.metrics.expose()
+    return reply.type(contentType).send(body)
+  })
+
+  if (options.adminToken !== undefined) {
+    registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules })
+  }
+  return app
+}
+
+function errorName(status: number): string {
+  if (status === 413) return 'payload_too_large'
+  if (status === 415) return 'unsupported_media_type'
+  if (status === 404) return 'not_found'
+  return 'bad_request'
+}
+
+function clientMessage(error: FastifyError): string {
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return `${error.message}; send a smaller body`
+  if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error.name === 'SyntaxError') return `body: not valid JSON (${error.message})`
+  return error.message
+}

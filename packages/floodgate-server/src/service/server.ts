@@ -1,0 +1,248 @@
+// Starts and stops the whole service: rules (watched), store, limiter, HTTP and gRPC servers, metrics wiring.
+
+import { pino, type Logger } from 'pino'
+import { MemoryStore, RateLimiter, type Store } from 'floodgate'
+import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { Decider } from './decide.js'
+import { createGrpcServer } from './grpc-server.js'
+import { createHttpServer, type HealthReport } from './http-server.js'
+import { ServiceMetrics } from './metrics.js'
+import { countRules } from './rule-count.js'
+import type { Settings, StoreSettings } from './settings.js'
+
+/** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
+const STORE_CLOSE_MS = 2_000
+
+/** A started service. */
+export interface RunningService {
+  /** Base URL of the HTTP API, e.g. `http://127.0.0.1:8080`. */
+  readonly httpUrl: string
+  readonly httpPort: number
+  /** `host:port` of the gRPC server. */
+  readonly grpcAddress: string
+  readonly grpcPort: number
+  readonly metrics: ServiceMetrics
+  readonly logger: Logger
+  /** Re-reads the rules now (SIGHUP); false when they are invalid and the previous ones keep serving. */
+  reloadRules(): boolean
+  /**
+   * Graceful shutdown: stop accepting, let in-flight requests finish (up to the shutdown timeout),
+   * then close the rule watcher, the limiter and the store. Safe to call twice.
+   */
+  close(): Promise<void>
+}
+
+export interface StartOptions {
+  /** Log here instead of a new pino logger on stdout (tests pass a silent one). */
+  logger?: Logger
+}
+
+/** Holds the rules: a watcher that hot-reloads them, or a snapshot loaded once (`--no-watch`). */
+interface RulesSource {
+  readonly current: RuleSet
+  /** The issues of the latest failed reload, until a reload succeeds. */
+  readonly lastError: ConfigError | undefined
+  reload(): boolean
+  close(): Promise<void>
+}
+
+/**
+ * Starts everything `settings` describe and resolves once both servers listen. Rejects (with
+ * ConfigError for bad rules) if anything cannot start; whatever had started is closed again.
+ */
+export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
+  const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
+  const metrics = new ServiceMetrics()
+  const rules = openRules(settings, logger, metrics)
+  const store = createStore(settings.store, settings.redisPrefix)
+  const limiter = new RateLimiter({ store, onStoreError: settings.onStoreError, instances: settings.instances, timeout: settings.storeTimeoutMs })
+  let breakerOpen = false
+  wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
+
+  let draining = false
+  const decider = new Decider({ rules: () => rules.current, limiter, metrics, nearLimitRatio: settings.nearLimitRatio })
+  const health = (): HealthReport => ({
+    ready: !draining,
+    storeReachable: !breakerOpen && storeConnected(store),
+    onStoreError: settings.onStoreError,
+    rules: [...rules.current.files],
+    rulesError: rules.lastError?.issues.map(formatIssue),
+  })
+  const http = createHttpServer({
+    decider,
+    metrics,
+    logger,
+    bodyLimitBytes: settings.bodyLimitBytes,
+    adminToken: settings.adminToken,
+    describeRules: () => rules.current.describe(),
+    health,
+    responseHeaders: settings.grpcResponseHeaders,
+  })
+  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders })
+
+  const closeBackends = async () => {
+    await rules.close()
+    await limiter.close()
+    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
+    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
+  }
+  let httpUrl: string
+  let grpcPort: number
+  try {
+    httpUrl = await http.listen({ host: settings.host, port: settings.httpPort })
+    grpcPort = await grpc.listen(settings.host, settings.grpcPort)
+  } catch (error) {
+    await http.close()
+    await grpc.close(0)
+    await closeBackends()
+    throw error
+  }
+  const httpPort = (http.server.address() as { port: number }).port
+  const grpcAddress = `${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${grpcPort}`
+  logger.info({ http: httpUrl, grpc: grpcAddress, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
+
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      draining = true
+      logger.info('shutting down: draining in-flight requests')
+      await Promise.all([closeHttp(http, settings.shutdownTimeoutMs), grpc.close(settings.shutdownTimeoutMs)])
+      await closeBackends()
+      logger.info('stopped')
+    })())
+  return { httpUrl, httpPort, grpcAddress, grpcPort, metrics, logger, reloadRules: () => rules.reload(), close }
+}
+
+function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
+  if (!settings.watch) return loadOnce(settings.config, logger, metrics)
+  const watcher = new RuleWatcher(settings.config)
+  metrics.recordReload('success', countRules(watcher.current))
+  watcher.on('reload', (next) => {
+    metrics.recordReload('success', countRules(next))
+    logger.info({ files: next.files }, 'rules reloaded')
+  })
+  watcher.on('error', (error: ConfigError) => {
+    metrics.recordReload('error')
+    logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
+  })
+  return watcher
+}
+
+/** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
+function loadOnce(path: string, logger: Logger, metrics: ServiceMetrics): RulesSource {
+  let current = loadRules(path)
+  let lastError: ConfigError | undefined
+  metrics.recordReload('success', countRules(current))
+  return {
+    get current() {
+      return current
+    },
+    get lastError() {
+      return lastError
+    },
+    reload() {
+      try {
+        current = loadRules(path)
+        lastError = undefined
+        metrics.recordReload('success', countRules(current))
+        logger.info({ files: current.files }, 'rules reloaded')
+        return true
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error
+        lastError = error
+        metrics.recordReload('error')
+        logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
+        return false
+      }
+    },
+    close: async () => {},
+  }
+}
+
+function createStore(settings: StoreSettings, prefix: string): Store {
+  if (settings.kind === 'memory') return new MemoryStore()
+  // Loaded only when asked for, so the embedded mode never loads ioredis.
+  return new LazyRedisStore(settings, prefix)
+}
+
+/**
+ * A RedisStore created on first use: `import('floodgate/redis')` is asynchronous,
+ * and the limiter needs its store at construction.
+ */
+class LazyRedisStore implements Store {
+  readonly #ready: Promise<Store & { client: { status: string } }>
+  #store: (Store & { client: { status: string } }) | undefined
+
+  constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
+    this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
+      const store =
+        settings.kind === 'redis'
+          ? new RedisStore({ url: settings.url, prefix })
+          : settings.kind === 'cluster'
+            ? new RedisStore({ cluster: settings.nodes, prefix })
+            : new RedisStore({ redis: { sentinels: settings.sentinels, name: settings.name }, prefix })
+      this.#store = store
+      return store
+    })
+  }
+
+  get connected(): boolean {
+    return this.#store?.client.status === 'ready'
+  }
+
+  // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
+  evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
+    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+  }
+
+  async reset(key: string, policies: Parameters<Store['reset']>[1]) {
+    return (this.#store ?? (await this.#ready)).reset(key, policies)
+  }
+
+  async close() {
+    return (await this.#ready).close()
+  }
+}
+
+function storeConnected(store: Store): boolean {
+  return store instanceof LazyRedisStore ? store.connected : true
+}
+
+function wireLimiterEvents(limiter: RateLimiter, metrics: ServiceMetrics, logger: Logger, setBreaker: (open: boolean) => void): void {
+  limiter.on('store-error', (error) => {
+    metrics.recordStoreError()
+    logger.warn({ err: error }, 'store call failed')
+  })
+  limiter.on('breaker-open', () => {
+    setBreaker(true)
+    metrics.setBreakerOpen(true)
+    logger.error('store unreachable: circuit breaker open, deciding in the failure mode')
+  })
+  limiter.on('breaker-close', () => {
+    setBreaker(false)
+    metrics.setBreakerOpen(false)
+    logger.info('store reachable again: circuit breaker closed')
+  })
+  limiter.on('fallback', (source) => {
+    metrics.recordFallback(source === 'fallback-closed' ? 'closed' : source === 'fallback-local' ? 'local' : 'open')
+  })
+}
+
+async function closeHttp(app: ReturnType<typeof createHttpServer>, timeoutMs: number): Promise<void> {
+  const force = setTimeout(() => app.server.closeAllConnections(), timeoutMs)
+  try {
+    await app.close()
+  } finally {
+    clearTimeout(force)
+  }
+}
+
+/** Waits for `work`, but no longer than `ms`. */
+async function within(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}

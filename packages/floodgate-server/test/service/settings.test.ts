@@ -1,0 +1,99 @@
+// Settings of `floodgate serve`: flags, environment variables, defaults, and errors that name the option.
+
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { readSettings, serveUsage, SERVE_OPTIONS } from '../../src/service/settings.js'
+import { FloodgateError } from 'floodgate'
+
+describe('readSettings', () => {
+  it('applies the documented defaults: embedded store, ports 8080/8081, fail open', () => {
+    const settings = readSettings(['--config', 'rules.yaml'], {})
+    assert.deepEqual(settings.store, { kind: 'memory' })
+    assert.equal(settings.httpPort, 8080)
+    assert.equal(settings.grpcPort, 8081)
+    assert.equal(settings.host, '0.0.0.0')
+    assert.equal(settings.onStoreError, 'open')
+    assert.equal(settings.adminToken, undefined)
+    assert.equal(settings.watch, true)
+    assert.equal(settings.bodyLimitBytes, 65_536)
+    assert.equal(settings.storeTimeoutMs, 100)
+    assert.equal(settings.nearLimitRatio, 0.8)
+  })
+
+  it('reads every option from its environment variable, and a flag wins over it', () => {
+    const env = {
+      FLOODGATE_CONFIG: '/etc/floodgate',
+      FLOODGATE_REDIS_URL: 'redis://cache:6379',
+      FLOODGATE_HTTP_PORT: '9000',
+      FLOODGATE_GRPC_PORT: '9001',
+      FLOODGATE_ADMIN_TOKEN: 'secret-token',
+      FLOODGATE_ON_STORE_ERROR: 'local',
+      FLOODGATE_INSTANCES: '4',
+      FLOODGATE_STORE_TIMEOUT: '250ms',
+      FLOODGATE_LOG_LEVEL: 'warn',
+      FLOODGATE_NO_WATCH: 'true',
+      FLOODGATE_GRPC_RESPONSE_HEADERS: '1',
+      FLOODGATE_SHUTDOWN_TIMEOUT: '3s',
+    }
+    const settings = readSettings([], env)
+    assert.equal(settings.config, '/etc/floodgate')
+    assert.deepEqual(settings.store, { kind: 'redis', url: 'redis://cache:6379' })
+    assert.equal(settings.httpPort, 9000)
+    assert.equal(settings.grpcPort, 9001)
+    assert.equal(settings.adminToken, 'secret-token')
+    assert.equal(settings.onStoreError, 'local')
+    assert.equal(settings.instances, 4)
+    assert.equal(settings.storeTimeoutMs, 250)
+    assert.equal(settings.logLevel, 'warn')
+    assert.equal(settings.watch, false)
+    assert.equal(settings.grpcResponseHeaders, true)
+    assert.equal(settings.shutdownTimeoutMs, 3000)
+    assert.equal(readSettings(['--http-port', '7000'], env).httpPort, 7000)
+    // Every option has both a flag and a variable.
+    for (const option of Object.values(SERVE_OPTIONS)) {
+      assert.match(option.env, /^FLOODGATE_[A-Z_]+$/)
+      assert.ok(serveUsage().includes(`--${option.flag}`))
+    }
+  })
+
+  it('reads Redis Cluster nodes and Sentinels', () => {
+    assert.deepEqual(readSettings(['rules.yaml', '--redis-cluster', 'a:7000, b:7001'], {}).store, {
+      kind: 'cluster',
+      nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }],
+    })
+    assert.deepEqual(readSettings(['rules.yaml'], { FLOODGATE_REDIS_SENTINELS: 's1:26379,[::1]:26380', FLOODGATE_REDIS_SENTINEL_NAME: 'main' }).store, {
+      kind: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }, { host: '::1', port: 26380 }],
+      name: 'main',
+    })
+  })
+
+  it('explains what is wrong, naming the flag and the variable', () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [[], {}, /^--config \/ FLOODGATE_CONFIG: required/],
+      [['c', '--http-port', '70000'], {}, /^--http-port \/ FLOODGATE_HTTP_PORT: a port is at most 65535/],
+      [['c'], { FLOODGATE_GRPC_PORT: 'x' }, /^--grpc-port \/ FLOODGATE_GRPC_PORT: expected a port number/],
+      [['c', '--redis', 'localhost:6379'], {}, /^--redis \/ FLOODGATE_REDIS_URL: expected a redis:\/\//],
+      [['c', '--redis', 'redis://a', '--redis-cluster', 'b:1'], {}, /give only one of/],
+      [['c', '--redis-sentinel', 's:1'], {}, /^--sentinel-name .*required with --redis-sentinel/],
+      [['c', '--redis-cluster', 'nohost'], {}, /expected host:port/],
+      [['c', '--on-store-error', 'maybe'], {}, /^--on-store-error .*expected open, closed or local/],
+      [['c', '--admin-token', 'short'], {}, /at least 8 characters/],
+      [['c', '--store-timeout', 'soon'], {}, /^--store-timeout .*"soon" is not a duration/],
+      [['c'], { FLOODGATE_NO_WATCH: 'perhaps' }, /^FLOODGATE_NO_WATCH: expected true or false/],
+      [['c', '--wat'], {}, /Unknown option '--wat'.*floodgate serve --help/],
+      [['a', 'b'], {}, /unexpected arguments b/],
+    ]
+    for (const [argv, env, message] of cases) {
+      assert.throws(
+        () => readSettings(argv, env),
+        (error: FloodgateError) => {
+          assert.equal(error.code, 'INVALID_OPTION')
+          assert.match(error.message, message)
+          return true
+        },
+        argv.join(' '),
+      )
+    }
+  })
+})

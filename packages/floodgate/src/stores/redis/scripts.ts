@@ -1,0 +1,64 @@
+// Assembles the one Lua script RedisStore runs (prelude + every algorithm twin + runner) and its SHA1.
+
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Command, type Cluster, type Redis } from 'ioredis'
+import { ALGORITHMS } from '../../core/policy.js'
+
+/**
+ * The script's first line. With it, one call may touch keys of several slots that the node serves
+ * (the batch of a whole Cluster node); Redis 7.0 still refuses *declared* keys of several slots
+ * (CROSSSLOT), so only one slot's keys go in KEYS (see runner.lua).
+ */
+const SHEBANG = '#!lua flags=allow-cross-slot-keys'
+
+/** The assembled script: its source (for EVAL) and SHA1 (for EVALSHA). */
+export interface RunnerScript {
+  readonly source: string
+  readonly sha: string
+}
+
+let cached: RunnerScript | undefined
+
+/** The runner script, read from the `.lua` files once per process. */
+export function runnerScript(): RunnerScript {
+  if (cached === undefined) {
+    const directory = scriptsDirectory()
+    const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
+    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('runner')].join('\n')
+    cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
+  }
+  return cached
+}
+
+// Next to this module in src/ and in dist/ alike: the build copies the .lua files, since tsc does not.
+function scriptsDirectory(): string {
+  const directory = fileURLToPath(new URL('./scripts/', import.meta.url))
+  if (existsSync(`${directory}runner.lua`)) return directory
+  throw new Error(`Floodgate's Redis scripts (runner.lua) are missing from ${directory}: reinstall floodgate`)
+}
+
+/**
+ * Runs the runner script by SHA, with a Buffer reply (one binary string). The command is written
+ * at once, not left to autopipelining's next tick: a Lane sends the next call while handling a
+ * reply, and a deferred write would wait until every caller of that reply has been answered.
+ * A server that does not know the script (restarted, failed over, or after `SCRIPT FLUSH`)
+ * answers NOSCRIPT; then the call is sent once more with the full source, which runs it and
+ * caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
+ */
+export async function runRunner(client: Redis | Cluster, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const script = runnerScript()
+  const send = (command: 'evalsha' | 'eval', first: string) =>
+    client.sendCommand(new Command(command, [first, keys.length, ...keys, ...args], { replyEncoding: null })) as Promise<unknown>
+  try {
+    return await send('evalsha', script.sha)
+  } catch (error) {
+    if (!isNoScript(error)) throw error
+    return await send('eval', script.source)
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}
