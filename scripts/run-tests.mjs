@@ -1,4 +1,5 @@
-// Runs every test file under packages/*/test/ with node's test runner (via tsx), two files at a time.
+// Runs every test file under packages/*/test/ and test/ (what spans the packages: the consumer test)
+// with node's test runner (via tsx), two files at a time.
 // Node 20's `--test` does not expand globs, so the file list is built here. The workspace packages
 // resolve to their TypeScript sources (the `floodgate-source` export condition), so no build is needed.
 import { readdirSync, statSync } from 'node:fs'
@@ -16,8 +17,8 @@ function findTests(dir) {
 }
 
 const only = process.argv.slice(2)
-const packages = readdirSync('packages').map((name) => join('packages', name, 'test'))
-const files = (only.length > 0 ? only : packages.flatMap(findTests)).sort()
+const roots = [...readdirSync('packages').map((name) => join('packages', name, 'test')), 'test']
+const files = (only.length > 0 ? only : roots.flatMap(findTests)).sort()
 const result = spawnSync(
   process.execPath,
   ['--conditions=floodgate-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],

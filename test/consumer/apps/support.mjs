@@ -1,0 +1,24 @@
+// Shared by the consumer apps: a limiter of two requests a minute, and a check that a server answers
+// 200, 200, then 429 with rate-limit headers, as a user would see it.
+import assert from 'node:assert/strict'
+import { RateLimiter } from 'floodgate'
+
+export function twoPerMinute(store) {
+  return new RateLimiter({ store, policies: [{ name: 'per-minute', algorithm: 'fixed-window', limit: 2, period: '1m' }] })
+}
+
+export async function expectLimited(url) {
+  const statuses = []
+  for (let i = 0; i < 3; i++) {
+    const response = await fetch(url)
+    statuses.push(response.status)
+    if (i === 0) assert.ok(response.headers.get('x-ratelimit-limit') ?? response.headers.get('ratelimit-policy'), 'rate-limit headers on an allowed response')
+    if (i === 2) assert.ok(response.headers.get('retry-after'), 'Retry-After on a 429')
+    await response.arrayBuffer()
+  }
+  assert.deepEqual(statuses, [200, 200, 429])
+}
+
+export function listening(server) {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}/`)))
+}

@@ -1,0 +1,147 @@
+// The packages as a new user gets them: `npm pack` both workspaces, install the tarballs into a
+// throwaway app next to the current release of every peer from the registry, and run the README's
+// and the docs' code there: each framework, RedisStore on the app's own clients, the installed
+// `floodgate` command, and every TypeScript snippet of the docs under two module resolutions.
+
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile, spawn } from 'node:child_process'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { freePort, startRedis, type RedisProcess } from '../../packages/floodgate/test/support/redis-server.js'
+import { extractSnippets } from './snippets.js'
+
+const run = promisify(execFile)
+const ROOT = join(import.meta.dirname, '../..')
+/** Over express alone, what an Express app may gain by adding the library (issue target). */
+const MAX_ADDED_PACKAGES = 10
+const MAX_ADDED_BYTES = 2 * 1024 * 1024
+/** Peers installed at whatever version the registry calls latest today. */
+const PEERS = ['fastify', 'koa', 'hono', '@hono/node-server', 'ioredis', 'redis']
+const TYPES = ['typescript', '@types/node', '@types/express', '@types/koa']
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+
+async function npm(cwd: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, maxBuffer: 64 << 20 })
+  return stdout
+}
+
+/** Packages installed under node_modules (each path npm lists once, nested copies included). */
+async function installed(app: string): Promise<{ packages: number; bytes: number }> {
+  const { stdout } = await run('npm', ['ls', '--all', '--parseable'], { cwd: app, maxBuffer: 64 << 20 }).catch((error) => error)
+  const paths = String(stdout).trim().split('\n').slice(1)
+  const { stdout: du } = await run('du', ['-sb', join(app, 'node_modules')])
+  return { packages: paths.length, bytes: Number(du.split('\t')[0]) }
+}
+
+function node(app: string, file: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, [file], { cwd: app, env: { ...process.env, ...env }, timeout: 30_000 })
+}
+
+describe('the packed packages in a new app', { timeout: 600_000 }, () => {
+  let work: string
+  let app: string
+  let tarballs: { library: string; server: string }
+  let added: { packages: number; bytes: number }
+  let redis: RedisProcess
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'floodgate-consumer-'))
+    const packed = await npm(ROOT, 'pack', '--workspaces', '--pack-destination', work, '--silent')
+    const files = packed.trim().split('\n').map((line) => join(work, line.trim()))
+    tarballs = {
+      library: files.find((file) => /\/floodgate-\d/.test(file))!,
+      server: files.find((file) => /\/floodgate-server-\d/.test(file))!,
+    }
+    app = join(work, 'app')
+    mkdirSync(app)
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }))
+    await npm(app, 'install', 'express')
+    const alone = await installed(app)
+    await npm(app, 'install', tarballs.library)
+    const withLibrary = await installed(app)
+    added = { packages: withLibrary.packages - alone.packages, bytes: withLibrary.bytes - alone.bytes }
+    await npm(app, 'install', tarballs.server, ...PEERS, ...TYPES)
+    cpSync(join(import.meta.dirname, 'apps'), app, { recursive: true })
+    redis = await startRedis()
+  })
+
+  after(async () => {
+    await redis?.stop()
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  it(`adds at most ${MAX_ADDED_PACKAGES} packages and 2 MiB to an Express app`, () => {
+    assert.ok(added.packages <= MAX_ADDED_PACKAGES, `added ${added.packages} packages`)
+    assert.ok(added.bytes <= MAX_ADDED_BYTES, `added ${(added.bytes / 1024 / 1024).toFixed(2)} MiB`)
+  })
+
+  it('ships LICENSE, README and the docs its links point to, and no sources', async () => {
+    const listing = (await run('tar', ['-tzf', tarballs.library])).stdout
+    for (const file of ['package/LICENSE', 'package/README.md', 'package/docs/middleware.md', 'package/dist/stores/redis/scripts/runner.lua']) {
+      assert.ok(listing.includes(file), `${file} in the library tarball`)
+    }
+    assert.doesNotMatch(listing, /package\/src\//)
+    const readme = readFileSync(join(app, 'node_modules/floodgate/README.md'), 'utf8')
+    for (const [, target] of readme.matchAll(/\]\(((?!https?:|#)[^)#]+)/g)) {
+      assert.doesNotThrow(() => readFileSync(join(app, 'node_modules/floodgate', target)), `README link ${target} resolves in the package`)
+    }
+  })
+
+  for (const scenario of ['express', 'fastify-awaited', 'fastify-not-awaited', 'koa', 'hono', 'node-http']) {
+    it(`limits in ${scenario}`, async () => {
+      await node(app, `${scenario}.mjs`)
+    })
+  }
+
+  for (const client of ['ioredis', 'node-redis']) {
+    it(`RedisStore takes the app's own ${client} client`, async () => {
+      await node(app, `redis-${client}.mjs`, { REDIS_URL: redis.url })
+    })
+  }
+
+  it('runs the installed floodgate command: --version, then serve and answer', async () => {
+    const version = JSON.parse(readFileSync(join(ROOT, 'packages/floodgate-server/package.json'), 'utf8')).version
+    const { stdout } = await run('npx', ['--no-install', 'floodgate', '--version'], { cwd: app })
+    assert.match(stdout, new RegExp(version.replaceAll('.', '\\.')))
+    const [httpPort, grpcPort] = [await freePort(), await freePort()]
+    cpSync(join(ROOT, 'examples/rules.yaml'), join(app, 'rules.yaml'))
+    const args = ['floodgate', 'serve', '--config', 'rules.yaml', '--host', '127.0.0.1', '--http-port', `${httpPort}`, '--grpc-port', `${grpcPort}`]
+    const service = spawn(join(app, 'node_modules/.bin/floodgate'), args.slice(1), { cwd: app, stdio: ['ignore', 'ignore', 'pipe'] })
+    try {
+      let answer: Response | undefined
+      for (let attempt = 0; attempt < 200 && answer === undefined; attempt++) {
+        answer = await fetch(`http://127.0.0.1:${httpPort}/v1/check`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ domain: 'edge', descriptors: [[{ key: 'remote_address', value: '203.0.113.7' }]] }),
+        }).catch(() => new Promise<undefined>((resolve) => setTimeout(resolve, 100)))
+      }
+      assert.equal(answer?.status, 200)
+      assert.equal(((await answer!.json()) as { allowed: boolean }).allowed, true)
+    } finally {
+      service.kill('SIGTERM')
+    }
+  })
+
+  for (const resolution of ['node16', 'bundler'] as const) {
+    it(`compiles every TypeScript snippet of the docs with moduleResolution ${resolution}`, async () => {
+      const dir = join(app, `snippets-${resolution}`)
+      mkdirSync(dir)
+      const snippets = DOCS.flatMap((doc) => extractSnippets(readFileSync(join(ROOT, doc), 'utf8'), doc))
+      assert.ok(snippets.length >= 10, `found ${snippets.length} snippets`)
+      const names = snippets.map((snippet, i) => {
+        const name = `${i}-${snippet.doc.replaceAll('/', '-').replace('.md', '')}-line-${snippet.line}.ts`
+        writeFileSync(join(dir, name), snippet.code)
+        return name
+      })
+      const module = resolution === 'node16' ? 'node16' : 'esnext'
+      const config = { compilerOptions: { module, moduleResolution: resolution, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: true }, files: names }
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config))
+      const compiled = await run(join(app, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: dir }).catch((error) => error)
+      assert.equal(compiled.code ?? 0, 0, `tsc found errors in doc snippets:\n${compiled.stdout}`)
+    })
+  }
+})
