@@ -1,0 +1,35 @@
+// `npm run accuracy` on short traces, as CI runs it: the report and its charts come out, the exact
+// algorithm is exact, and the figures the report discusses are there.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+const SCRIPT = join(import.meta.dirname, '../../bench/accuracy.ts')
+
+test('npm run accuracy -- --quick writes the report and its SVG charts', { timeout: 120_000 }, async () => {
+  const out = mkdtempSync(join(tmpdir(), 'floodgate-accuracy-'))
+  try {
+    await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', SCRIPT, '--quick', '--out', out])
+    const report = readFileSync(join(out, 'accuracy.md'), 'utf8')
+    const charts = readdirSync(join(out, 'accuracy'))
+    assert.deepEqual(charts.sort(), ['admitted-vs-exact.svg', 'bursty-window.svg', 'worst-window.svg', 'wrong-decisions.svg'])
+    for (const chart of charts) {
+      assert.match(readFileSync(join(out, 'accuracy', chart), 'utf8'), /^<svg[^>]*>[\s\S]*<\/svg>\s*$/)
+      assert.ok(report.includes(`(accuracy/${chart})`), `the report shows ${chart}`)
+    }
+    // The sliding log is the exact rolling window: it never disagrees with it.
+    for (const row of report.split('\n').filter((line) => line.includes('| sliding-log |'))) {
+      assert.match(row, /\| \+0\.00% \| 1\.00x \| 0\.000% \| 0\.000% \|$/, row)
+    }
+    // Fixed window lets a client that knows the boundary have twice the limit around it.
+    assert.match(report, /\| window edge \| fixed-window \| \d+ \| \d+ \| [^|]+ \| 2\.00x \|/)
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
