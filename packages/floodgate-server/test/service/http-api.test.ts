@@ -39,7 +39,7 @@ describe('HTTP API (memory store)', () => {
 
   it('hits above what the rule could ever admit: 429 saying never, retryAfterMs 0, no Retry-After, nothing charged', async () => {
     const url = `${service.httpUrl}/v1/check`
-    for (const descriptor of [{ user: 'greedy' }, { burst: 'greedy' }, { fast: 'greedy' }]) {
+    for (const descriptor of [{ user: 'greedy' }, { burst: 'greedy' }, { fast: 'greedy' }] as Record<string, string>[]) {
       const res = await postJson(url, checkBody('test', [descriptor, { vip: 'v' }], 4))
       assert.equal(res.status, 429)
       assert.equal(res.body.never, true)
