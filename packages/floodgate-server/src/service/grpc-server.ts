@@ -10,6 +10,7 @@ import type { Decider } from './decide.js'
 import { fromGrpcRequest, type GrpcRateLimitRequest } from './envoy-request.js'
 import { toRlsResponse, type RlsResponse } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
+import { SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true }
@@ -46,8 +47,11 @@ export interface GrpcServerOptions {
 export interface FloodgateGrpcServer {
   /** Binds and starts serving; resolves with the bound port. */
   listen(host: string, port: number): Promise<number>
-  /** Stops accepting calls, lets running calls finish for up to `timeoutMs`, then cuts the rest. */
-  close(timeoutMs: number): Promise<void>
+  /**
+   * Stops accepting calls (GOAWAY), lets running calls finish for up to `timeoutMs`, then cuts the
+   * rest; resolves as soon as the running calls are done, or at the deadline.
+   */
+  close(timeoutMs: number, timers?: ShutdownTimers): Promise<void>
 }
 
 const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
@@ -68,11 +72,16 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)))
       })
     },
-    close(timeoutMs) {
+    close(timeoutMs, timers = SYSTEM_TIMERS) {
       return new Promise((resolve) => {
-        const force = setTimeout(() => server.forceShutdown(), timeoutMs)
+        // forceShutdown returns once the server is down; tryShutdown's callback may then never come
+        // (a connection that never sent the HTTP/2 preface keeps it waiting), so resolve here too.
+        const force = timers.setTimeout(() => {
+          server.forceShutdown()
+          resolve()
+        }, timeoutMs)
         server.tryShutdown(() => {
-          clearTimeout(force)
+          timers.clearTimeout(force)
           resolve()
         })
       })
