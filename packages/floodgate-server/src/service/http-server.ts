@@ -2,9 +2,8 @@
 
 import type { Socket } from 'node:net'
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
-import { formatDuration } from 'floodgate'
 import type { Logger } from 'pino'
-import { FloodgateError } from 'floodgate'
+import { FloodgateError, formatDuration } from 'floodgate'
 import type { RuleSetDescription } from 'floodgate/rules'
 import { registerAdminRoutes } from './admin.js'
 import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
