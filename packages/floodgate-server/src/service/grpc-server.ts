@@ -42,6 +42,8 @@ export interface GrpcServerOptions {
   isReady: () => boolean
   /** Add X-RateLimit-* headers to `response_headers_to_add`. */
   responseHeaders: boolean
+  /** Largest request message; bigger ones fail with RESOURCE_EXHAUSTED (default grpc-js's 4 MiB). */
+  maxMessageBytes?: number
 }
 
 export interface FloodgateGrpcServer {
@@ -59,7 +61,8 @@ const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
 /** Builds the gRPC server; nothing listens until `listen`. */
 export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServer {
   const pkg = loadRlsPackage()
-  const server = new grpc.Server()
+  // As the HTTP body limit: a request is a few descriptors, so megabytes of one are only a cost to us.
+  const server = new grpc.Server(options.maxMessageBytes === undefined ? {} : { 'grpc.max_receive_message_length': options.maxMessageBytes })
   server.addService(serviceOf(pkg, 'envoy.service.ratelimit.v3.RateLimitService'), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   })

@@ -92,7 +92,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   })
   const connections = new ConnectionTracker(http.server)
   const timers = options.timers ?? SYSTEM_TIMERS
-  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders })
+  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders, maxMessageBytes: settings.bodyLimitBytes })
 
   const closeBackends = async () => {
     await rules.close()

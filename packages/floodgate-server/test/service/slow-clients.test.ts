@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect, type Socket } from 'node:net'
-import { postJson, startTestService, type TestService } from './helpers.js'
+import { postJson, rlsClients, startTestService, type TestService } from './helpers.js'
 
 /** A raw TCP connection and a promise of everything it received until the server closed it. */
 async function rawSocket(port: number): Promise<{ socket: Socket; closed: Promise<string> }> {
@@ -55,6 +55,17 @@ describe('slow clients', () => {
 
   it('a prompt request on the same server is unaffected', async () => {
     assert.equal((await postJson(`${service.httpUrl}/v1/check`, { domain: 'test', descriptors: [[{ key: 'user', value: 'quick' }]] })).status, 200)
+  })
+
+  it('a gRPC message over the body limit fails with RESOURCE_EXHAUSTED; one under it is decided', async () => {
+    const grpc = rlsClients(service.grpcPort)
+    try {
+      const request = (value: string) => ({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value }] }] })
+      await assert.rejects(grpc.shouldRateLimit(request('x'.repeat(70_000))), (error: { code?: number }) => error.code === 8)
+      assert.equal((await grpc.shouldRateLimit(request('y'.repeat(60_000)))).overall_code, 'OK')
+    } finally {
+      grpc.close()
+    }
   })
 })
 
