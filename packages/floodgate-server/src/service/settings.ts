@@ -86,15 +86,12 @@ const ABUSE_BOUND_OPTIONS = {
 const count = (fallback: number) =>
   z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).refine(Number.isSafeInteger, 'too large').optional().transform((n) => n ?? fallback)
 
-/** A duration > 0 (`10s`, `500ms`, or milliseconds), or the default when absent. */
-const positiveDurationMs = (fallback: number) =>
-  durationMs(fallback).refine((ms) => ms > 0, 'must be longer than 0, e.g. 10s')
-
 function abuseBoundFields() {
   return {
-    requestTimeout: positiveDurationMs(10_000),
-    connectionTimeout: positiveDurationMs(60_000),
-    keepAliveTimeout: positiveDurationMs(72_000),
+    // durationMs refuses 0 (parseDuration does): a timeout of 0 would mean none at all in Node.
+    requestTimeout: durationMs(10_000),
+    connectionTimeout: durationMs(60_000),
+    keepAliveTimeout: durationMs(72_000),
     maxConnections: count(10_000),
     memoryMaxKeys: count(100_000),
     memoryMaxBytes: count(64 * 1024 * 1024),
