@@ -7,6 +7,7 @@ import { RateLimiter } from '../../src/limiter/rate-limiter.js'
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import { rateLimitHeaders } from '../../src/http/headers.js'
 import { rejectBody } from '../../src/http/responses.js'
+import { rateLimitedWait } from '../../src/client/retry.js'
 
 const T0 = 1_700_000_000_000
 
@@ -96,5 +97,10 @@ describe('a cost no policy could ever admit', () => {
     await fg.limit('k', { cost: 5 })
     const denied = await fg.limit('k')
     assert.equal(rejectBody(denied, 'json').status, 429)
+  })
+
+  it('the SDK does not retry an answer that says never, and still retries an ordinary denial', () => {
+    assert.equal(rateLimitedWait({ allowed: false, never: true, retryAfterMs: 0, results: [] }), undefined)
+    assert.equal(rateLimitedWait({ allowed: false, retryAfterMs: 1_500, results: [] }), 1_500)
   })
 })
