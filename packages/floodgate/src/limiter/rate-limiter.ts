@@ -198,9 +198,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   }
 
   /**
-   * A cost no enforced policy of the set could ever admit is decided from the policies alone (a
-   * property of policy and cost, the same for every algorithm): the key is only peeked, so nothing is
-   * charged, no block period starts and no algorithm is asked for a wait that does not exist.
+   * A cost above what some enforced policy of the set could ever admit is decided from the policies
+   * alone (a property of policy and cost, the same for every algorithm): the key is only peeked, so
+   * nothing is charged, no block period starts and no algorithm is asked for a wait that does not exist.
    */
   private neverAdmitted(key: string, cost: number, plan: PolicyPlan): Promise<Decision> {
     const peeked = this.inProcess === undefined
