@@ -284,8 +284,9 @@ export class MemoryStore implements Store {
     this.bytes += bytes
     if (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
       this.makeRoom(entry, now)
-    } else {
-      this.dropOldestIfDead(this.open, now)
+    } else if (!this.dropOldestIfDead(this.open, now)) {
+      // Protected keys expire too (a day's window ends): shed them as open ones, one per new key.
+      this.dropOldestIfDead(this.guarded, now)
     }
   }
 

@@ -161,6 +161,16 @@ describe('MemoryStore bounds', () => {
     for (let i = 0; i < 50; i++) await charge(store, `new:${i}`, policies, 1, T0 + 1_000)
     assert.equal(store.size, 50)
   })
+
+  it('sheds dead protected keys the same way', async () => {
+    const store = new MemoryStore({ maxKeys: 100 })
+    const policies = [fixed(1, '1s')]
+    for (let i = 0; i < 20; i++) await charge(store, `limited:${i}`, policies, 1, T0)
+    assert.equal(store.protectedSize, 20)
+    for (let i = 0; i < 20; i++) await charge(store, `new:${i}`, [fixed(5, '1h')], 1, T0 + 1_000)
+    assert.equal(store.protectedSize, 0)
+    assert.equal(store.size, 20)
+  })
 })
 
 describe('MemoryStore eviction never resets a limited key', () => {
