@@ -107,7 +107,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     grpcPort = await grpc.listen(settings.host, settings.grpcPort)
   } catch (error) {
     await http.close()
-    await grpc.close(0, timers)
+    await grpc.close(0)
     await closeBackends()
     throw error
   }
