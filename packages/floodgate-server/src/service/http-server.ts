@@ -12,7 +12,7 @@ import { fromProtoJson } from './envoy-request.js'
 import { toProtoJson, toRlsResponse } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
 
-/** What `/readyz` reports. */
+/** The service's health: `/readyz` shows a status and a reason code from it, `/admin/health` all of it. */
 export interface HealthReport {
   /** Able to answer decisions (false while starting or shutting down). */
   ready: boolean
