@@ -49,7 +49,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   const { startService } = await import('./service/server.js')
   const service = await startService(settings)
   process.stderr.write(
-    `Floodgate listening: HTTP ${service.httpUrl} (POST /v1/check, POST /json, GET /metrics), gRPC ${service.grpcAddress} (Envoy RLS v3), store ${settings.store.kind}\n`,
+    `Floodgate listening: HTTP ${service.httpBindUrl} (POST /v1/check, POST /json, GET /metrics), gRPC ${service.grpcAddress} (Envoy RLS v3), store ${settings.store.kind}${service.allInterfaces ? ' — on all interfaces: reachable from other hosts (--host 127.0.0.1 for this one only)' : ''}\n`,
   )
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -5,6 +5,7 @@ export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory-sto
 export { createPolicy, createPolicies, ALGORITHMS } from './core/policy.js'
 export type { AlgorithmName, Mode, Policy, PolicyOptions } from './core/policy.js'
 export { parseDuration, formatDuration } from './core/duration.js'
+export { boundedKey, MAX_PLAIN_KEY_LENGTH } from './core/bounded-key.js'
 export type { Duration, DurationUnit } from './core/duration.js'
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js'
 export type { Store, EvaluateRequest, EvaluateResponse, SubmitCallback } from './stores/store.js'

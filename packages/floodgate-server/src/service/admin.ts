@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { FloodgateError } from 'floodgate'
 import type { RuleSetDescription } from 'floodgate/rules'
 import type { Decider, Entry } from './decide.js'
+import { readiness, type HealthReport } from './http-server.js'
 
 export interface AdminOptions {
   /** The bearer token every admin call must present. */
@@ -13,6 +14,8 @@ export interface AdminOptions {
   decider: Decider
   /** The loaded rules, described. */
   describeRules: () => RuleSetDescription
+  /** The service's health, in full (the public /readyz shows only a status and a reason code). */
+  health: () => HealthReport
 }
 
 const keyQuery = z.object({
@@ -39,6 +42,18 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminOptions)
   }
 
   app.get('/admin/rules', { onRequest: authorize }, async () => options.describeRules())
+
+  app.get('/admin/health', { onRequest: authorize }, async () => {
+    const health = options.health()
+    const { status, reason } = readiness(health)
+    const message =
+      status === 'degraded'
+        ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
+        : status === 'ready'
+          ? reason === 'ok' ? 'rules loaded and store reachable' : 'the latest rules reload failed; the previous rules keep serving'
+          : 'not accepting decisions (starting or shutting down)'
+    return { status, reason, message, ...health }
+  })
 
   app.get('/admin/keys', { onRequest: authorize }, async (request, reply) => {
     const { domain, descriptor } = parse(keyQuery, request.query, 'query')

@@ -94,16 +94,22 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** The `/v1/check` answer: one result per descriptor, and the longest wait among denied ones. */
+/**
+ * The `/v1/check` answer: one result per descriptor, and the longest wait among denied ones. A
+ * descriptor whose hits exceed what its rule could ever admit says `never: true` (and so does the
+ * answer), with `retryAfterMs` 0: no wait helps. The status stays 429, the verdict of the check:
+ * 413 already means "this check body is too large", and callers read the verdict from the body.
+ */
 export function toCheckResponse(result: DecideResult): CheckResponse {
   let retryAfterMs = 0
+  let never = false
   const results = result.outcomes.map((outcome): DescriptorResult => {
     if (outcome.kind === 'unmatched') return { allowed: true, rule: null }
     if (outcome.kind === 'unlimited') return { allowed: true, rule: outcome.ruleId, unlimited: true }
     const { decision } = outcome
     const retry = outcome.allowed ? 0 : decision.retryAfterMs
     retryAfterMs = Math.max(retryAfterMs, retry)
-    return {
+    const answer: DescriptorResult = {
       allowed: outcome.allowed,
       rule: outcome.ruleId,
       policy: decision.policy,
@@ -115,8 +121,13 @@ export function toCheckResponse(result: DecideResult): CheckResponse {
       wouldDeny: outcome.wouldDeny,
       source: decision.source,
     }
+    if (!outcome.allowed && decision.never === true) {
+      answer.never = true
+      never = true
+    }
+    return answer
   })
-  return { allowed: result.allowed, retryAfterMs, results }
+  return never ? { allowed: result.allowed, retryAfterMs, never: true, results } : { allowed: result.allowed, retryAfterMs, results }
 }
 
 /**
@@ -130,6 +141,7 @@ export const CHECK_RESPONSE_SCHEMA = {
   properties: {
     allowed: { type: 'boolean' },
     retryAfterMs: { type: 'number' },
+    never: { type: 'boolean' },
     results: {
       type: 'array',
       items: {
@@ -146,6 +158,7 @@ export const CHECK_RESPONSE_SCHEMA = {
           shadow: { type: 'boolean' },
           wouldDeny: { type: 'boolean' },
           source: { type: 'string' },
+          never: { type: 'boolean' },
         },
       },
     },
@@ -167,8 +180,10 @@ export function checkHeaders(result: DecideResult, nowMs: number): HeaderList {
   return rateLimitHeaders(answered(headline), DEFAULT_HEADER_STYLES, nowMs)
 }
 
+// A denial that can never pass outranks any wait: its headers (no Retry-After) speak for the answer.
 function rank(o: Extract<DescriptorOutcome, { kind: 'limited' }>): number {
-  return o.allowed ? -o.decision.remaining : Number.MAX_SAFE_INTEGER / 2 + o.decision.retryAfterMs
+  if (o.allowed) return -o.decision.remaining
+  return o.decision.never === true ? Number.POSITIVE_INFINITY : Number.MAX_SAFE_INTEGER / 2 + o.decision.retryAfterMs
 }
 
 /** A shadow rule answers allowed even when its decision denied: the headers must say so too. */

@@ -10,6 +10,7 @@ import type { Decider } from './decide.js'
 import { fromGrpcRequest, type GrpcRateLimitRequest } from './envoy-request.js'
 import { toRlsResponse, type RlsResponse } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
+import { SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true }
@@ -41,13 +42,18 @@ export interface GrpcServerOptions {
   isReady: () => boolean
   /** Add X-RateLimit-* headers to `response_headers_to_add`. */
   responseHeaders: boolean
+  /** Largest request message; bigger ones fail with RESOURCE_EXHAUSTED (default grpc-js's 4 MiB). */
+  maxMessageBytes?: number
 }
 
 export interface FloodgateGrpcServer {
   /** Binds and starts serving; resolves with the bound port. */
   listen(host: string, port: number): Promise<number>
-  /** Stops accepting calls, lets running calls finish for up to `timeoutMs`, then cuts the rest. */
-  close(timeoutMs: number): Promise<void>
+  /**
+   * Stops accepting calls (GOAWAY), lets running calls finish for up to `timeoutMs`, then cuts the
+   * rest; resolves as soon as the running calls are done, or at the deadline.
+   */
+  close(timeoutMs: number, timers?: ShutdownTimers): Promise<void>
 }
 
 const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
@@ -55,7 +61,8 @@ const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
 /** Builds the gRPC server; nothing listens until `listen`. */
 export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServer {
   const pkg = loadRlsPackage()
-  const server = new grpc.Server()
+  // As the HTTP body limit: a request is a few descriptors, so megabytes of one are only a cost to us.
+  const server = new grpc.Server(options.maxMessageBytes === undefined ? {} : { 'grpc.max_receive_message_length': options.maxMessageBytes })
   server.addService(serviceOf(pkg, 'envoy.service.ratelimit.v3.RateLimitService'), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   })
@@ -68,11 +75,16 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)))
       })
     },
-    close(timeoutMs) {
+    close(timeoutMs, timers = SYSTEM_TIMERS) {
       return new Promise((resolve) => {
-        const force = setTimeout(() => server.forceShutdown(), timeoutMs)
+        // forceShutdown returns once the server is down; tryShutdown's callback may then never come
+        // (a connection that never sent the HTTP/2 preface keeps it waiting), so resolve here too.
+        const force = timers.setTimeout(() => {
+          server.forceShutdown()
+          resolve()
+        }, timeoutMs)
         server.tryShutdown(() => {
-          clearTimeout(force)
+          timers.clearTimeout(force)
           resolve()
         })
       })

@@ -1,8 +1,9 @@
 // The HTTP side of the service (Fastify): /v1/check, Envoy's /json and /healthcheck, health probes, /metrics, /admin.
 
+import type { Socket } from 'node:net'
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Logger } from 'pino'
-import { FloodgateError } from 'floodgate'
+import { FloodgateError, formatDuration } from 'floodgate'
 import type { RuleSetDescription } from 'floodgate/rules'
 import { registerAdminRoutes } from './admin.js'
 import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
@@ -11,7 +12,7 @@ import { fromProtoJson } from './envoy-request.js'
 import { toProtoJson, toRlsResponse } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
 
-/** What `/readyz` reports. */
+/** The service's health: `/readyz` shows a status and a reason code from it, `/admin/health` all of it. */
 export interface HealthReport {
   /** Able to answer decisions (false while starting or shutting down). */
   ready: boolean
@@ -31,12 +32,34 @@ export interface HttpServerOptions {
   logger: Logger
   /** Largest request body; bigger ones get 413. */
   bodyLimitBytes: number
+  /** A request's head and body must have arrived within this; else 408 and the socket closes (slow clients). */
+  requestTimeoutMs: number
+  /** A socket with no traffic for this long while a request is open closes (a client that stops reading). */
+  connectionTimeoutMs: number
+  /** An idle keep-alive socket closes after this. */
+  keepAliveTimeoutMs: number
+  /** Most sockets open at once; past it new connections are refused (closed at once). */
+  maxConnections: number
   /** Enables /admin with this bearer token; undefined leaves /admin unrouted (404). */
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
   health: () => HealthReport
   /** Add X-RateLimit-* to `/json` answers' responseHeadersToAdd (as the gRPC option). */
   responseHeaders: boolean
+}
+
+/** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
+export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'rules_reload_failed'
+
+/**
+ * `ready` (rules loaded, store reachable), `degraded` (the store is unreachable and decisions follow
+ * the failure mode) or `not_ready` (starting or shutting down), and the reason: the most severe of
+ * shutting down, store unreachable, and a failed reload (the previous rules keep serving).
+ */
+export function readiness(health: HealthReport): { status: 'ready' | 'degraded' | 'not_ready'; reason: ReadinessReason } {
+  if (!health.ready) return { status: 'not_ready', reason: 'shutting_down' }
+  if (!health.storeReachable) return { status: 'degraded', reason: 'store_unreachable' }
+  return { status: 'ready', reason: health.rulesError === undefined ? 'ok' : 'rules_reload_failed' }
 }
 
 /** Builds the Fastify app with every route; the caller listens and closes it. */
@@ -49,8 +72,22 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // line is the error handler's, which carries the request id itself.
     childLoggerFactory: (logger) => logger,
     bodyLimit: options.bodyLimitBytes,
-    return503OnClosing: true,
+    requestTimeout: options.requestTimeoutMs,
+    connectionTimeout: options.connectionTimeoutMs,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    http: {
+      // The head must arrive in time too (a slow-headers client), and Node checks both deadlines
+      // every connectionsCheckingInterval (30 s by default, far coarser than the timeout itself).
+      headersTimeout: options.requestTimeoutMs,
+      requestTimeout: options.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(options.requestTimeoutMs / 4))),
+    },
+    // While draining, requests already on their way are decided (with Connection: close) rather
+    // than turned away with 503: the limiter stays open until the last of them is answered.
+    return503OnClosing: false,
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.requestTimeoutMs),
   }) as unknown as FastifyInstance
+  app.server.maxConnections = options.maxConnections
   // Envoy's /json is often called without a JSON content type (curl -d): read any body as JSON.
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     try {
@@ -116,16 +153,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // As envoyproxy/ratelimit: plain "OK" when healthy, 500 otherwise.
   app.get('/healthcheck', async (_request, reply) => reply.code(options.health().ready ? 200 : 500).type('text/plain').send(options.health().ready ? 'OK' : 'NOT OK'))
   app.get('/healthz', async () => ({ status: 'alive' }))
+  // Public, so it says only ready or not and why, as a code: rule file paths, the failure mode and
+  // reload errors are internals, shown at GET /admin/health behind the admin token.
   app.get('/readyz', async (_request, reply) => {
     const health = options.health()
-    const status = !health.ready ? 'not_ready' : health.storeReachable ? 'ready' : 'degraded'
-    const message =
-      status === 'degraded'
-        ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
-        : status === 'ready'
-          ? 'rules loaded and store reachable'
-          : 'not accepting decisions (starting or shutting down)'
-    return reply.code(health.ready ? 200 : 503).send({ status, message, ...health })
+    const { status, reason } = readiness(health)
+    return reply.code(health.ready ? 200 : 503).send({ status, reason })
   })
 
   app.get('/metrics', async (_request, reply) => {
@@ -134,10 +167,36 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   })
 
   if (options.adminToken !== undefined) {
-    registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules })
+    registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules, health: options.health })
   }
   return app
 }
+
+/**
+ * What a client that broke HTTP gets before its socket closes (Fastify's default, in this API's
+ * error format, with a reason): 408 for a request slower than the timeout, 431 for a head too
+ * large, 400 for anything unparsable.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket, requestTimeoutMs: number): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  let status = 400
+  let body: { error: string; message: string } = { error: 'bad_request', message: `not a valid HTTP request (${error.code ?? error.message})` }
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408
+    body = { error: 'request_timeout', message: `the request did not arrive within ${formatDuration(requestTimeoutMs)}; send its head and body without pausing` }
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431
+    body = { error: 'headers_too_large', message: 'the request head is larger than the server accepts; send fewer or shorter headers' }
+  }
+  if (socket.writable) {
+    const text = JSON.stringify(body)
+    socket.write(`HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`)
+  }
+  // Closed once the answer is flushed (a client that never reads is cut by the connection timeout).
+  socket.destroySoon()
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
 
 function errorName(status: number): string {
   if (status === 413) return 'payload_too_large'

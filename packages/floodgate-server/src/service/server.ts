@@ -9,14 +9,19 @@ import { createHttpServer, type HealthReport } from './http-server.js'
 import { ServiceMetrics } from './metrics.js'
 import { countRules } from './rule-count.js'
 import type { Settings, StoreSettings } from './settings.js'
+import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
 const STORE_CLOSE_MS = 2_000
 
 /** A started service. */
 export interface RunningService {
-  /** Base URL of the HTTP API, e.g. `http://127.0.0.1:8080`. */
+  /** Base URL to call the HTTP API on this machine, e.g. `http://127.0.0.1:8080` (loopback when bound to all interfaces). */
   readonly httpUrl: string
+  /** The HTTP address as bound, e.g. `http://0.0.0.0:8080`: what the banner shows, so exposure is never understated. */
+  readonly httpBindUrl: string
+  /** Bound to every interface (`0.0.0.0` or `::`): reachable from other hosts, not only this one. */
+  readonly allInterfaces: boolean
   readonly httpPort: number
   /** `host:port` of the gRPC server. */
   readonly grpcAddress: string
@@ -26,8 +31,9 @@ export interface RunningService {
   /** Re-reads the rules now (SIGHUP); false when they are invalid and the previous ones keep serving. */
   reloadRules(): boolean
   /**
-   * Graceful shutdown: stop accepting, let in-flight requests finish (up to the shutdown timeout),
-   * then close the rule watcher, the limiter and the store. Safe to call twice.
+   * Graceful shutdown: stop accepting, close idle keep-alive sockets at once, answer requests in
+   * flight (with `Connection: close`) and return as soon as they are done, cutting what is left at
+   * the shutdown timeout; then close the rule watcher, the limiter and the store. Safe to call twice.
    */
   close(): Promise<void>
 }
@@ -35,6 +41,8 @@ export interface RunningService {
 export interface StartOptions {
   /** Log here instead of a new pino logger on stdout (tests pass a silent one). */
   logger?: Logger
+  /** Timers for the shutdown deadline (default the system's); tests pass ones they fire by hand. */
+  timers?: ShutdownTimers
 }
 
 /** Holds the rules: a watcher that hot-reloads them, or a snapshot loaded once (`--no-watch`). */
@@ -54,7 +62,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
   const metrics = new ServiceMetrics()
   const rules = openRules(settings, logger, metrics)
-  const store = createStore(settings.store, settings.redisPrefix)
+  const store = createStore(settings)
   const limiter = new RateLimiter({ store, onStoreError: settings.onStoreError, instances: settings.instances, timeout: settings.storeTimeoutMs })
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
@@ -73,12 +81,18 @@ export async function startService(settings: Settings, options: StartOptions = {
     metrics,
     logger,
     bodyLimitBytes: settings.bodyLimitBytes,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    connectionTimeoutMs: settings.connectionTimeoutMs,
+    keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
+    maxConnections: settings.maxConnections,
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
     responseHeaders: settings.grpcResponseHeaders,
   })
-  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders })
+  const connections = new ConnectionTracker(http.server)
+  const timers = options.timers ?? SYSTEM_TIMERS
+  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders, maxMessageBytes: settings.bodyLimitBytes })
 
   const closeBackends = async () => {
     await rules.close()
@@ -98,19 +112,22 @@ export async function startService(settings: Settings, options: StartOptions = {
     throw error
   }
   const httpPort = (http.server.address() as { port: number }).port
-  const grpcAddress = `${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${grpcPort}`
-  logger.info({ http: httpUrl, grpc: grpcAddress, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+  const httpBindUrl = `http://${host}:${httpPort}`
+  const grpcAddress = `${host}:${grpcPort}`
+  const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
+  logger.info({ http: httpBindUrl, grpc: grpcAddress, allInterfaces, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
 
   let closing: Promise<void> | undefined
   const close = () =>
     (closing ??= (async () => {
       draining = true
       logger.info('shutting down: draining in-flight requests')
-      await Promise.all([closeHttp(http, settings.shutdownTimeoutMs), grpc.close(settings.shutdownTimeoutMs)])
+      await Promise.all([closeHttp(http, connections, settings.shutdownTimeoutMs, timers), grpc.close(settings.shutdownTimeoutMs, timers)])
       await closeBackends()
       logger.info('stopped')
     })())
-  return { httpUrl, httpPort, grpcAddress, grpcPort, metrics, logger, reloadRules: () => rules.reload(), close }
+  return { httpUrl, httpBindUrl, allInterfaces, httpPort, grpcAddress, grpcPort, metrics, logger, reloadRules: () => rules.reload(), close }
 }
 
 function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
@@ -159,10 +176,10 @@ function loadOnce(path: string, logger: Logger, metrics: ServiceMetrics): RulesS
   }
 }
 
-function createStore(settings: StoreSettings, prefix: string): Store {
-  if (settings.kind === 'memory') return new MemoryStore()
+function createStore(settings: Settings): Store {
+  if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings, prefix)
+  return new LazyRedisStore(settings.store, settings.redisPrefix)
 }
 
 /**
@@ -228,12 +245,18 @@ function wireLimiterEvents(limiter: RateLimiter, metrics: ServiceMetrics, logger
   })
 }
 
-async function closeHttp(app: ReturnType<typeof createHttpServer>, timeoutMs: number): Promise<void> {
-  const force = setTimeout(() => app.server.closeAllConnections(), timeoutMs)
+/**
+ * Stops the listener and drains: idle sockets close now, busy ones after their answer; at the
+ * deadline every socket is cut. Resolves when the last socket is gone.
+ */
+async function closeHttp(app: ReturnType<typeof createHttpServer>, connections: ConnectionTracker, timeoutMs: number, timers: ShutdownTimers): Promise<void> {
+  const force = timers.setTimeout(() => connections.destroyAll(), timeoutMs)
   try {
-    await app.close()
+    const closed = app.close()
+    connections.drain()
+    await closed
   } finally {
-    clearTimeout(force)
+    timers.clearTimeout(force)
   }
 }
 

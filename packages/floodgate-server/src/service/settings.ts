@@ -17,7 +17,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings {
+export interface Settings extends AbuseBounds {
   /** The rules: one YAML file or a directory of them. */
   config: string
   store: StoreSettings
@@ -55,6 +55,62 @@ interface OptionSpec {
   help: string
 }
 
+// ── Abuse bounds: slow clients, connection floods, memory. One block, kept apart from the rest. ──
+
+/** Bounds that keep slow or abusive clients from holding sockets or memory; production defaults. */
+export interface AbuseBounds {
+  /** A request's head and body must arrive within this, else 408 and the socket closes (default 10s). */
+  requestTimeoutMs: number
+  /** A socket silent this long while a request is open closes, e.g. a client that stops reading (default 60s). */
+  connectionTimeoutMs: number
+  /** An idle keep-alive socket closes after this (default 72s: longer than the usual 60s of load balancers, so they close first). */
+  keepAliveTimeoutMs: number
+  /** Most HTTP sockets open at once; past it new connections are refused (default 10000). */
+  maxConnections: number
+  /** Embedded store: most keys kept (default 100000); see MemoryStore's maxKeys. */
+  memoryMaxKeys: number
+  /** Embedded store: most bytes its keys may count for (default 64 MiB); see MemoryStore's maxBytes. */
+  memoryMaxBytes: number
+}
+
+const ABUSE_BOUND_OPTIONS = {
+  requestTimeout: { flag: 'request-timeout', env: 'FLOODGATE_REQUEST_TIMEOUT', type: 'string', help: 'a request (head and body) must arrive within this, else 408 (default 10s)' },
+  connectionTimeout: { flag: 'connection-timeout', env: 'FLOODGATE_CONNECTION_TIMEOUT', type: 'string', help: 'close a socket silent this long during a request (default 60s)' },
+  keepAliveTimeout: { flag: 'keep-alive-timeout', env: 'FLOODGATE_KEEP_ALIVE_TIMEOUT', type: 'string', help: 'close an idle keep-alive socket after this (default 72s)' },
+  maxConnections: { flag: 'max-connections', env: 'FLOODGATE_MAX_CONNECTIONS', type: 'string', help: 'most HTTP sockets open at once (default 10000)' },
+  memoryMaxKeys: { flag: 'memory-max-keys', env: 'FLOODGATE_MEMORY_MAX_KEYS', type: 'string', help: 'embedded store: most keys kept (default 100000)' },
+  memoryMaxBytes: { flag: 'memory-max-bytes', env: 'FLOODGATE_MEMORY_MAX_BYTES', type: 'string', help: 'embedded store: most bytes of keys kept (default 67108864)' },
+} as const satisfies Record<string, OptionSpec>
+
+/** Whole number ≥ 1, or the default when absent. */
+const count = (fallback: number) =>
+  z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).refine(Number.isSafeInteger, 'too large').optional().transform((n) => n ?? fallback)
+
+function abuseBoundFields() {
+  return {
+    // durationMs refuses 0 (parseDuration does): a timeout of 0 would mean none at all in Node.
+    requestTimeout: durationMs(10_000),
+    connectionTimeout: durationMs(60_000),
+    keepAliveTimeout: durationMs(72_000),
+    maxConnections: count(10_000),
+    memoryMaxKeys: count(100_000),
+    memoryMaxBytes: count(64 * 1024 * 1024),
+  }
+}
+
+function abuseBounds(o: { requestTimeout: number; connectionTimeout: number; keepAliveTimeout: number; maxConnections: number; memoryMaxKeys: number; memoryMaxBytes: number }): AbuseBounds {
+  return {
+    requestTimeoutMs: o.requestTimeout,
+    connectionTimeoutMs: o.connectionTimeout,
+    keepAliveTimeoutMs: o.keepAliveTimeout,
+    maxConnections: o.maxConnections,
+    memoryMaxKeys: o.memoryMaxKeys,
+    memoryMaxBytes: o.memoryMaxBytes,
+  }
+}
+
+// ── End of the abuse bounds block. ──
+
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
@@ -76,6 +132,7 @@ export const SERVE_OPTIONS = {
   grpcResponseHeaders: { flag: 'grpc-response-headers', env: 'FLOODGATE_GRPC_RESPONSE_HEADERS', type: 'boolean', help: 'add RateLimit headers to gRPC answers' },
   nearLimitRatio: { flag: 'near-limit-ratio', env: 'FLOODGATE_NEAR_LIMIT_RATIO', type: 'string', help: 'share of a limit counted as near_limit (default 0.8)' },
   shutdownTimeout: { flag: 'shutdown-timeout', env: 'FLOODGATE_SHUTDOWN_TIMEOUT', type: 'string', help: 'longest graceful drain (default 10s)' },
+  ...ABUSE_BOUND_OPTIONS,
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
@@ -211,6 +268,7 @@ const schema = z
       .optional()
       .transform((n) => n ?? 0.8),
     shutdownTimeout: durationMs(10_000),
+    ...abuseBoundFields(),
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels].filter((s) => s !== undefined).length
@@ -242,5 +300,6 @@ const schema = z
       grpcResponseHeaders: o.grpcResponseHeaders ?? false,
       nearLimitRatio: o.nearLimitRatio,
       shutdownTimeoutMs: o.shutdownTimeout,
+      ...abuseBounds(o),
     }),
   )

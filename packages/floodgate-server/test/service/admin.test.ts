@@ -26,6 +26,19 @@ describe('admin API', () => {
     assert.equal(reset.status, 401)
   })
 
+  it('GET /admin/health shows what the public /readyz keeps back: rule files, failure mode, message', async () => {
+    assert.equal((await fetch(`${service.httpUrl}/admin/health`)).status, 401)
+    const res = await fetch(`${service.httpUrl}/admin/health`, { headers: auth })
+    assert.equal(res.status, 200)
+    const body = (await res.json()) as Record<string, unknown>
+    assert.equal(body.status, 'ready')
+    assert.equal(body.reason, 'ok')
+    assert.equal(body.storeReachable, true)
+    assert.equal(body.onStoreError, 'open')
+    assert.deepEqual(body.rules, [service.rulesFile])
+    assert.match(String(body.message), /rules loaded/)
+  })
+
   it('GET /admin/rules describes the loaded rules', async () => {
     const res = await fetch(`${service.httpUrl}/admin/rules`, { headers: auth })
     assert.equal(res.status, 200)

@@ -90,7 +90,7 @@ describe('CHECK_RESPONSE_SCHEMA', () => {
     allowed: fc.boolean(),
     wouldDeny: fc.boolean(),
     shadow: fc.option(fc.boolean(), { nil: undefined }),
-    decision: fc.record({ policy: name, limit: number, remaining: number, resetMs: number, retryAfterMs: number, source: name }),
+    decision: fc.record({ policy: name, limit: number, remaining: number, resetMs: number, retryAfterMs: number, source: name, never: fc.option(fc.constant(true), { nil: undefined }) }),
   })
   const outcome: fc.Arbitrary<DescriptorOutcome> = fc.oneof(
     fc.constant({ kind: 'unmatched' as const }),

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import { pino } from 'pino'
-import { startService, type RunningService } from '../../src/service/server.js'
+import { startService, type RunningService, type StartOptions } from '../../src/service/server.js'
 import { readSettings } from '../../src/service/settings.js'
 import { loadRlsPackage } from '../../src/service/grpc-server.js'
 
@@ -37,13 +37,13 @@ export interface TestService extends RunningService {
   stop(): Promise<void>
 }
 
-/** Starts the service on 127.0.0.1 with free ports, `rules` in a temp file and a silent logger. */
-export async function startTestService(rules = TEST_RULES, extraArgs: string[] = []): Promise<TestService> {
+/** Starts the service on 127.0.0.1 with free ports, `rules` in a temp file and a silent logger; `options` as startService takes them. */
+export async function startTestService(rules = TEST_RULES, extraArgs: string[] = [], options: StartOptions = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-service-'))
   const rulesFile = join(dir, 'rules.yaml')
   writeFileSync(rulesFile, rules)
   const settings = readSettings(['--config', rulesFile, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', ...extraArgs], {})
-  const service = await startService(settings, { logger: pino({ level: 'silent' }) })
+  const service = await startService(settings, { logger: pino({ level: 'silent' }), ...options })
   return {
     ...service,
     dir,

@@ -37,6 +37,22 @@ describe('HTTP API (memory store)', () => {
     assert.equal((await postJson(url, checkBody('test', [{ user: 'bob' }]))).status, 200)
   })
 
+  it('hits above what the rule could ever admit: 429 saying never, retryAfterMs 0, no Retry-After, nothing charged', async () => {
+    const url = `${service.httpUrl}/v1/check`
+    for (const descriptor of [{ user: 'greedy' }, { burst: 'greedy' }, { fast: 'greedy' }] as Record<string, string>[]) {
+      const res = await postJson(url, checkBody('test', [descriptor, { vip: 'v' }], 4))
+      assert.equal(res.status, 429)
+      assert.equal(res.body.never, true)
+      assert.equal(res.body.retryAfterMs, 0)
+      assert.equal(res.body.results[0].never, true)
+      assert.equal(res.body.results[0].retryAfterMs, 0)
+      assert.equal(res.body.results[1].never, undefined)
+      assert.equal(res.headers.get('retry-after'), null)
+      const after = await postJson(url, checkBody('test', [descriptor], 0))
+      assert.equal(after.body.results[0].remaining, after.body.results[0].limit, 'nothing was charged')
+    }
+  })
+
   it('answers each descriptor in order: limited, unlimited, unmatched; hits 0 only checks', async () => {
     const url = `${service.httpUrl}/v1/check`
     const res = await postJson(url, checkBody('test', [{ user: 'carol' }, { vip: 'x' }, { nothing: 'here' }], 0))
@@ -90,10 +106,10 @@ describe('HTTP API (memory store)', () => {
     assert.deepEqual(await (await fetch(`${service.httpUrl}/healthz`)).json(), { status: 'alive' })
     const ready = await fetch(`${service.httpUrl}/readyz`)
     assert.equal(ready.status, 200)
-    const body = (await ready.json()) as { status: string; storeReachable: boolean; rules: string[] }
-    assert.equal(body.status, 'ready')
-    assert.equal(body.storeReachable, true)
-    assert.deepEqual(body.rules, [service.rulesFile])
+    // Public: a status and a reason code, never the rule files' paths or other internals.
+    const text = await ready.text()
+    assert.deepEqual(JSON.parse(text), { status: 'ready', reason: 'ok' })
+    assert.ok(!text.includes(service.dir), text)
   })
 
   it('rejects malformed and wrong-shaped bodies with 400 and a reason, never crashing', async () => {

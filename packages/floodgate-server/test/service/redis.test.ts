@@ -27,7 +27,7 @@ describe('service on Redis', () => {
   })
 
   it('is ready once Redis is connected', async () => {
-    await eventually(async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable, 'readiness')
+    await eventually(async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'ready', 'readiness')
   })
 
   it('POST /v1/check answers 200 until the limit, then 429; the state is in Redis', async () => {

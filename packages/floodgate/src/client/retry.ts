@@ -57,7 +57,10 @@ export function rateLimitedWait(subject: unknown): number | undefined {
     retryAfterMs?: unknown
     retryAfter?: unknown
     headers?: unknown
+    never?: unknown
   }
+  // An answer that says the request can never pass is final: retrying it only repeats the denial.
+  if (value.never === true) return undefined
   const limited = value.status === 429 || value.statusCode === 429 || (value.allowed === false && value.error === undefined)
   if (!limited) return undefined
   if (typeof value.retryAfterMs === 'number' && value.retryAfterMs >= 0) return value.retryAfterMs

@@ -27,8 +27,10 @@ export interface LimitedResult {
   remaining: number
   /** Milliseconds until the deciding policy's window ends / it is fully restored. */
   resetMs: number
-  /** 0 when allowed; otherwise milliseconds until the same request would pass. */
+  /** 0 when allowed; otherwise milliseconds until the same request would pass (0 too when `never`). */
   retryAfterMs: number
+  /** Present (true) when these hits exceed what the rule could ever admit at once: no wait helps, do not retry them. */
+  never?: true
   /** The rule is in shadow mode: `allowed` is true even if it would have denied (`wouldDeny`). */
   shadow: boolean
   /** A shadow-mode rule that would have denied this request. */
@@ -56,8 +58,10 @@ export type DescriptorResult = LimitedResult | UnlimitedResult | UnmatchedResult
 export interface CheckResponse {
   /** True when every descriptor is allowed. */
   allowed: boolean
-  /** The longest wait among denied descriptors (0 when allowed). */
+  /** The longest wait among denied descriptors (0 when allowed, and when the request can never pass). */
   retryAfterMs: number
+  /** Present (true) when a descriptor can never pass with these hits (see `LimitedResult.never`): do not retry. */
+  never?: true
   /** One per request descriptor, in order. */
   results: DescriptorResult[]
 }

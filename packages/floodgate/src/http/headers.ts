@@ -28,6 +28,8 @@ interface QuotaView {
   remaining: number
   resetMs: number
   retryAfterMs: number
+  /** The request's cost can never pass this policy (Decision.never): no wait to announce. */
+  never?: boolean
 }
 
 /** The deciding policy's view; falls back to the decision's own numbers when it lists no policies (fail-open). */
@@ -41,6 +43,7 @@ function decidingView(decision: Decision): QuotaView {
     remaining: decision.remaining,
     resetMs: decision.resetMs,
     retryAfterMs: decision.retryAfterMs,
+    never: decision.never,
   }
 }
 
@@ -51,10 +54,11 @@ function policyViews(decision: Decision): QuotaView[] {
 /**
  * Whole seconds until the policy has quota again: for an exhausted policy the wait for this
  * request (so `Retry-After` is never earlier), otherwise until it is fully restored. Ceiled so a
- * client that waits exactly this long is never too early.
+ * client that waits exactly this long is never too early. A request that can never pass (`never`)
+ * has no wait: the fields then say when the quota is fully restored, which is true of the quota.
  */
-export function secondsUntilQuota(view: Pick<QuotaView, 'allowed' | 'resetMs' | 'retryAfterMs'>): number {
-  return Math.ceil((view.allowed ? view.resetMs : Math.max(view.retryAfterMs, 0)) / 1000)
+export function secondsUntilQuota(view: Pick<QuotaView, 'allowed' | 'resetMs' | 'retryAfterMs' | 'never'>): number {
+  return Math.ceil((view.allowed || view.never === true ? view.resetMs : Math.max(view.retryAfterMs, 0)) / 1000)
 }
 
 /** The window in whole seconds (at least 1: the drafts have no sub-second windows). */
@@ -110,9 +114,13 @@ export function draft8Headers(decision: Decision): HeaderList {
   ]
 }
 
-/** `Retry-After` in whole seconds, ceiled and at least 1: never earlier than the real wait. Empty when allowed. */
+/**
+ * `Retry-After` in whole seconds, ceiled and at least 1: never earlier than the real wait. Empty when
+ * allowed, and when the request can never pass (`Decision.never`): RFC 9110 has a server send it
+ * when a condition is temporary, and no wait would make this one pass.
+ */
 export function retryAfterHeader(decision: Decision): HeaderList {
-  if (decision.allowed) return []
+  if (decision.allowed || decision.never === true) return []
   return [['Retry-After', String(retryAfterSeconds(decision))]]
 }
 

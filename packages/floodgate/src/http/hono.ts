@@ -55,7 +55,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Va
     if (outcome.action === 'reject') {
       if (handler !== undefined) return handler(c, outcome)
       c.header('Content-Type', outcome.reject.contentType)
-      return c.body(outcome.reject.body, 429)
+      return c.body(outcome.reject.body, outcome.reject.status)
     }
     let status: number | undefined
     try {

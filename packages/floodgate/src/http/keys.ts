@@ -1,6 +1,6 @@
 // Key generators: which bucket a request is counted in (IP, user, API key, route), alone or combined.
 
-import { createHash } from 'node:crypto'
+import { boundedKey, keyDigest } from '../core/bounded-key.js'
 import type { Policy } from '../core/policy.js'
 import { rulesKeyGenerator } from './rules-key.js'
 
@@ -47,17 +47,8 @@ export type KeyGenerator<Req = unknown> = (req: Req, info: RequestInfo) => KeyRe
 /** A generator of one key string (or undefined when it does not apply); these can be combined. */
 export type StringKeyGenerator<Req = unknown> = (req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>
 
-/** Header values are client-controlled: long ones are hashed so a key stays short in the store. */
+/** Header values are client-controlled: longer ones are hashed (`boundedKey`) so a key stays short in the store. */
 const MAX_PLAIN_VALUE = 128
-
-/** A short, stable stand-in for a long or secret value (the first 128 bits of its SHA-256, in hex). */
-export function digest(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 32)
-}
-
-function boundedValue(value: string): string {
-  return value.length <= MAX_PLAIN_VALUE ? value : `sha256:${digest(value)}`
-}
 
 function present(value: string | number | undefined | null): string | undefined {
   if (value === undefined || value === null) return undefined
@@ -78,12 +69,12 @@ export function userKeyGenerator<Req = unknown>(from: string | ((req: Req) => st
   if (typeof from === 'string') {
     return (_req, info) => {
       const value = present(info.header(from))
-      return value === undefined ? undefined : `user:${boundedValue(value)}`
+      return value === undefined ? undefined : `user:${boundedKey(value, MAX_PLAIN_VALUE)}`
     }
   }
   return (req) => {
     const value = present(from(req))
-    return value === undefined ? undefined : `user:${boundedValue(value)}`
+    return value === undefined ? undefined : `user:${boundedKey(value, MAX_PLAIN_VALUE)}`
   }
 }
 
@@ -94,7 +85,7 @@ export function userKeyGenerator<Req = unknown>(from: string | ((req: Req) => st
 export function apiKeyGenerator(header = 'x-api-key'): StringKeyGenerator {
   return (_req, info) => {
     const value = present(info.header(header))
-    return value === undefined ? undefined : `apikey:${digest(value)}`
+    return value === undefined ? undefined : `apikey:${keyDigest(value)}`
   }
 }
 

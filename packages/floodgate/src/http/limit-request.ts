@@ -134,7 +134,8 @@ export function mergeDecisions(decisions: readonly Decision[]): Decision {
   if (decisions.length === 1) return decisions[0]
   let deciding = decisions[0]
   for (const d of decisions.slice(1)) {
-    if (d.allowed !== deciding.allowed ? !d.allowed : !d.allowed ? d.retryAfterMs > deciding.retryAfterMs : d.remaining < deciding.remaining) {
+    // A denial that can never pass outweighs any wait: the request as a whole can never pass.
+    if (d.allowed !== deciding.allowed ? !d.allowed : !d.allowed ? waitRank(d) > waitRank(deciding) : d.remaining < deciding.remaining) {
       deciding = d
     }
   }
@@ -145,6 +146,10 @@ export function mergeDecisions(decisions: readonly Decision[]): Decision {
     shadow: decisions.some((d) => d.shadow),
     policies: decisions.flatMap((d) => d.policies),
   }
+}
+
+function waitRank(decision: Decision): number {
+  return decision.never === true ? Number.POSITIVE_INFINITY : decision.retryAfterMs
 }
 
 /**

@@ -1,4 +1,5 @@
-// Bodies of a 429: a JSON object a person can read, or RFC 9457 application/problem+json.
+// Bodies of a rejection (429, or 413 for a request that can never pass): a JSON object a person can
+// read, or RFC 9457 application/problem+json.
 
 import { formatDuration } from '../core/duration.js'
 import type { Decision } from '../limiter/types.js'
@@ -12,7 +13,8 @@ export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-ty
 
 /** A rejection ready to send: status, content type and serialized body. */
 export interface RejectBody {
-  status: number
+  /** 429 Too Many Requests; 413 Content Too Large when the request can never pass (`Decision.never`). */
+  status: 429 | 413
   contentType: string
   body: string
 }
@@ -25,6 +27,15 @@ export interface RateLimitedBody {
   retryAfter: number
   /** The policy that denied. */
   policy: string
+}
+
+/** The default JSON body when the request can never pass: no `retryAfter`, since no wait helps. */
+export interface NeverAdmittedBody {
+  error: 'cost_exceeds_limit'
+  message: string
+  /** The policy whose capacity the request's cost exceeds. */
+  policy: string
+  never: true
 }
 
 /** The problem+json body's shape (`violated-policies` as the draft names it). */
@@ -75,8 +86,33 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   }
 }
 
-/** The status (429), content type and body of a rejection in the chosen format. */
+/** "Request exceeds what the rate limit can ever admit at once (5 requests per 1m); it will never pass: send a smaller one" */
+export function neverAdmittedMessage(decision: Decision): string {
+  const limit = rateLimitMessage(decision).replace(/^Rate limit exceeded: /, '')
+  return `Request exceeds what the rate limit can ever admit at once (${limit}); it will never pass: send a smaller one`
+}
+
+/** `{"error":"cost_exceeds_limit","message":"Request exceeds what …","policy":"burst","never":true}` */
+export function neverAdmittedBody(decision: Decision): NeverAdmittedBody {
+  return { error: 'cost_exceeds_limit', message: neverAdmittedMessage(decision), policy: decision.policy, never: true }
+}
+
+/**
+ * The status, content type and body of a rejection in the chosen format: 429 for a request over its
+ * limit; 413 Content Too Large, without `Retry-After`, for one whose cost exceeds what a policy could
+ * ever admit (`Decision.never`). 413 because RFC 9110 defines it as a request larger than the server
+ * is willing to process, which is what it is (in quota units), and because clients and proxies do
+ * not retry it, where they retry 429 forever; the problem type stays the draft's quota-exceeded,
+ * whose title (the request exceeds the assigned quota) is true of it.
+ */
 export function rejectBody(decision: Decision, format: BodyFormat): RejectBody {
+  if (decision.never === true) {
+    if (format === 'problem') {
+      const problem: QuotaExceededProblem = { ...quotaExceededProblem(decision), status: 413, detail: neverAdmittedMessage(decision) }
+      return { status: 413, contentType: 'application/problem+json', body: JSON.stringify(problem) }
+    }
+    return { status: 413, contentType: 'application/json; charset=utf-8', body: JSON.stringify(neverAdmittedBody(decision)) }
+  }
   if (format === 'problem') {
     return { status: 429, contentType: 'application/problem+json', body: JSON.stringify(quotaExceededProblem(decision)) }
   }

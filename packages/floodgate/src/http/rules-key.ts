@@ -3,7 +3,7 @@
 import { FloodgateError } from '../core/errors.js'
 import type { DescriptorEntry } from '../rules/match.js'
 import type { RuleSet } from '../rules/rule-set.js'
-import { digest, NOT_LIMITED, type KeyGenerator, type KeyPart, type RequestInfo } from './keys.js'
+import { NOT_LIMITED, type KeyGenerator, type KeyPart, type RequestInfo } from './keys.js'
 
 /**
  * Where the rules come from, read again for every request: a `RuleSet`, anything holding the
@@ -33,12 +33,6 @@ export interface RulesKeyOptions<Req> {
 }
 
 /**
- * Store keys are the rule's key (domain + each entry's key and request value). Values come from
- * clients, so a key longer than this is hashed, keeping store keys short whatever a header holds.
- */
-const MAX_PLAIN_KEY = 256
-
-/**
  * A key generator that limits each descriptor by the rule it matches: one part per matched rule
  * (its store key, its policies), decided together, all of them must admit. A descriptor that
  * matches nothing, or an unlimited rule, adds no limit; a request with no limited descriptor at
@@ -53,7 +47,8 @@ export function rulesKeyGenerator<Req = unknown>(options: RulesKeyOptions<Req>):
     const parts: KeyPart[] = []
     for (const rule of currentRules().match(domain, complete)) {
       if (rule === undefined || rule.unlimited) continue
-      parts.push({ key: boundedStoreKey(rule.storeKey), policies: rule.policies })
+      // The rule's store key is already bounded (storeKeyOf hashes long ones), whatever a header holds.
+      parts.push({ key: rule.storeKey, policies: rule.policies })
     }
     return parts.length === 0 ? NOT_LIMITED : parts
   }
@@ -118,10 +113,6 @@ function completeDescriptors(descriptors: RequestDescriptors): DescriptorEntry[]
     complete.push(entries as DescriptorEntry[])
   }
   return complete
-}
-
-function boundedStoreKey(storeKey: string): string {
-  return storeKey.length <= MAX_PLAIN_KEY ? storeKey : `rules:sha256:${digest(storeKey)}`
 }
 
 /** `remote_address` = the client IP the middleware resolved (after `trustProxy`; IPv6 as its /56 unless `ipv6Subnet: false`). */

@@ -160,3 +160,32 @@ export function toPoolDenial(plan: PolicyPlan, admitted: Decision, afterRefund: 
     policies: parts,
   }
 }
+
+/**
+ * The answer to a cost above what an enforced policy could ever admit (see `Decision.never`), from
+ * a peek at the key (`peeked`, cost 0: nothing charged, no block started). Each such policy denies
+ * with no wait; the first of them speaks for the decision.
+ */
+export function toNeverDecision(plan: PolicyPlan, peeked: Decision, cost: number): Decision {
+  const parts = peeked.policies.slice()
+  let speaker: PolicyDecision | undefined
+  for (let i = 0; i < parts.length; i++) {
+    if (plan.policies[i].shadow || cost <= plan.capacity[i]) continue
+    parts[i] = { ...parts[i], allowed: false, retryAfterMs: 0, delayMs: 0, never: true }
+    speaker ??= parts[i]
+  }
+  const deciding = speaker ?? parts[0]
+  return {
+    ...peeked,
+    allowed: false,
+    limit: deciding.limit,
+    remaining: deciding.remaining,
+    resetMs: deciding.resetMs,
+    retryAfterMs: 0,
+    delayMs: 0,
+    policy: deciding.name,
+    over: false,
+    never: true,
+    policies: parts,
+  }
+}

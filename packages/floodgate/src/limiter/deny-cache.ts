@@ -12,6 +12,9 @@ export interface DeniedEntry<T> {
  * costs a Map lookup instead of a store round trip; a flood of unique keys cannot grow it past
  * `maxKeys` (the oldest denial is forgotten, which only costs one store call later). Hits do not
  * reorder entries: a key denied again is re-inserted at the young end anyway.
+ *
+ * Being pushed out of here never resets a limit: the denial is only a copy of what the store holds,
+ * and the store keeps the key's state (the MemoryStore evicts keys without a restriction first).
  */
 export class DenyCache<T> {
   readonly maxKeys: number

@@ -32,6 +32,10 @@ export interface PolicyPlan {
   readonly hasConcurrency: boolean
   /** Prefix of this plan's deny-cache keys: '' for the limiter's own set. */
   readonly cacheTag: string
+  /** What a fresh key may spend at once of each policy as the store runs it (remote tier): a larger cost never passes it. */
+  readonly capacity: readonly number[]
+  /** The largest cost every enforced policy could ever admit (Infinity when all are shadow); see RateLimiter.limit. */
+  readonly maxCost: number
 }
 
 // Products like 10 × 1.1 land a hair above or below the integer; the epsilon keeps floor() honest.
@@ -44,6 +48,8 @@ export function createPlan(policies: readonly Policy[], instances: number, cache
   const local = instances === 1 ? remote : createTier(divided, policies)
   const enforcedIndex: number[] = []
   for (let i = 0; i < policies.length; i++) if (!policies[i].shadow) enforcedIndex.push(i)
+  const now = Date.now()
+  const capacities = remote.policies.map((policy) => capacity(policy, now))
   return Object.freeze({
     policies,
     remote,
@@ -53,6 +59,8 @@ export function createPlan(policies: readonly Policy[], instances: number, cache
     hasElastic: policies.some((policy) => policy.mode === 'elastic'),
     hasConcurrency: policies.some((policy) => policy.algorithm === 'concurrency'),
     cacheTag,
+    capacity: capacities,
+    maxCost: Math.min(...enforcedIndex.map((i) => capacities[i])),
   })
 }
 

@@ -8,7 +8,7 @@ import type { Policy } from '../core/policy.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
 import { CircuitBreaker } from './circuit-breaker.js'
-import { fromDenyCache, toDecision, toFallbackDecision, toPoolDenial } from './decisions.js'
+import { fromDenyCache, toDecision, toFallbackDecision, toNeverDecision, toPoolDenial } from './decisions.js'
 import { DenyCache } from './deny-cache.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
 import { createPlan, planSignature, type PolicyPlan, type Tier } from './policy-plan.js'
@@ -100,6 +100,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
       const plan = this.planFor(options?.policies)
+      if (cost > plan.maxCost) return this.neverAdmitted(key, cost, plan)
       if (cost > 0 && this.denyCache !== undefined && this.denyCache.size > 0) {
         const now = this.clock()
         const hit = this.denyCache.get(plan.cacheTag === '' ? key : plan.cacheTag + key, plan, now)
@@ -194,6 +195,18 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       this.plans.set(policies, plan)
     }
     return plan
+  }
+
+  /**
+   * A cost above what some enforced policy of the set could ever admit is decided from the policies
+   * alone (a property of policy and cost, the same for every algorithm): the key is only peeked, so
+   * nothing is charged, no block period starts and no algorithm is asked for a wait that does not exist.
+   */
+  private neverAdmitted(key: string, cost: number, plan: PolicyPlan): Promise<Decision> {
+    const peeked = this.inProcess === undefined
+      ? this.decideRemotely(key, 0, plan, 0)
+      : Promise.resolve(this.decideOn(this.inProcess, plan.remote, 'store', key, 0, plan))
+    return peeked.then((decision) => toNeverDecision(plan, decision, cost))
   }
 
   /** Decides synchronously on an in-process store (the embedded store, or the local fallback). */

@@ -31,6 +31,8 @@ export interface PolicyDecision {
   over: boolean
   /** A shadow policy that would have denied; the request was allowed. */
   shadow: boolean
+  /** Present (true) when this policy can never admit the request's cost; see `Decision.never`. */
+  never?: boolean
 }
 
 /** A concurrency lease: hand it back with `limiter.release(lease)` when the work is done. */
@@ -54,7 +56,7 @@ export interface Decision {
   remaining: number
   /** Until the deciding policy is fully restored / its window ends. */
   resetMs: number
-  /** 0 when allowed; otherwise the wait until this cost would pass. */
+  /** 0 when allowed; otherwise the wait until this cost would pass (0 as well when `never`: no wait helps). */
   retryAfterMs: number
   /** Leaky-bucket shaping: wait this long before doing the work. */
   delayMs: number
@@ -65,6 +67,14 @@ export interface Decision {
   source: DecisionSource
   /** Every policy's part, in the limiter's order. */
   policies: PolicyDecision[]
+  /**
+   * Present (true) when the request can never be admitted as it is: its cost exceeds what an
+   * enforced policy admits even to a fresh key (e.g. cost 10 against a burst of 5). No wait helps,
+   * so `retryAfterMs` is 0 and means "do not retry this cost" (Infinity would not survive JSON);
+   * `policy` names the policy, `remaining` and `resetMs` still describe the key. Nothing was charged
+   * and no block period started. HTTP answers say it with 413 and no `Retry-After`.
+   */
+  never?: boolean
   /** Present when a concurrency policy admitted the request. */
   lease?: Lease
 }

@@ -1,5 +1,6 @@
 // RuleSet: an immutable snapshot of loaded rules that answers "which limit applies to this descriptor?".
 
+import { boundedKey } from '../core/bounded-key.js'
 import type { Policy } from '../core/policy.js'
 import { compileLevel, findRule, type DescriptorEntry, type Level } from './match.js'
 import type { DescriptorConfig, DomainConfig, RuleTemplate } from './schema.js'
@@ -175,12 +176,14 @@ const SEPARATORS = /[\\|=]/g
 
 /**
  * `domain|key=value|key=value`, with `\`, `|` and `=` inside any part escaped by a backslash, so
- * each key is one exact reading of (domain, entries) and no two requests collide.
+ * each key is one exact reading of (domain, entries) and no two requests collide. Values come from
+ * clients: a key longer than 256 characters is hashed (`boundedKey`), so the store keeps 39
+ * characters for it, not the whole request.
  */
 export function storeKeyOf(domain: string, entries: readonly DescriptorEntry[]): string {
   let key = escapePart(domain)
   for (const entry of entries) key += `|${escapePart(entry.key)}=${escapePart(entry.value)}`
-  return key
+  return boundedKey(key)
 }
 
 function escapePart(text: string): string {

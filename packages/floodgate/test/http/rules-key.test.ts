@@ -195,7 +195,7 @@ describe('keys.fromRules: the key generator itself', () => {
     const generate = keys.fromRules({ rules, domain: 'web', descriptors: byIpUserAndPlan })
     assert.equal(await generate(undefined, info({}, undefined)), NOT_LIMITED)
     const [part] = (await generate(undefined, info({ 'x-user': 'u'.repeat(300) }, undefined))) as KeyPart[]
-    assert.match(part.key, /^rules:sha256:[0-9a-f]{32}$/)
+    assert.match(part.key, /^sha256:[0-9a-f]{32}$/)
   })
 
   it('refuses a domain the rules do not define, and rules that are not rules, at setup', () => {

@@ -1,50 +1,53 @@
-// The embedded store: every key's policy records in process memory, bounded by LRU eviction,
-// decided by the same evaluateKey that the Redis runner mirrors.
+// The embedded store: every key's policy records in process memory, bounded in keys and bytes by
+// LRU eviction that drops unrestricted keys before limited ones, decided by the same evaluateKey
+// that the Redis runner mirrors.
 
 import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
-import { copyState, type State } from '../../core/algorithms/types.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
+import {
+  BYTES_PER_CHARACTER,
+  BYTES_PER_STATE_NUMBER,
+  capacitiesOf,
+  ENTRY_BYTES,
+  findPolicy,
+  identityIndex,
+  type KeyEntry,
+  oldestExcept,
+  ownState,
+  recordBytes,
+  type StoredRecord,
+} from './key-entry.js'
 
 export interface MemoryStoreOptions {
   /**
-   * Most keys kept at once (default 100 000). Past it the least recently used key is dropped,
-   * so a flood of unique keys (random IPv6 addresses) cannot grow the process without bound.
-   * The order is LRU to within half the store: a key is dropped only after at least maxKeys/2 - 1
-   * other keys were added or moved since its last use. A dropped key starts fresh when it comes
-   * back: it is forgiven, never wrongly punished.
+   * Most keys kept at once (default 100 000), a strict bound: a flood of unique keys (random IPv6
+   * addresses) cannot grow the process without bound. Past it a key is dropped, and a dropped key
+   * starts fresh when it comes back (forgiven, never wrongly punished), so eviction chooses whom to
+   * forgive carefully. Keys are kept in two classes, each in LRU order (to within half the store: a
+   * key moves to the young end only when maxKeys/2 other keys moved since it last did):
+   * - protected: keys whose last decision denied (blocked ones included) or that have used more
+   *   than half the capacity of one of their policies. Forgetting one would hand its owner a reset.
+   * - open: every other key; forgetting one gives back less than half a limit.
+   *
+   * A key whose records have all expired goes first (it holds nothing), then the least recently used
+   * open key, and a protected key only when protected keys alone fill the store: then the least
+   * recently used of them is forgiven. A flood of fresh keys therefore never resets a limited key;
+   * an attacker must bring maxKeys keys of their own to their limits to force one out. Size
+   * maxKeys above the number of keys you expect to be limited at once.
    */
   maxKeys?: number
+  /**
+   * Most memory the keys may hold, in bytes (default 64 MiB), enforced like maxKeys. Counted
+   * cheaply, not measured: per key a fixed overhead plus 2 bytes per character of the key, and per
+   * policy record a fixed overhead plus 8 bytes per number of its state (a sliding-log keeps one per
+   * request in its window). Hash long, client-supplied keys before they get here (`boundedKey`).
+   * A single key larger than maxBytes is not kept.
+   */
+  maxBytes?: number
   /** Milliseconds since the epoch when a request carries no `now` (default `Date.now`); tests inject one. */
   clock?: () => number
-}
-
-/**
- * Everything kept for one user key. Records are stored per (policy name, algorithm), like the
- * Redis key layout, so two policy sets that share a policy share its state. `policies[i]` owns
- * `records[i]`.
- */
-interface KeyEntry {
-  /** The request's own array until another set arrives (copied before any change: copy on write). */
-  policies: readonly Policy[]
-  records: (StoredRecord | undefined)[]
-  /** The latest expiry of any record: past it the whole entry is dead and may be dropped first. */
-  deadAt: number
-  /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
-  lastSet: readonly Policy[] | undefined
-  lastIndex: readonly number[]
-  /** The store's move counter when this entry last moved to the young end of the LRU order. */
-  movedAt: number
-}
-
-/** A record as the store keeps it: updated in place, with its expiry beside it (one object to reach, not two). */
-interface StoredRecord extends PolicyRecord {
-  /**
-   * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
-   * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
-   */
-  expiresAt: number
 }
 
 /**
@@ -54,15 +57,18 @@ interface StoredRecord extends PolicyRecord {
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
+  readonly maxBytes: number
   private readonly clock: () => number
-  // A Map iterates in insertion order, so deleting and re-inserting a key on a touch makes the first
-  // key the least recently used one: an O(1) LRU without a linked list. Moving costs a delete and an
-  // insert (several times a lookup), so an entry moves only when more than maxKeys/2 moves happened
-  // since its last one: a key used within the last maxKeys/2 distinct keys' moves is never the
-  // oldest, and a hot working set smaller than that never moves at all.
-  private readonly entries = new Map<string, KeyEntry>()
+  // Two classes of keys (see MemoryStoreOptions.maxKeys), each a Map in LRU order: a Map iterates in
+  // insertion order, so deleting and re-inserting a key on a touch makes the first key the least
+  // recently used one, an O(1) LRU without a linked list. Moving costs a delete and an insert
+  // (several times a lookup), so an entry moves only when more than maxKeys/2 moves happened since
+  // its last one: a hot working set smaller than that never moves at all.
+  private readonly open = new Map<string, KeyEntry>()
+  private readonly guarded = new Map<string, KeyEntry>()
   private readonly moveDistance: number
   private moves = 0
+  private bytes = 0
   // evaluateKeyInto reads the records and keeps no reference, so one scratch array serves every call.
   private readonly scratch: (PolicyRecord | undefined)[] = []
   // What evaluateOne decides into before copying the answer out.
@@ -76,17 +82,32 @@ export class MemoryStore implements Store {
     if (typeof maxKeys !== 'number' || !Number.isInteger(maxKeys) || maxKeys < 1) {
       throw new FloodgateError('INVALID_OPTION', `maxKeys: must be a whole number ≥ 1, got ${JSON.stringify(maxKeys)}`)
     }
+    const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+    if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) {
+      throw new FloodgateError('INVALID_OPTION', `maxBytes: must be a whole number of bytes ≥ 1, e.g. 67108864 for 64 MiB, got ${JSON.stringify(maxBytes)}`)
+    }
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new FloodgateError('INVALID_OPTION', 'clock: must be a function returning milliseconds since the epoch')
     }
     this.maxKeys = maxKeys
+    this.maxBytes = maxBytes
     this.moveDistance = maxKeys >>> 1
     this.clock = options.clock ?? Date.now
   }
 
   /** How many keys are held now (expired ones included until they are touched or evicted). */
   get size(): number {
-    return this.entries.size
+    return this.open.size + this.guarded.size
+  }
+
+  /** How many of them are protected from eviction by a flood (see MemoryStoreOptions.maxKeys). */
+  get protectedSize(): number {
+    return this.guarded.size
+  }
+
+  /** The bytes the held keys count for against maxBytes (an estimate, see MemoryStoreOptions.maxBytes). */
+  get sizeBytes(): number {
+    return this.bytes
   }
 
   /** Decides each request in order (one clock reading for the requests without `now`). */
@@ -126,8 +147,7 @@ export class MemoryStore implements Store {
    * the algorithms' new states. `now` defaults to the store's clock.
    */
   evaluateInto(key: string, policies: readonly Policy[], cost: number, out: KeyEvaluation, now: number = this.clock()): KeyEvaluation {
-    const entries = this.entries
-    const entry = entries.get(key)
+    const entry = this.open.get(key) ?? this.guarded.get(key)
     const scratch = this.scratch
     if (scratch.length !== policies.length) scratch.length = policies.length
     let index: readonly number[] | undefined
@@ -143,89 +163,170 @@ export class MemoryStore implements Store {
     }
     const evaluation = evaluateKeyInto(scratch, now, cost, policies, out)
     if (entry !== undefined) {
-      if (this.moves - entry.movedAt > this.moveDistance) {
-        entries.delete(key)
-        entries.set(key, entry)
-        entry.movedAt = ++this.moves
-      }
-      this.save(entry, index!, evaluation.records, evaluation.ttlMs, now)
+      const bytes = this.bytes
+      this.place(key, entry, this.save(entry, index!, evaluation, now))
+      if (this.bytes > bytes && this.bytes > this.maxBytes) this.makeRoom(entry, now)
     } else if (cost > 0) {
       // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
-      this.insert(key, policies, evaluation.records, evaluation.ttlMs, now)
+      this.insert(key, policies, evaluation, now)
     }
     return evaluation
   }
 
   /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */
   reset(key: string, policies: readonly Policy[]): Promise<void> {
-    const entry = this.entries.get(key)
+    const entry = this.open.get(key) ?? this.guarded.get(key)
     if (entry !== undefined) {
       for (const policy of policies) {
         const at = findPolicy(entry.policies, policy)
-        if (at >= 0) {
+        const record = at >= 0 ? entry.records[at] : undefined
+        if (record !== undefined) {
           entry.records[at] = undefined
+          this.resize(entry, -recordBytes(record))
         }
       }
-      if (entry.records.every((record) => record === undefined)) this.entries.delete(key)
+      if (entry.records.every((record) => record === undefined)) {
+        this.remove(key, entry)
+      } else if (entry.protected) {
+        // What is left was restricted alongside what was reset; it is judged again when next used.
+        this.guarded.delete(key)
+        entry.protected = false
+        this.open.set(key, entry)
+      }
     }
     return Promise.resolve()
   }
 
   /** Forgets every key: nothing else to release, the store owns no timers or connections. */
   close(): Promise<void> {
-    this.entries.clear()
+    this.open.clear()
+    this.guarded.clear()
+    this.bytes = 0
     return Promise.resolve()
   }
 
   // The evaluation's records and new states are reused by the next call: their numbers are copied
   // into the entry's own record objects and state arrays, which are updated in place (no garbage,
-  // and no young objects for the collector to copy because the store keeps them).
-  private save(entry: KeyEntry, index: readonly number[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
+  // and no young objects for the collector to copy because the store keeps them). Answers whether
+  // the key is now to be protected.
+  private save(entry: KeyEntry, index: readonly number[], evaluation: KeyEvaluation, now: number): boolean {
+    const { records, ttlMs, results } = evaluation
+    const capacity = entry.lastCapacity
+    let restricted = !evaluation.allowed
     let deadAt = entry.deadAt
+    let delta = 0
     for (let i = 0; i < index.length; i++) {
       const at = index[i]
       const expiresAt = now + ttlMs[i]
       const next = records[i]
-      const record = entry.records[at]
+      let record = entry.records[at]
       if (record === undefined) {
-        entry.records[at] = { blockedUntil: next.blockedUntil, state: ownState(undefined, next.state), expiresAt }
+        record = { blockedUntil: next.blockedUntil, state: ownState(undefined, next.state), expiresAt }
+        entry.records[at] = record
+        delta += recordBytes(record)
       } else {
+        const before = record.state === undefined ? 0 : record.state.length
         record.blockedUntil = next.blockedUntil
         record.state = ownState(record.state, next.state)
         record.expiresAt = expiresAt
+        delta += ((record.state === undefined ? 0 : record.state.length) - before) * BYTES_PER_STATE_NUMBER
       }
+      if (results[i].remaining * 2 < capacity[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
     entry.deadAt = deadAt
+    if (delta !== 0) this.resize(entry, delta)
+    return restricted
   }
 
-  private insert(key: string, policies: readonly Policy[], records: readonly PolicyRecord[], ttlMs: readonly number[], now: number): void {
-    const entries = this.entries
+  // Puts a used entry in its class, at the young end when it changed class or is due a move.
+  private place(key: string, entry: KeyEntry, restricted: boolean): void {
+    if (entry.protected !== restricted) {
+      ;(entry.protected ? this.guarded : this.open).delete(key)
+      entry.protected = restricted
+      ;(restricted ? this.guarded : this.open).set(key, entry)
+      entry.movedAt = ++this.moves
+    } else if (this.moves - entry.movedAt > this.moveDistance) {
+      const held = restricted ? this.guarded : this.open
+      held.delete(key)
+      held.set(key, entry)
+      entry.movedAt = ++this.moves
+    }
+  }
+
+  private insert(key: string, policies: readonly Policy[], evaluation: KeyEvaluation, now: number): void {
+    const { records, ttlMs, results } = evaluation
+    const capacity = capacitiesOf(policies)
     const own: StoredRecord[] = new Array(records.length)
+    let restricted = !evaluation.allowed
     let deadAt = 0
+    let bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER
     for (let i = 0; i < ttlMs.length; i++) {
       const expiresAt = now + ttlMs[i]
-      own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
+      const record = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
+      own[i] = record
+      bytes += recordBytes(record)
+      if (results[i].remaining * 2 < capacity[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
-    entries.set(key, { policies, records: own, deadAt, lastSet: policies, lastIndex: identityIndex(policies.length), movedAt: ++this.moves })
-    if (entries.size > this.maxKeys) {
-      this.evictOldest()
-    } else {
-      this.dropOldestIfDead(now)
+    const entry: KeyEntry = {
+      policies,
+      records: own,
+      deadAt,
+      lastSet: policies,
+      lastIndex: identityIndex(policies.length),
+      lastCapacity: capacity,
+      movedAt: ++this.moves,
+      protected: restricted,
+      bytes,
+    }
+    ;(restricted ? this.guarded : this.open).set(key, entry)
+    this.bytes += bytes
+    if (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
+      this.makeRoom(entry, now)
+    } else if (!this.dropOldestIfDead(this.open, now)) {
+      // Protected keys expire too (a day's window ends): shed them as open ones, one per new key.
+      this.dropOldestIfDead(this.guarded, now)
     }
   }
 
-  private evictOldest(): void {
-    const oldest = this.entries.keys().next()
-    if (!oldest.done) this.entries.delete(oldest.value)
+  // Evicts until both bounds hold: a dead entry first (it holds nothing; the oldest of each class is
+  // the likeliest to be one), then the least recently used open key, and only when none is left the
+  // least recently used protected key (forgiven: see MemoryStoreOptions.maxKeys). `used`, the entry
+  // just decided, goes last: were it dropped, a new key would never be counted while protected keys
+  // fill the store.
+  private makeRoom(used: KeyEntry, now: number): void {
+    while (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
+      if (this.dropOldestIfDead(this.guarded, now) || this.dropOldestIfDead(this.open, now)) continue
+      const victim = oldestExcept(this.open, used) ?? oldestExcept(this.guarded, used)
+      if (victim !== undefined) {
+        this.remove(victim[0], victim[1])
+        continue
+      }
+      // Only `used` is left, and it alone is over maxBytes: it is not kept.
+      for (const [key, entry] of this.open.size > 0 ? this.open : this.guarded) this.remove(key, entry)
+      return
+    }
   }
 
   // Opportunistic and O(1): the least recently used entry is the likeliest to have expired, so a
   // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
-  private dropOldestIfDead(now: number): void {
-    const oldest = this.entries.entries().next()
-    if (!oldest.done && now >= oldest.value[1].deadAt) this.entries.delete(oldest.value[0])
+  private dropOldestIfDead(segment: Map<string, KeyEntry>, now: number): boolean {
+    const oldest = segment.entries().next()
+    if (oldest.done || now < oldest.value[1].deadAt) return false
+    this.remove(oldest.value[0], oldest.value[1])
+    return true
+  }
+
+  private remove(key: string, entry: KeyEntry): void {
+    if (entry.protected) this.guarded.delete(key)
+    else this.open.delete(key)
+    this.bytes -= entry.bytes
+  }
+
+  private resize(entry: KeyEntry, delta: number): void {
+    entry.bytes += delta
+    this.bytes += delta
   }
 
   /**
@@ -239,6 +340,7 @@ export class MemoryStore implements Store {
       if ((record === undefined || now >= record.expiresAt) && findPolicy(policies, held[at]) < 0) {
         held.splice(at, 1)
         entry.records.splice(at, 1)
+        if (record !== undefined) this.resize(entry, -recordBytes(record))
       }
     }
     const index: number[] = new Array(policies.length)
@@ -254,34 +356,7 @@ export class MemoryStore implements Store {
     entry.policies = held
     entry.lastSet = policies
     entry.lastIndex = index
+    entry.lastCapacity = capacitiesOf(policies)
     return index
   }
-}
-
-/** `held` made equal to `next` in place (a new array when none is held); `next` itself when it is already the held one. */
-function ownState(held: State | undefined, next: State | undefined): State | undefined {
-  if (next === undefined || next === held) return next
-  if (held === undefined) return next.slice()
-  copyState(held, next)
-  return held
-}
-
-// [0, 1, …, n - 1]: where a new entry's records live, shared by every entry (never modified).
-const IDENTITY: number[][] = []
-function identityIndex(length: number): number[] {
-  let index = IDENTITY[length]
-  if (index === undefined) {
-    index = Array.from({ length }, (_, i) => i)
-    IDENTITY[length] = index
-  }
-  return index
-}
-
-/** Where a policy's record lives: same name, algorithm and (leaky-bucket) form, as the Redis key has them. */
-function findPolicy(policies: readonly Policy[], policy: Policy): number {
-  for (let i = 0; i < policies.length; i++) {
-    const other = policies[i]
-    if (other.name === policy.name && other.algorithm === policy.algorithm && other.shaping === policy.shaping) return i
-  }
-  return -1
 }

@@ -1,0 +1,136 @@
+// Graceful shutdown through real sockets: kept-alive and never-used connections do not hold it, work in
+// flight is answered (Connection: close), and the deadline, a timer the test fires, cuts the rest.
+
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { Agent, request } from 'node:http'
+import * as http2 from 'node:http2'
+import { connect, type Socket } from 'node:net'
+import type { ShutdownTimers } from '../../src/service/shutdown.js'
+import { rlsClients, startTestService, type TestService } from './helpers.js'
+
+/** Timers that fire only when the test says so: the shutdown deadline never passes by itself. */
+function manualTimers() {
+  const pending = new Map<number, () => void>()
+  let next = 0
+  const timers: ShutdownTimers = {
+    setTimeout: (callback) => {
+      pending.set(++next, callback)
+      return next
+    },
+    clearTimeout: (handle) => void pending.delete(handle as number),
+  }
+  return {
+    timers,
+    get pending() {
+      return pending.size
+    },
+    fireAll() {
+      const callbacks = [...pending.values()]
+      pending.clear()
+      for (const callback of callbacks) callback()
+    },
+  }
+}
+
+/** A raw TCP connection, what it received so far, and a promise of everything until the server closed it. */
+async function rawSocket(port: number): Promise<{ socket: Socket; received: () => string; closed: Promise<string> }> {
+  const socket = connect(port, '127.0.0.1')
+  let received = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => (received += chunk))
+  socket.on('error', () => {})
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
+  await new Promise((resolve) => socket.once('connect', resolve))
+  return { socket, received: () => received, closed }
+}
+
+const BODY = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'user', value: 'draining' }]] })
+// With Expect: 100-continue, Node answers "100 Continue" as it hands the request to the app: the
+// test then knows the request is in flight on the server, with no clock.
+const HEAD = `POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${BODY.length}\r\n\r\n`
+
+/** Resolves once `probe` holds, re-checking on every turn of the event loop (no clock involved). */
+async function until(probe: () => boolean): Promise<void> {
+  while (!probe()) await new Promise((resolve) => setImmediate(resolve))
+}
+
+async function started(clock: ReturnType<typeof manualTimers>): Promise<TestService> {
+  // A deadline far off: only the manual timers could end the drain early, and they are not fired.
+  return startTestService(undefined, ['--shutdown-timeout', '1h'], { timers: clock.timers })
+}
+
+describe('graceful shutdown', () => {
+  it('does not wait for kept-alive or never-used connections, HTTP or gRPC', { timeout: 60_000 }, async () => {
+    const clock = manualTimers()
+    const service = await started(clock)
+    // As Envoy and every pool: a connection opened ahead of need, one kept alive after a request,
+    // and a gRPC channel that has made a call.
+    const preconnected = await rawSocket(service.httpPort)
+    const agent = new Agent({ keepAlive: true })
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${service.httpUrl}/v1/check`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      })
+      req.on('error', reject)
+      req.end(BODY)
+    })
+    assert.equal(status, 200)
+    const grpc = rlsClients(service.grpcPort)
+    assert.equal((await grpc.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'g' }] }] })).overall_code, 'OK')
+
+    await service.stop()
+    assert.equal(await preconnected.closed, '', 'the unused connection was closed without an answer')
+    assert.equal(clock.pending, 0, 'the deadline was cleared, not reached')
+    agent.destroy()
+    grpc.close()
+  })
+
+  it('answers the request in flight with Connection: close, then finishes without the deadline', { timeout: 60_000 }, async () => {
+    const clock = manualTimers()
+    const service = await started(clock)
+    const { socket, received, closed } = await rawSocket(service.httpPort)
+    socket.write(HEAD + BODY.slice(0, 10))
+    await until(() => received().startsWith('HTTP/1.1 100 Continue'))
+    let stopped = false
+    const stopping = service.stop().then(() => (stopped = true))
+    await until(() => clock.pending > 0)
+    socket.write(BODY.slice(10))
+    const answer = await closed
+    assert.match(answer, /\r\n\r\nHTTP\/1\.1 200 /)
+    assert.match(answer, /\r\nconnection: close\r\n/i)
+    assert.match(answer, /"allowed":true/)
+    await stopping
+    assert.ok(stopped)
+    assert.equal(clock.pending, 0, 'the deadline was cleared, not reached')
+  })
+
+  it('at the deadline cuts what is still open: a stalled HTTP body, a stalled gRPC call, a connection without the HTTP/2 preface', { timeout: 60_000 }, async () => {
+    const clock = manualTimers()
+    const service = await started(clock)
+    const stalled = await rawSocket(service.httpPort)
+    stalled.socket.write(HEAD + BODY.slice(0, 10))
+    await until(() => stalled.received().startsWith('HTTP/1.1 100 Continue'))
+    const noPreface = await rawSocket(service.grpcPort)
+    const session = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
+    session.on('error', () => {})
+    const stream = session.request({ ':method': 'POST', ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit', 'content-type': 'application/grpc', te: 'trailers' })
+    stream.on('error', () => {})
+    stream.resume()
+    stream.write(Buffer.from([0, 0, 0, 0, 10]))
+    await new Promise((resolve) => stream.once('response', resolve).once('close', resolve).once('ready', resolve))
+
+    let stopped = false
+    const stopping = service.stop().then(() => (stopped = true))
+    await until(() => clock.pending >= 2)
+    // Let the drain run: nothing in flight can finish, so the shutdown keeps waiting.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(stopped, false, 'still waiting for the work in flight')
+    clock.fireAll()
+    await stopping
+    assert.equal(await stalled.closed, 'HTTP/1.1 100 Continue\r\n\r\n', 'cut without an answer')
+    noPreface.socket.destroy()
+    session.destroy()
+  })
+})

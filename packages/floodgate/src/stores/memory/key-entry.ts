@@ -1,0 +1,102 @@
+// What the embedded store keeps per key (entries and records), what they count for against maxBytes,
+// and the small helpers the store uses on them.
+
+import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
+import { copyState, type State } from '../../core/algorithms/types.js'
+import type { PolicyRecord } from '../../core/evaluate.js'
+import type { Policy } from '../../core/policy.js'
+
+/**
+ * Everything kept for one user key. Records are stored per (policy name, algorithm), like the
+ * Redis key layout, so two policy sets that share a policy share its state. `policies[i]` owns
+ * `records[i]`.
+ */
+export interface KeyEntry {
+  /** The request's own array until another set arrives (copied before any change: copy on write). */
+  policies: readonly Policy[]
+  records: (StoredRecord | undefined)[]
+  /** The latest expiry of any record: past it the whole entry is dead and may be dropped first. */
+  deadAt: number
+  /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
+  lastSet: readonly Policy[] | undefined
+  lastIndex: readonly number[]
+  /** What a fresh key may spend of each policy of `lastSet` (see capacitiesOf). */
+  lastCapacity: readonly number[]
+  /** The store's move counter when this entry last moved to the young end of the LRU order. */
+  movedAt: number
+  /** In the protected class (see MemoryStoreOptions.maxKeys): denied last, or past half a policy's capacity. */
+  protected: boolean
+  /** What the entry counts for against maxBytes (see MemoryStoreOptions.maxBytes). */
+  bytes: number
+}
+
+/** A record as the store keeps it: updated in place, with its expiry beside it (one object to reach, not two). */
+export interface StoredRecord extends PolicyRecord {
+  /**
+   * Lazy expiry, the rule the Redis equivalence test mirrors: a record read at `now >= expiresAt`
+   * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
+   */
+  expiresAt: number
+}
+
+// The accounting behind maxBytes, near what V8 uses for an entry (the Map slot, the entry, its records
+// array) and for a record (the object and its state array's header): an estimate, cheap to keep.
+export const ENTRY_BYTES = 240
+const RECORD_BYTES = 80
+export const BYTES_PER_CHARACTER = 2
+export const BYTES_PER_STATE_NUMBER = 8
+
+/** The least recently used entry of `segment` other than `used` (the first or the second: O(1)). */
+export function oldestExcept(segment: Map<string, KeyEntry>, used: KeyEntry): [string, KeyEntry] | undefined {
+  const order = segment.entries()
+  const first = order.next()
+  if (first.done) return undefined
+  if (first.value[1] !== used) return first.value
+  const second = order.next()
+  return second.done ? undefined : second.value
+}
+
+export function recordBytes(record: StoredRecord): number {
+  return RECORD_BYTES + (record.state === undefined ? 0 : record.state.length * BYTES_PER_STATE_NUMBER)
+}
+
+// What a fresh key may spend of each policy, asked of the algorithm itself (a fresh key's peek: burst
+// for buckets, limit for windows), once per policy set: keys are created far more often than sets.
+const CAPACITIES = new WeakMap<readonly Policy[], readonly number[]>()
+export function capacitiesOf(policies: readonly Policy[]): readonly number[] {
+  let capacities = CAPACITIES.get(policies)
+  if (capacities === undefined) {
+    capacities = policies.map((policy) => ALGORITHM_BY_NAME[policy.algorithm].step(undefined, 0, 0, policy).remaining)
+    CAPACITIES.set(policies, capacities)
+  }
+  return capacities
+}
+
+
+/** `held` made equal to `next` in place (a new array when none is held); `next` itself when it is already the held one. */
+export function ownState(held: State | undefined, next: State | undefined): State | undefined {
+  if (next === undefined || next === held) return next
+  if (held === undefined) return next.slice()
+  copyState(held, next)
+  return held
+}
+
+// [0, 1, …, n - 1]: where a new entry's records live, shared by every entry (never modified).
+const IDENTITY: number[][] = []
+export function identityIndex(length: number): number[] {
+  let index = IDENTITY[length]
+  if (index === undefined) {
+    index = Array.from({ length }, (_, i) => i)
+    IDENTITY[length] = index
+  }
+  return index
+}
+
+/** Where a policy's record lives: same name, algorithm and (leaky-bucket) form, as the Redis key has them. */
+export function findPolicy(policies: readonly Policy[], policy: Policy): number {
+  for (let i = 0; i < policies.length; i++) {
+    const other = policies[i]
+    if (other.name === policy.name && other.algorithm === policy.algorithm && other.shaping === policy.shaping) return i
+  }
+  return -1
+}
