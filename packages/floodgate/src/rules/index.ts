@@ -5,4 +5,5 @@ export { loadRules, parseRules, readRuleSources, type RuleSource } from './load.
 export type { DescriptorEntry, WildcardOrder } from './match.js'
 export { RuleSet, storeKeyOf, type MatchedRule, type RuleSetOptions, type RuleSetDescription, type DescriptorDescription } from './rule-set.js'
 export { ENVOY_UNITS, UNIT_MS, parseUnit, type EnvoyUnit } from './units.js'
+export { envoyPolicyName } from './schema.js'
 export { RuleWatcher, type RuleWatcherOptions } from './watch.js'
