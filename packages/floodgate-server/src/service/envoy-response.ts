@@ -32,14 +32,17 @@ export interface RlsHeader {
   value: string
 }
 
-/** `google.protobuf.Value` as @grpc/proto-loader (keepCase, oneofs) writes it. */
+/**
+ * `google.protobuf.Value` as @grpc/proto-loader writes it. The well-known types come from
+ * protobufjs's bundled definitions, whose field names are camelCase whatever `keepCase` says.
+ */
 export type ProtoValue =
-  | { null_value: 'NULL_VALUE' }
-  | { number_value: number }
-  | { string_value: string }
-  | { bool_value: boolean }
-  | { struct_value: ProtoStruct }
-  | { list_value: { values: ProtoValue[] } }
+  | { nullValue: 'NULL_VALUE' }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: ProtoStruct }
+  | { listValue: { values: ProtoValue[] } }
 
 /** `google.protobuf.Struct` as @grpc/proto-loader writes it. */
 export interface ProtoStruct {
@@ -204,14 +207,14 @@ function toStruct(object: Readonly<Record<string, unknown>>): ProtoStruct {
 }
 
 function toValue(value: unknown): ProtoValue {
-  if (value === null || value === undefined) return { null_value: 'NULL_VALUE' }
-  if (typeof value === 'number') return { number_value: value }
-  if (typeof value === 'boolean') return { bool_value: value }
-  if (typeof value === 'string') return { string_value: value }
-  if (Array.isArray(value)) return { list_value: { values: value.map(toValue) } }
-  if (value instanceof Date) return { string_value: value.toISOString() }
-  if (typeof value === 'object') return { struct_value: toStruct(value as Record<string, unknown>) }
-  return { string_value: String(value) }
+  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' }
+  if (typeof value === 'number') return { numberValue: value }
+  if (typeof value === 'boolean') return { boolValue: value }
+  if (typeof value === 'string') return { stringValue: value }
+  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } }
+  if (value instanceof Date) return { stringValue: value.toISOString() }
+  if (typeof value === 'object') return { structValue: toStruct(value as Record<string, unknown>) }
+  return { stringValue: String(value) }
 }
 
 /**

@@ -136,7 +136,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     },
     handler: (request, reply) => {
       const started = performance.now()
-      const input = fromProtoJson(request.body)
+      // Upstream reads the body as JSON whatever its content type; Fastify hands text/plain over unparsed.
+      const input = fromProtoJson(typeof request.body === 'string' ? parseJsonText(request.body) : request.body)
       options.decider.decide(input, { storeError: envoy.storeError }).then(
         (result) => sendRls(reply, input, result, started),
         (error: unknown) => reply.send(error),
@@ -170,6 +171,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules })
   }
   return app
+}
+
+function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new FloodgateError('INVALID_REQUEST', `body: not valid JSON (${(error as Error).message})`)
+  }
 }
 
 function errorName(status: number): string {

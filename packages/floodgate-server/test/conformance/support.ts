@@ -88,7 +88,7 @@ export function encodeRequest(request: TestRequest): Buffer {
 }
 
 function decodeResponse(buffer: Buffer): OfficialResponse {
-  const object = ResponseType.toObject(ResponseType.decode(buffer), { enums: String, longs: Number, defaults: true, arrays: true })
+  const object = ResponseType.toObject(ResponseType.decode(buffer), { enums: String, longs: Number, defaults: true, arrays: true, oneofs: true })
   for (const status of object.statuses as Record<string, unknown>[]) {
     status.current_limit ??= null
     status.duration_until_reset ??= null
@@ -162,6 +162,7 @@ export async function startConformance(store: StoreKind, rules: string, args: st
   const redis = store === 'redis' ? await startRedis() : undefined
   try {
     const service = await startTestService(rules, [...(redis ? ['--redis', redis.url] : []), ...args])
+    if (redis) await storeReachable(service.httpUrl)
     const client = new EnvoyClient(service.grpcPort)
     const health = rlsClients(service.grpcPort)
     return {
@@ -180,6 +181,19 @@ export async function startConformance(store: StoreKind, rules: string, args: st
     await redis?.stop()
     throw error
   }
+}
+
+/**
+ * Waits until /readyz reports the store reachable (the Redis client connects after the service
+ * listens, as upstream's does before it reports healthy). Bounded by count, not by a clock.
+ */
+async function storeReachable(httpUrl: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const body = (await (await fetch(`${httpUrl}/readyz`)).json()) as { storeReachable?: boolean }
+    if (body.storeReachable) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error('the service never reached its Redis')
 }
 
 /** `unit - now % unit` seconds at `before` or at `after`: the answer was computed somewhere in between. */
