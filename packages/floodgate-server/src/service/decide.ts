@@ -144,8 +144,12 @@ export class Decider {
   readonly #globalQuota: boolean
   readonly #maxDescriptors: number
   readonly #maxEntries: number
-  /** The never-denying counter of each unit, shared by rules and overrides of that unit (one per unit). */
-  readonly #counters = new Map<EnvoyUnit, Policy>()
+  /**
+   * The never-denying counter of each unit, shared by rules and overrides of that unit (one per
+   * unit), as the one-policy array the limiter is given: the same array each time, so the
+   * limiter's plan for it is built once.
+   */
+  readonly #counters = new Map<EnvoyUnit, readonly [Policy]>()
   /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
   readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
@@ -349,19 +353,20 @@ export class Decider {
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
   async #count(plan: EnvoyPlan, cost: number): Promise<{ decision: Decision; count: number; policy: Policy }> {
-    const policy = this.#counterOf(plan.limit.unit)
-    const decision = await this.#limiter.limit(plan.storeKey, { cost, policies: [policy] })
+    const policies = this.#counterOf(plan.limit.unit)
+    const policy = policies[0]
+    const decision = await this.#limiter.limit(plan.storeKey, { cost, policies })
     // `limit` is the counter's ceiling (divided per instance when the local fallback decided).
     return { decision, count: Math.max(0, decision.limit - decision.remaining), policy }
   }
 
-  #counterOf(unit: EnvoyUnit): Policy {
-    let policy = this.#counters.get(unit)
-    if (policy === undefined) {
-      policy = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })
-      this.#counters.set(unit, policy)
+  #counterOf(unit: EnvoyUnit): readonly [Policy] {
+    let policies = this.#counters.get(unit)
+    if (policies === undefined) {
+      policies = Object.freeze([createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })] as [Policy])
+      this.#counters.set(unit, policies)
     }
-    return policy
+    return policies
   }
 
   #unshadowedOf(policies: readonly Policy[]): readonly Policy[] {
