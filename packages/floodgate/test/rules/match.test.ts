@@ -457,3 +457,12 @@ descriptors:
     assert.notEqual(set.match('t', [d('a=1')])[0], undefined)
   })
 })
+
+describe('requests_per_unit: 0', () => {
+  it('is accepted, as upstream: a fixed window of limit 0 (README: every charged hit is over)', () => {
+    const set = rules('domain: t\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 0 }\n')
+    const [rule] = set.match('t', [d('a=1')])
+    assert.equal(rule?.policies[0].limit, 0)
+    assert.deepEqual(rule?.envoyLimit, { unit: 'SECOND', requestsPerUnit: 0 })
+  })
+})
