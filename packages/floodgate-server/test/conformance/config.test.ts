@@ -142,6 +142,16 @@ describe('conformance: config (upstream test/config)', () => {
     assert.equal((await limitOf({ order: unique('abc') })).current_limit?.requests_per_unit, 1, '"a*" is written before "ab*"')
   })
 
+  it('--wildcard-order specific: the most literal pattern wins instead (Floodgate\'s opt-in)', async () => {
+    const specific = await startConformance('memory', RULES, ['--wildcard-order', 'specific'])
+    try {
+      const response = await specific.client.shouldRateLimit({ domain: 'cfg', descriptors: [desc({ order: unique('abc') })] })
+      assert.equal(response.statuses[0].current_limit?.requests_per_unit, 2, '"ab*" has more literal characters than "a*"')
+    } finally {
+      await specific.stop()
+    }
+  })
+
   it('TestWildcardStatsBehavior: a wildcard match counts under its pattern, a key-only match under the key', async () => {
     await limitOf({ wild: 'foo-stats' })
     await limitOf({ nestedWild: 'val1', wild: 'goo-stats' })

@@ -309,6 +309,43 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     }
   })
 
+  it('testBasicConfigAuth: REDIS_AUTH reaches a Redis that requires a password', async () => {
+    const redis = await startRedis(['--requirepass', 'secret pass'])
+    const dir = mkdtempSync(join(tmpdir(), 'floodgate-auth-'))
+    try {
+      writeFileSync(join(dir, 'rules.yaml'), RULES)
+      const settings = readSettings(['--config', dir], { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: `127.0.0.1:${redis.port}`, REDIS_AUTH: 'secret pass', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0' })
+      const service = await startService(settings, { logger: pino({ level: 'silent' }) })
+      const client = new EnvoyClient(service.grpcPort)
+      try {
+        for (let attempt = 0; attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 25))
+        }
+        assert.equal((await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('auth') })] })).statuses[0].limit_remaining, 9)
+      } finally {
+        client.close()
+        await service.close()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+      await redis.stop()
+    }
+  })
+
+  it('testBasicConfigReload: a changed rules file applies to the next request', async () => {
+    const c = await startConformance('memory', RULES)
+    try {
+      const value = unique('reload')
+      assert.equal((await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: value })] })).statuses[0].limit_remaining, 9)
+      writeFileSync(c.service.rulesFile, RULES.replace('requests_per_unit: 10 }', 'requests_per_unit: 12 }'))
+      assert.equal(c.service.reloadRules(), true)
+      const after = await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: value })] })
+      assert.deepEqual([after.statuses[0].current_limit?.requests_per_unit, after.statuses[0].limit_remaining], [12, 10], 'the same counter, the new limit')
+    } finally {
+      await c.stop()
+    }
+  })
+
   it('settings Floodgate cannot honour are refused with the reason', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: not supported by Floodgate: only redis/],

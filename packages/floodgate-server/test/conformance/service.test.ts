@@ -5,6 +5,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import * as grpc from '@grpc/grpc-js'
+import { Redis } from 'ioredis'
 import { scrape } from '../service/helpers.js'
 import { desc, postJsonApi, startConformance, STORES, unique, type Conformance } from './support.js'
 
@@ -252,6 +253,20 @@ describe('conformance: service, store errors (redis store)', () => {
       // Unmatched and unlimited descriptors never need the store.
       assert.equal((await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ free: 'x' })] })).overall_code, 'OK')
     } finally {
+      await c.stop()
+    }
+  })
+
+  it('TestCacheError: a store slower than --store-timeout is an error too, never an OK with the full limit', async () => {
+    const c = await startConformance('redis', RULES, ['--store-timeout', '200ms'])
+    const admin = new Redis(c.redis!.port, c.redis!.host, { lazyConnect: true, maxRetriesPerRequest: 0 })
+    try {
+      await admin.connect()
+      // The server holds every command for 5 s: far past the 200 ms deadline however busy the machine is.
+      await admin.call('CLIENT', 'PAUSE', '5000', 'ALL')
+      await assert.rejects(c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('slow') })] }), grpcError(grpc.status.UNAVAILABLE))
+    } finally {
+      admin.disconnect()
       await c.stop()
     }
   })
