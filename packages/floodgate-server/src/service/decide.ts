@@ -2,7 +2,8 @@
 
 import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
 import { envoyPolicyName, type EnvoyUnit, type MatchedRule, storeKeyOf, UNIT_MS } from 'floodgate/rules'
-import type { HitCounts, ServiceMetrics } from './metrics.js'
+import { floodgateCounts, nearLimitThreshold, upstreamCounts } from './hit-counts.js'
+import type { ServiceMetrics } from './metrics.js'
 
 /** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
 export interface Entry {
@@ -334,7 +335,7 @@ export class Decider {
       shadow: over && plan.shadow,
       policies: [{ ...decision.policies[0], limit: requestsPerUnit, allowed: !over, remaining, retryAfterMs, shadow: over && plan.shadow }],
     }
-    const nearThreshold = this.#nearThreshold(requestsPerUnit)
+    const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
     const outcome: DescriptorOutcome = {
       kind: 'limited',
       ruleId: plan.ruleId,
@@ -378,11 +379,6 @@ export class Decider {
     return copy
   }
 
-  /** Upstream's threshold: floor(limit × ratio) in 32-bit floating point, as its Go code computes it. */
-  #nearThreshold(limit: number): number {
-    return Math.floor(Math.fround(Math.fround(limit) * Math.fround(this.#nearLimitRatio)))
-  }
-
   /** As upstream: OVER_LIMIT when a non-quota descriptor is over, or every quota descriptor is; never under global shadow mode. */
   #overall(outcomes: readonly DescriptorOutcome[]): boolean {
     let deniedRate = 0
@@ -408,29 +404,11 @@ export class Decider {
   #record(plan: Plan): void {
     if (this.#metrics === undefined || plan.kind === 'done' || plan.outcome?.kind !== 'limited') return
     const outcome = plan.outcome
-    const counts = plan.kind === 'envoy' ? this.#envoyCounts(plan, outcome) : floodgateCounts(plan.hits, outcome)
+    const counts =
+      plan.kind === 'envoy'
+        ? upstreamCounts(plan.hits, plan.cost, plan.shadow, outcome.envoy as EnvoyStatus, this.#nearLimitRatio)
+        : floodgateCounts(plan.hits, outcome)
     this.#metrics.recordHit(plan.metricKey, counts)
-  }
-
-  /** Upstream's per-rule stats arithmetic: a request that crosses a threshold counts only the hits past it. */
-  #envoyCounts(plan: EnvoyPlan, outcome: Extract<DescriptorOutcome, { kind: 'limited' }>): HitCounts {
-    const hits = plan.hits
-    const counts: HitCounts = { total: hits, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
-    const status = outcome.envoy as EnvoyStatus
-    const limit = status.requestsPerUnit
-    const after = status.count
-    const before = Math.max(0, after - plan.cost)
-    const near = this.#nearThreshold(limit)
-    if (status.over) {
-      const overHits = before >= limit ? hits : after - limit
-      counts.over = overHits
-      if (before < limit) counts.near = limit - Math.max(near, before)
-      if (plan.shadow) counts.shadow = overHits
-    } else {
-      counts.within = hits
-      if (after > near) counts.near = before >= near ? hits : after - near
-    }
-    return counts
   }
 }
 
@@ -464,22 +442,6 @@ interface PoliciesPlan {
   shadow: boolean
   quota: boolean
   outcome: DescriptorOutcome | undefined
-}
-
-/** Floodgate's counts for a `limits:` rule: every hit of the request lands in one bucket. */
-function floodgateCounts(hits: number, outcome: Extract<DescriptorOutcome, { kind: 'limited' }>): HitCounts {
-  const counts: HitCounts = { total: hits, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
-  if (outcome.decision.source === 'deny-cache') counts.denyCache = hits
-  if (outcome.wouldDeny) {
-    counts.over = hits
-    counts.shadow = hits
-  } else if (!outcome.allowed) {
-    counts.over = hits
-  } else {
-    counts.within = hits
-    if (outcome.near) counts.near = hits
-  }
-  return counts
 }
 
 /** Upstream's stats key of an override: `domain.key_value.key2_value2` (a key alone when its value is empty). */
