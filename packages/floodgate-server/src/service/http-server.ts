@@ -132,6 +132,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         return reply.code(500).type('text/plain; charset=utf-8').send('Internal Server Error\n')
       }
       const code = status === 413 ? 413 : 400
+      // The body is upstream's, word for word; the reason goes in a header for people and logs.
+      reply.header('x-floodgate-reason', headerSafe(error.message))
       return reply.code(code).header('x-content-type-options', 'nosniff').type('text/plain; charset=utf-8').send(code === 413 ? 'Request Entity Too Large\n' : 'Bad Request\n')
     },
     handler: (request, reply) => {
@@ -171,6 +173,11 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules })
   }
   return app
+}
+
+/** A message as a header value: printable ASCII on one line, at most 512 characters. */
+function headerSafe(message: string): string {
+  return message.replace(/[^\x20-\x7e]+/g, ' ').slice(0, 512)
 }
 
 function parseJsonText(text: string): unknown {

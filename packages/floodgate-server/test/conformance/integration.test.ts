@@ -197,6 +197,10 @@ for (const store of STORES) {
         assert.equal(response.text, 'Bad Request\n')
         assert.match(response.type, /^text\/plain/)
       }
+      const typed = await fetch(`${c.service.httpUrl}/json`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"domain": ' })
+      assert.deepEqual([typed.status, await typed.text()], [400, 'Bad Request\n'], 'malformed JSON sent as application/json')
+      const huge = await postJsonApi(c.service.httpUrl, { domain: 'basic', descriptors: [{ entries: [{ key: 'key1', value: 'x'.repeat(70_000) }] }] })
+      assert.deepEqual([huge.status, huge.text], [413, 'Request Entity Too Large\n'], 'a body past --body-limit')
     })
   })
 
@@ -239,8 +243,12 @@ for (const store of STORES) {
         c.client.shouldRateLimit({ domain: 'basic', descriptors: [{ entries }] }),
         (error: grpc.ServiceError) => error.code === grpc.status.INVALID_ARGUMENT && /--max-descriptor-entries/.test(error.details),
       )
-      const json = await postJsonApi(c.service.httpUrl, { domain: 'basic', descriptors: descriptors.map((d) => ({ entries: Object.entries(d.entries).map(([key, value]) => ({ key, value })) })) })
-      assert.equal(json.status, 400)
+      const json = await fetch(`${c.service.httpUrl}/json`, {
+        method: 'POST',
+        body: JSON.stringify({ domain: 'basic', descriptors: descriptors.map((d) => ({ entries: Object.entries(d.entries).map(([key, value]) => ({ key, value })) })) }),
+      })
+      assert.deepEqual([json.status, await json.text()], [400, 'Bad Request\n'])
+      assert.match(json.headers.get('x-floodgate-reason') ?? '', /65 descriptors in one request; at most 64 are accepted/)
     })
 
     it('a 100,000-descriptor message is refused by size before it is decoded, and the server keeps answering', async () => {
