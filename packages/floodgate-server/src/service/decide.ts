@@ -406,7 +406,7 @@ export class Decider {
     const outcome = plan.outcome
     const counts =
       plan.kind === 'envoy'
-        ? upstreamCounts(plan.hits, plan.cost, plan.shadow, outcome.envoy as EnvoyStatus, this.#nearLimitRatio)
+        ? upstreamCounts(plan.hits, plan.shadow, outcome.envoy as EnvoyStatus, this.#nearLimitRatio)
         : floodgateCounts(plan.hits, outcome)
     this.#metrics.recordHit(plan.metricKey, counts)
   }

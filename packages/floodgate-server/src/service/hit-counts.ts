@@ -12,14 +12,15 @@ export function nearLimitThreshold(limit: number, ratio: number): number {
 /**
  * Upstream's per-rule stats for one descriptor: a request that crosses a threshold counts only
  * the hits past it (over the limit: the rest of the way to the limit counts as near).
- * `hits` is the addend, `charged` what was added to the counter (less under
- * STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT), `status.count` the count after it.
+ * `hits` is the addend and `status.count` the count after the request. As upstream, the count
+ * before is taken as `count - hits` even when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT left the
+ * counter as it was (upstream's stats read it so; it only saturates at 0 here instead of wrapping).
  */
-export function upstreamCounts(hits: number, charged: number, shadow: boolean, status: EnvoyStatus, ratio: number): HitCounts {
+export function upstreamCounts(hits: number, shadow: boolean, status: EnvoyStatus, ratio: number): HitCounts {
   const counts: HitCounts = { total: hits, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
   const limit = status.requestsPerUnit
   const after = status.count
-  const before = Math.max(0, after - charged)
+  const before = Math.max(0, after - hits)
   const near = nearLimitThreshold(limit, ratio)
   if (status.over) {
     const overHits = before >= limit ? hits : after - limit

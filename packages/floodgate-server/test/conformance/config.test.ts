@@ -71,6 +71,28 @@ descriptors:
     descriptors:
       - key: http_method
         rate_limit: { unit: day, requests_per_unit: 10 }
+  - key: k1
+    descriptors:
+      - key: k2
+        value_to_metric: true
+        descriptors:
+          - key: k3
+            rate_limit: { unit: day, requests_per_unit: 10 }
+  - key: vroute
+    value_to_metric: true
+    descriptors:
+      - key: vmethod
+        value: GET
+        value_to_metric: true
+        descriptors:
+          - key: vsubject
+            rate_limit: { unit: day, requests_per_unit: 10 }
+      - key: vmethod
+        value_to_metric: true
+        descriptors:
+          - key: vsubject
+            detailed_metric: true
+            rate_limit: { unit: day, requests_per_unit: 10 }
   - key: vtmwild
     value: "api/*"
     value_to_metric: true
@@ -173,6 +195,19 @@ describe('conformance: config (upstream test/config)', () => {
     await limitOf({ route: value, http_method: 'GET' })
     const metrics = await scrape(c.service.httpUrl)
     assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.route_${value}.http_method"}`), 1)
+  })
+
+  it('TestValueToMetric_MidLevelOnly, _WithConfiguredValues, _WithEmptyValue, _DoesNotOverrideDetailedMetric', async () => {
+    const run = unique('v')
+    await limitOf({ k1: 'X', k2: run, k3: 'Z' })
+    await limitOf({ vroute: run, vmethod: 'GET', vsubject: 'user123' })
+    await limitOf({ vroute: '', vmethod: 'GET', vsubject: 'user123' })
+    await limitOf({ vroute: run, vmethod: 'PUT', vsubject: 'user9' })
+    const metrics = await scrape(c.service.httpUrl)
+    assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.k1.k2_${run}.k3"}`), 1, 'only the flagged level names its value')
+    assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_GET.vsubject"}`), 1, 'a configured value is named as written')
+    assert.ok((metrics.get('floodgate_total_hits{rule="cfg.vroute.vmethod_GET.vsubject"}') ?? 0) >= 1, 'an empty value adds only the key')
+    assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_PUT.vsubject_user9"}`), 1, 'detailed_metric names every value')
   })
 
   it('TestValueToMetric_WithWildcard: a wildcard level with value_to_metric names the runtime value', async () => {

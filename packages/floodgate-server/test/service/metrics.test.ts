@@ -112,15 +112,15 @@ describe('upstreamCounts (upstream stats arithmetic)', () => {
 
   it('a request crossing the limit counts only the hits past it as over, the rest up to the limit as near', () => {
     // 13 → 15 against 14: one hit over; near from max(11, 13) to 14: one.
-    assert.deepEqual(upstreamCounts(2, 2, false, status(14, 15), 0.8), { total: 2, over: 1, near: 1, within: 0, shadow: 0, denyCache: 0 })
+    assert.deepEqual(upstreamCounts(2, false, status(14, 15), 0.8), { total: 2, over: 1, near: 1, within: 0, shadow: 0, denyCache: 0 })
     // Already over before: every hit is over, none near.
-    assert.deepEqual(upstreamCounts(3, 3, true, status(14, 20), 0.8), { total: 3, over: 3, near: 0, within: 0, shadow: 3, denyCache: 0 })
+    assert.deepEqual(upstreamCounts(3, true, status(14, 20), 0.8), { total: 3, over: 3, near: 0, within: 0, shadow: 3, denyCache: 0 })
   })
 
   it('within the limit, only the hits past the near threshold are near', () => {
     // floor(10 × 0.8) = 8: 7 → 9 puts one hit past it.
-    assert.deepEqual(upstreamCounts(2, 2, false, status(10, 9), 0.8), { total: 2, over: 0, near: 1, within: 2, shadow: 0, denyCache: 0 })
-    assert.deepEqual(upstreamCounts(1, 1, false, status(10, 5), 0.8), { total: 1, over: 0, near: 0, within: 1, shadow: 0, denyCache: 0 })
+    assert.deepEqual(upstreamCounts(2, false, status(10, 9), 0.8), { total: 2, over: 0, near: 1, within: 2, shadow: 0, denyCache: 0 })
+    assert.deepEqual(upstreamCounts(1, false, status(10, 5), 0.8), { total: 1, over: 0, near: 0, within: 1, shadow: 0, denyCache: 0 })
     assert.equal(nearLimitThreshold(3, 0.8), 2)
   })
 })
