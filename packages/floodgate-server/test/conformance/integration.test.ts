@@ -293,6 +293,8 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
         LOCAL_CACHE_SIZE_IN_BYTES: '1048576',
         LIMIT_RESPONSE_HEADERS_ENABLED: 'true',
         STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'false',
+        // Floodgate's own variable beside them: a deadline no busy test machine reaches.
+        FLOODGATE_STORE_TIMEOUT: '10s',
       })
       assert.deepEqual(settings.store, { kind: 'redis', url: `redis://127.0.0.1:${redis.port}` })
       assert.equal(settings.config, join(root, 'ratelimit', 'config'))
@@ -322,7 +324,7 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-auth-'))
     try {
       writeFileSync(join(dir, 'rules.yaml'), RULES)
-      const settings = readSettings(['--config', dir], { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: `127.0.0.1:${redis.port}`, REDIS_AUTH: 'secret pass', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0' })
+      const settings = readSettings(['--config', dir], { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: `127.0.0.1:${redis.port}`, REDIS_AUTH: 'secret pass', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', FLOODGATE_STORE_TIMEOUT: '10s' })
       const service = await startService(settings, { logger: pino({ level: 'silent' }) })
       const client = new EnvoyClient(service.grpcPort)
       try {

@@ -161,7 +161,10 @@ export interface Conformance {
 export async function startConformance(store: StoreKind, rules: string, args: string[] = []): Promise<Conformance> {
   const redis = store === 'redis' ? await startRedis() : undefined
   try {
-    const service = await startTestService(rules, [...(redis ? ['--redis', redis.url] : []), ...args])
+    // A generous store deadline: on a busy machine a Redis answer may take longer than the 100ms
+    // default, which the Envoy paths now report as UNAVAILABLE. Tests of the deadline pass their own
+    // --store-timeout, which comes later and wins.
+    const service = await startTestService(rules, [...(redis ? ['--redis', redis.url, '--store-timeout', '10s'] : []), ...args])
     if (redis) await storeReachable(service.httpUrl)
     const client = new EnvoyClient(service.grpcPort)
     const health = rlsClients(service.grpcPort)
