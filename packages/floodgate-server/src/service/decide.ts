@@ -1,7 +1,8 @@
 // The one place a domain + descriptors + hits become per-descriptor decisions (rules → limiter); shared by HTTP and gRPC.
 
 import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
-import { type MatchedRule, storeKeyOf } from 'floodgate/rules'
+import { envoyPolicyName, type EnvoyUnit, type MatchedRule, storeKeyOf, UNIT_MS } from 'floodgate/rules'
+import { floodgateCounts, nearLimitThreshold, upstreamCounts } from './hit-counts.js'
 import type { ServiceMetrics } from './metrics.js'
 
 /** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
@@ -10,25 +11,13 @@ export interface Entry {
   value: string
 }
 
-/** The units Envoy's `RateLimitOverride` can name (MONTH = 30 days, YEAR = 365 days). */
-export const OVERRIDE_UNIT_MS = {
-  SECOND: 1_000,
-  MINUTE: 60_000,
-  HOUR: 3_600_000,
-  DAY: 86_400_000,
-  MONTH: 30 * 86_400_000,
-  YEAR: 365 * 86_400_000,
-} as const
-
-export type OverrideUnit = keyof typeof OVERRIDE_UNIT_MS
-
 /** One descriptor to decide. */
 export interface DescriptorInput {
   entries: Entry[]
   /** Units to charge this descriptor; wins over the request's `hits` (Envoy's per-descriptor hits_addend). */
   hits?: number
   /** Envoy's per-descriptor limit override: a fixed window of this size in place of the configured rule. */
-  limit?: { requestsPerUnit: number; unit: OverrideUnit }
+  limit?: { requestsPerUnit: number; unit: EnvoyUnit }
 }
 
 export interface DecideInput {
@@ -36,10 +25,13 @@ export interface DecideInput {
   descriptors: DescriptorInput[]
   /** Units to charge each descriptor without its own `hits`; 0 checks without counting. */
   hits: number
+  /** The request's hits_addend as sent (0 when not given), for dynamic metadata. */
+  requestHits?: number
 }
 
 /** The rules snapshot (a RuleSet): which rule applies to each descriptor. */
 export interface RuleLookup {
+  readonly domains: ReadonlySet<string>
   match(domain: string, descriptors: Entry[][]): (MatchedRule | undefined)[]
 }
 
@@ -47,6 +39,21 @@ export interface RuleLookup {
 export interface DecisionLimiter {
   limit(key: string, options?: LimitOptions): Promise<Decision>
   reset(key: string, options?: { policies?: readonly Policy[] }): Promise<void>
+}
+
+/**
+ * An Envoy-style answer for a descriptor decided with upstream's fixed-window counting (a
+ * `rate_limit` rule or a request's override): the numbers envoyproxy/ratelimit would report.
+ */
+export interface EnvoyStatus {
+  unit: EnvoyUnit
+  requestsPerUnit: number
+  /** `current_limit.name`: the rule's `rate_limit.name`; '' for an override, as upstream. */
+  name: string
+  /** The window's count after this request's hits. */
+  count: number
+  /** Over the limit (`count > requestsPerUnit`), shadow mode aside. */
+  over: boolean
 }
 
 /** The decision for one descriptor. */
@@ -57,23 +64,35 @@ export type DescriptorOutcome =
       kind: 'limited'
       /** The matched rule's id; `override` when a request-supplied limit decided without a rule. */
       ruleId: string
-      /** The matched rule, when one matched. */
+      /** The matched rule, when one matched (not for an override). */
       rule: MatchedRule | undefined
-      /** The answer to give: false only when a non-shadow rule denies. */
+      /** The answer to give for this descriptor: false when a non-shadow rule denies (quota rules included). */
       allowed: boolean
       /** A shadow-mode rule would have denied. */
       wouldDeny: boolean
       /** Allowed with at least the near-limit ratio of the limit used. */
       near: boolean
+      /** `quota_mode`: this descriptor's denial only counts when every quota descriptor is over (absent: false). */
+      quota?: boolean
       /** The deciding policy. */
       policy: Policy
       decision: Decision
+      /** Present for upstream-style (fixed-window counting) descriptors. */
+      envoy?: EnvoyStatus
     }
 
 export interface DecideResult {
-  /** Every descriptor allowed. */
+  /** The request's overall answer (quota and global shadow mode applied). */
   allowed: boolean
   outcomes: DescriptorOutcome[]
+}
+
+/** What a decision made without the store (the limiter's failure mode) becomes. */
+export type StoreErrorHandling = 'answer' | 'error'
+
+export interface DecideOptions {
+  /** `error`: reject with STORE_UNAVAILABLE instead of the failure mode's answer (default `answer`). */
+  storeError?: StoreErrorHandling
 }
 
 export interface DeciderOptions {
@@ -83,44 +102,100 @@ export interface DeciderOptions {
   metrics?: ServiceMetrics
   /** Share of a limit used from which an allowed hit counts as near the limit (default 0.8). */
   nearLimitRatio?: number
+  /**
+   * Upstream's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: when a request takes some descriptor over
+   * its limit, the descriptors that stay within it are not charged (default false).
+   */
+  stopIncrementWhenOverLimit?: boolean
+  /** Upstream's SHADOW_MODE: the overall answer is never OVER_LIMIT (descriptors still say so). */
+  globalShadowMode?: boolean
+  /** Upstream's QUOTA_MODE: every descriptor is a quota descriptor. */
+  globalQuotaMode?: boolean
+  /** Most descriptors in one request (default 64). */
+  maxDescriptors?: number
+  /** Most entries in one descriptor (default 32). */
+  maxEntries?: number
 }
 
-const MAX_OVERRIDE_POLICIES = 1_000
+/**
+ * The limit of an upstream-style counter. The counter is a fixed window that never denies: the
+ * store counts every hit, as upstream's INCRBY does, and the limit is compared afterwards.
+ * Below 2^53 so every count stays an exact integer in JavaScript and in Lua.
+ */
+export const COUNT_CEILING = 1e15
 
 /**
  * Turns requests into decisions: matches each descriptor to a rule, asks the limiter for all of
- * them concurrently (so a Redis store batches them into one round trip), applies shadow mode and
- * counts the per-rule metrics. Unmatched and unlimited descriptors never touch the store.
+ * them concurrently (so a Redis store batches them into one round trip), applies shadow and quota
+ * mode and counts the per-rule metrics. Unmatched and unlimited descriptors never touch the store.
+ *
+ * Two counting models live side by side. A `rate_limit` rule (envoyproxy/ratelimit's format) and
+ * an Envoy override count as upstream's fixed window does: every hit is added, denied ones too,
+ * then the count is compared with the limit, so `limit_remaining` is 0 once over and a
+ * "check with 0 hits, charge later" client sees the overage. A `limits:` rule keeps Floodgate's
+ * model: all-or-nothing across its policies, denied hits not charged.
  */
 export class Decider {
   readonly #rules: () => RuleLookup
   readonly #limiter: DecisionLimiter
   readonly #metrics: ServiceMetrics | undefined
   readonly #nearLimitRatio: number
-  readonly #overridePolicies = new Map<string, Policy>()
+  readonly #stopIncrement: boolean
+  readonly #globalShadow: boolean
+  readonly #globalQuota: boolean
+  readonly #maxDescriptors: number
+  readonly #maxEntries: number
+  /**
+   * The never-denying counter of each unit, shared by rules and overrides of that unit (one per
+   * unit), as the one-policy array the limiter is given: the same array each time, so the
+   * limiter's plan for it is built once.
+   */
+  readonly #counters = new Map<EnvoyUnit, readonly [Policy]>()
+  /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
+  readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
   constructor(options: DeciderOptions) {
     this.#rules = options.rules
     this.#limiter = options.limiter
     this.#metrics = options.metrics
     this.#nearLimitRatio = options.nearLimitRatio ?? 0.8
+    this.#stopIncrement = options.stopIncrementWhenOverLimit ?? false
+    this.#globalShadow = options.globalShadowMode ?? false
+    this.#globalQuota = options.globalQuotaMode ?? false
+    this.#maxDescriptors = options.maxDescriptors ?? 64
+    this.#maxEntries = options.maxEntries ?? 32
   }
 
-  /** Decides every descriptor of `input`; rejects with FloodgateError (INVALID_REQUEST) on an empty domain or no descriptors. */
-  async decide(input: DecideInput): Promise<DecideResult> {
-    if (input.domain === '') throw new FloodgateError('INVALID_REQUEST', 'domain: must not be empty; name the rules domain')
+  /**
+   * Decides every descriptor of `input`. Rejects with FloodgateError: INVALID_REQUEST on an empty
+   * domain, no descriptors or too many; STORE_UNAVAILABLE when `storeError` is `error` and the
+   * store could not decide.
+   */
+  async decide(input: DecideInput, options: DecideOptions = {}): Promise<DecideResult> {
+    this.#validate(input)
     const { domain, descriptors } = input
-    if (descriptors.length === 0) throw new FloodgateError('INVALID_REQUEST', 'descriptors: give at least one descriptor')
     const entries: Entry[][] = new Array(descriptors.length)
     for (let i = 0; i < descriptors.length; i++) entries[i] = descriptors[i].entries
-    const rules = this.#rules().match(domain, entries)
+    const lookup = this.#rules()
+    const rules = lookup.match(domain, entries)
+    // As upstream: an override applies only in a domain the config knows.
+    const knownDomain = lookup.domains.has(domain)
+    const plans = descriptors.map((descriptor, i) => this.#plan(domain, descriptor, rules[i], knownDomain, descriptor.hits ?? input.hits))
+    if (this.#stopIncrement) await this.#holdBackWithinLimit(plans)
+    let outcomes: DescriptorOutcome[]
     // The usual request has one descriptor: no Promise.all (and its extra promises) for it.
-    if (descriptors.length === 1) {
-      const outcome = await this.#decideOne(domain, descriptors[0], rules[0], descriptors[0].hits ?? input.hits)
-      return { allowed: admits(outcome), outcomes: [outcome] }
+    if (plans.length === 1) outcomes = [await this.#run(plans[0])]
+    else outcomes = await Promise.all(plans.map((plan) => this.#run(plan)))
+    if (options.storeError === 'error') {
+      for (const outcome of outcomes) {
+        if (outcome.kind === 'limited' && outcome.decision.source.startsWith('fallback')) {
+          this.#metrics?.recordRequestError('store')
+          throw new FloodgateError('STORE_UNAVAILABLE', 'the rate limit store did not answer in time; no decision was made')
+        }
+      }
     }
-    const outcomes = await Promise.all(descriptors.map((descriptor, i) => this.#decideOne(domain, descriptor, rules[i], descriptor.hits ?? input.hits)))
-    return { allowed: outcomes.every(admits), outcomes }
+    for (const plan of plans) this.#record(plan)
+    return { allowed: this.#overall(outcomes), outcomes }
   }
 
   /** The limited rule a descriptor matches (its policies and store key); undefined when nothing limits it. */
@@ -144,58 +219,236 @@ export class Decider {
     return true
   }
 
-  async #decideOne(domain: string, descriptor: DescriptorInput, rule: MatchedRule | undefined, hits: number): Promise<DescriptorOutcome> {
-    let ruleId: string
-    let policies: readonly Policy[]
-    let storeKey: string
-    let shadow = false
-    if (descriptor.limit !== undefined) {
-      // As envoyproxy/ratelimit: a request-supplied limit replaces the configured one, even where no rule matched.
-      ruleId = rule?.id ?? 'override'
-      policies = [this.#overridePolicy(descriptor.limit.requestsPerUnit, descriptor.limit.unit)]
-      storeKey = rule?.storeKey ?? storeKeyOf(domain, descriptor.entries)
-    } else if (rule === undefined) {
-      return { kind: 'unmatched' }
-    } else if (rule.unlimited) {
-      return { kind: 'unlimited', ruleId: rule.id }
-    } else {
-      ruleId = rule.id
-      policies = rule.policies
-      storeKey = rule.storeKey
-      shadow = rule.shadow
+  #validate(input: DecideInput): void {
+    if (input.domain === '') throw this.#invalid('domain: must not be empty; name the rules domain')
+    const { descriptors } = input
+    if (descriptors.length === 0) throw this.#invalid('descriptors: give at least one descriptor')
+    if (descriptors.length > this.#maxDescriptors) {
+      throw this.#invalid(`descriptors: ${descriptors.length} descriptors in one request; at most ${this.#maxDescriptors} are accepted (--max-descriptors)`)
     }
-    const decision = await this.#limiter.limit(storeKey, { cost: hits, policies })
-    const policy = policyNamed(policies, decision.policy)
-    const wouldDeny = shadow ? !decision.allowed || decision.shadow : decision.shadow
-    const allowed = shadow || decision.allowed
-    const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
-    this.#metrics?.recordHit(ruleId, { hits, allowed, near, wouldDeny, denyCache: decision.source === 'deny-cache' })
-    return { kind: 'limited', ruleId, rule, allowed, wouldDeny, near, policy, decision }
+    for (let i = 0; i < descriptors.length; i++) {
+      const count = descriptors[i].entries.length
+      if (count > this.#maxEntries) {
+        throw this.#invalid(`descriptors[${i}].entries: ${count} entries; at most ${this.#maxEntries} are accepted per descriptor (--max-descriptor-entries)`)
+      }
+    }
   }
 
-  #overridePolicy(requestsPerUnit: number, unit: OverrideUnit): Policy {
-    const id = `${requestsPerUnit}/${unit}`
-    let policy = this.#overridePolicies.get(id)
-    if (policy === undefined) {
-      if (!Number.isInteger(requestsPerUnit) || requestsPerUnit < 1) {
-        throw new FloodgateError('INVALID_REQUEST', `limit.requests_per_unit: must be at least 1, got ${requestsPerUnit}`)
+  #invalid(message: string): FloodgateError {
+    this.#metrics?.recordRequestError('service')
+    return new FloodgateError('INVALID_REQUEST', message)
+  }
+
+  /** What to ask the store for one descriptor, before asking. */
+  #plan(domain: string, descriptor: DescriptorInput, rule: MatchedRule | undefined, knownDomain: boolean, hits: number): Plan {
+    const override = knownDomain ? descriptor.limit : undefined
+    if (override !== undefined) {
+      // As upstream: a request-supplied limit replaces the configured one (even where no rule
+      // matched), is never shadow, has no name, and counts under its descriptor's own stats key.
+      return {
+        kind: 'envoy',
+        ruleId: rule?.id ?? 'override',
+        metricKey: overrideMetricKey(domain, descriptor.entries),
+        rule: undefined,
+        storeKey: storeKeyOf(domain, descriptor.entries),
+        hits,
+        cost: hits,
+        limit: { ...override, name: '' },
+        shadow: false,
+        quota: this.#globalQuota,
+        outcome: undefined,
       }
-      policy = createPolicy({
-        name: `override-${requestsPerUnit}-per-${unit.toLowerCase()}`,
-        algorithm: 'fixed-window',
-        limit: requestsPerUnit,
-        period: OVERRIDE_UNIT_MS[unit],
-      })
-      // Overrides come from requests: keep the cache bounded however many distinct ones arrive.
-      if (this.#overridePolicies.size >= MAX_OVERRIDE_POLICIES) this.#overridePolicies.clear()
-      this.#overridePolicies.set(id, policy)
     }
-    return policy
+    if (rule === undefined) return { kind: 'done', outcome: { kind: 'unmatched' } }
+    if (rule.unlimited) return { kind: 'done', outcome: { kind: 'unlimited', ruleId: rule.id } }
+    const quota = this.#globalQuota || rule.quota
+    if (rule.envoyLimit !== undefined) {
+      return {
+        kind: 'envoy',
+        ruleId: rule.id,
+        metricKey: rule.metricKey,
+        rule,
+        storeKey: rule.storeKey,
+        hits,
+        cost: hits,
+        limit: { ...rule.envoyLimit, name: rule.name ?? '' },
+        shadow: rule.shadow,
+        quota,
+        outcome: undefined,
+      }
+    }
+    let policies: readonly Policy[] = rule.policies
+    let shadow = rule.shadow
+    if (policies.every((policy) => policy.shadow)) {
+      // A set of shadow policies alone would leave the limiter nothing to enforce: decide the
+      // policies as enforced ones and apply shadow mode here, so they are decided and counted.
+      policies = this.#unshadowedOf(policies)
+      shadow = true
+    }
+    return { kind: 'policies', ruleId: rule.id, metricKey: rule.metricKey, rule, storeKey: rule.storeKey, hits, policies, shadow, quota, outcome: undefined }
+  }
+
+  /**
+   * STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, as upstream: read every upstream-style counter first;
+   * if this request takes any of them over its limit, charge only those and leave the others as
+   * they are (upstream reads with GET, then increments; the two steps are not one atomic call there either).
+   */
+  async #holdBackWithinLimit(plans: Plan[]): Promise<void> {
+    const envoy = plans.filter((plan): plan is EnvoyPlan => plan.kind === 'envoy' && plan.hits > 0)
+    if (envoy.length === 0) return
+    const counts = await Promise.all(envoy.map((plan) => this.#count(plan, 0)))
+    const goesOver = envoy.map((plan, i) => counts[i].count + plan.hits > plan.limit.requestsPerUnit)
+    if (!goesOver.includes(true)) return
+    envoy.forEach((plan, i) => {
+      if (!goesOver[i]) plan.cost = 0
+    })
+  }
+
+  async #run(plan: Plan): Promise<DescriptorOutcome> {
+    if (plan.kind === 'done') return plan.outcome
+    if (plan.kind === 'envoy') return this.#runEnvoy(plan)
+    const decision = await this.#limiter.limit(plan.storeKey, { cost: plan.hits, policies: plan.policies })
+    const policy = policyNamed(plan.policies, decision.policy)
+    const wouldDeny = plan.shadow ? !decision.allowed || decision.shadow : decision.shadow
+    const allowed = plan.shadow || decision.allowed
+    const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
+    const outcome: DescriptorOutcome = { kind: 'limited', ruleId: plan.ruleId, rule: plan.rule, allowed, wouldDeny, near, quota: plan.quota, policy, decision }
+    plan.outcome = outcome
+    return outcome
+  }
+
+  async #runEnvoy(plan: EnvoyPlan): Promise<DescriptorOutcome> {
+    const { decision, count, policy } = await this.#count(plan, plan.cost)
+    const { requestsPerUnit } = plan.limit
+    const over = count > requestsPerUnit
+    const allowed = !over || plan.shadow
+    const remaining = over ? 0 : requestsPerUnit - count
+    // The answer as Floodgate's own clients (/v1/check, admin) read a Decision: the rule's limit,
+    // not the counter's ceiling.
+    const retryAfterMs = over ? decision.resetMs : 0
+    const reported: Decision = {
+      ...decision,
+      allowed: !over,
+      limit: requestsPerUnit,
+      remaining,
+      retryAfterMs,
+      shadow: over && plan.shadow,
+      policies: [{ ...decision.policies[0], limit: requestsPerUnit, allowed: !over, remaining, retryAfterMs, shadow: over && plan.shadow }],
+    }
+    const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
+    const outcome: DescriptorOutcome = {
+      kind: 'limited',
+      ruleId: plan.ruleId,
+      rule: plan.rule,
+      allowed,
+      wouldDeny: over && plan.shadow,
+      near: !over && count > nearThreshold,
+      quota: plan.quota,
+      policy,
+      decision: reported,
+      envoy: { ...plan.limit, count, over },
+    }
+    plan.outcome = outcome
+    return outcome
+  }
+
+  /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
+  async #count(plan: EnvoyPlan, cost: number): Promise<{ decision: Decision; count: number; policy: Policy }> {
+    const policies = this.#counterOf(plan.limit.unit)
+    const policy = policies[0]
+    const decision = await this.#limiter.limit(plan.storeKey, { cost, policies })
+    // `limit` is the counter's ceiling (divided per instance when the local fallback decided).
+    return { decision, count: Math.max(0, decision.limit - decision.remaining), policy }
+  }
+
+  #counterOf(unit: EnvoyUnit): readonly [Policy] {
+    let policies = this.#counters.get(unit)
+    if (policies === undefined) {
+      policies = Object.freeze([createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })] as [Policy])
+      this.#counters.set(unit, policies)
+    }
+    return policies
+  }
+
+  #unshadowedOf(policies: readonly Policy[]): readonly Policy[] {
+    let copy = this.#unshadowed.get(policies)
+    if (copy === undefined) {
+      copy = Object.freeze(policies.map((policy) => Object.freeze({ ...policy, shadow: false })))
+      this.#unshadowed.set(policies, copy)
+    }
+    return copy
+  }
+
+  /** As upstream: OVER_LIMIT when a non-quota descriptor is over, or every quota descriptor is; never under global shadow mode. */
+  #overall(outcomes: readonly DescriptorOutcome[]): boolean {
+    let deniedRate = 0
+    let quotaTotal = 0
+    let quotaDenied = 0
+    for (const outcome of outcomes) {
+      if (outcome.kind !== 'limited') continue
+      if (outcome.quota) {
+        quotaTotal++
+        if (!outcome.allowed) quotaDenied++
+      } else if (!outcome.allowed) {
+        deniedRate++
+      }
+    }
+    const allowed = deniedRate === 0 && (quotaTotal === 0 || quotaDenied < quotaTotal)
+    if (!allowed && this.#globalShadow) {
+      this.#metrics?.recordGlobalShadow()
+      return true
+    }
+    return allowed
+  }
+
+  #record(plan: Plan): void {
+    if (this.#metrics === undefined || plan.kind === 'done' || plan.outcome?.kind !== 'limited') return
+    const outcome = plan.outcome
+    const counts =
+      plan.kind === 'envoy'
+        ? upstreamCounts(plan.hits, plan.shadow, outcome.envoy as EnvoyStatus, this.#nearLimitRatio)
+        : floodgateCounts(plan.hits, outcome)
+    this.#metrics.recordHit(plan.metricKey, counts)
   }
 }
 
-function admits(outcome: DescriptorOutcome): boolean {
-  return outcome.kind !== 'limited' || outcome.allowed
+/** A descriptor's work: decided already, an upstream-style counter, or Floodgate policies. */
+type Plan = { kind: 'done'; outcome: DescriptorOutcome } | EnvoyPlan | PoliciesPlan
+
+interface EnvoyPlan {
+  kind: 'envoy'
+  ruleId: string
+  metricKey: string
+  rule: MatchedRule | undefined
+  storeKey: string
+  /** The hits addend, as stats count it. */
+  hits: number
+  /** What is added to the counter (0 when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT holds it back). */
+  cost: number
+  limit: { unit: EnvoyUnit; requestsPerUnit: number; name: string }
+  shadow: boolean
+  quota: boolean
+  outcome: DescriptorOutcome | undefined
+}
+
+interface PoliciesPlan {
+  kind: 'policies'
+  ruleId: string
+  metricKey: string
+  rule: MatchedRule
+  storeKey: string
+  hits: number
+  policies: readonly Policy[]
+  shadow: boolean
+  quota: boolean
+  outcome: DescriptorOutcome | undefined
+}
+
+/** Upstream's stats key of an override: `domain.key_value.key2_value2` (a key alone when its value is empty). */
+function overrideMetricKey(domain: string, entries: readonly Entry[]): string {
+  let key = domain
+  for (const entry of entries) key += entry.value === '' ? `.${entry.key}` : `.${entry.key}_${entry.value}`
+  return key
 }
 
 /** The policy the decision names (the first one if none matches, as for a fail-open decision). */

@@ -2,24 +2,42 @@
 
 import { z } from 'zod'
 import { FloodgateError } from 'floodgate'
-import { OVERRIDE_UNIT_MS, type DecideInput, type DescriptorInput, type OverrideUnit } from './decide.js'
+import type { EnvoyUnit } from 'floodgate/rules'
+import type { DecideInput, DescriptorInput } from './decide.js'
 
 /** A `RateLimitRequest` as @grpc/proto-loader hands it over (keepCase, enums as names, defaults filled). */
 export interface GrpcRateLimitRequest {
   domain: string
   descriptors: {
     entries: { key: string; value: string }[]
-    limit: { requests_per_unit: number; unit: string } | null
+    limit: { requests_per_unit: number; unit: string | number } | null
     hits_addend: { value: number } | null
   }[]
   hits_addend: number
 }
+
+/**
+ * The units of Envoy's `RateLimitUnit` enum, by name and by number. A Map, so a name such as
+ * `toString` or `__proto__` is simply absent instead of reaching an object's prototype.
+ */
+const UNITS_BY_NAME: ReadonlyMap<string, EnvoyUnit> = new Map<string, EnvoyUnit>([
+  ['SECOND', 'SECOND'],
+  ['MINUTE', 'MINUTE'],
+  ['HOUR', 'HOUR'],
+  ['DAY', 'DAY'],
+  ['MONTH', 'MONTH'],
+  ['YEAR', 'YEAR'],
+  ['WEEK', 'WEEK'],
+])
+const UNIT_NUMBERS: readonly string[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK']
+const UNIT_LIST = [...UNITS_BY_NAME.keys()].join(', ')
 
 /** Decider input from a gRPC request; the request's hits_addend of 0 means 1, a descriptor's means "check only". */
 export function fromGrpcRequest(request: GrpcRateLimitRequest): DecideInput {
   return {
     domain: request.domain,
     hits: request.hits_addend === 0 ? 1 : request.hits_addend,
+    requestHits: request.hits_addend,
     descriptors: request.descriptors.map((d, i) =>
       descriptorInput(i, d.entries, d.limit ? { requestsPerUnit: d.limit.requests_per_unit, unit: d.limit.unit } : undefined, d.hits_addend?.value),
     ),
@@ -29,44 +47,46 @@ export function fromGrpcRequest(request: GrpcRateLimitRequest): DecideInput {
 function descriptorInput(
   index: number,
   entries: { key: string; value: string }[],
-  limit: { requestsPerUnit: number; unit: string } | undefined,
+  limit: { requestsPerUnit: number; unit: string | number } | undefined,
   hits: number | undefined,
 ): DescriptorInput {
   const input: DescriptorInput = { entries: entries.map((e) => ({ key: e.key, value: e.value })) }
   if (hits !== undefined) input.hits = hits
   if (limit !== undefined) {
-    if (!(limit.unit in OVERRIDE_UNIT_MS)) {
-      throw new FloodgateError('INVALID_REQUEST', `descriptors[${index}].limit.unit: ${JSON.stringify(limit.unit)} is not a unit; use one of ${Object.keys(OVERRIDE_UNIT_MS).join(', ')}`)
+    const name = typeof limit.unit === 'number' ? (UNIT_NUMBERS[limit.unit] ?? String(limit.unit)) : limit.unit
+    const unit = UNITS_BY_NAME.get(name)
+    if (unit === undefined) {
+      throw new FloodgateError('INVALID_REQUEST', `descriptors[${index}].limit.unit: ${JSON.stringify(name)} is not a unit; use one of ${UNIT_LIST}`)
     }
-    if (limit.requestsPerUnit < 1) {
-      throw new FloodgateError('INVALID_REQUEST', `descriptors[${index}].limit.requests_per_unit: must be at least 1`)
-    }
-    input.limit = { requestsPerUnit: limit.requestsPerUnit, unit: limit.unit as OverrideUnit }
+    // requests_per_unit 0 is a valid override, as upstream: every hit is over the limit.
+    input.limit = { requestsPerUnit: limit.requestsPerUnit, unit }
   }
   return input
 }
 
-// protobuf-JSON accepts the camelCase and the original field names; 64-bit integers may be strings.
-const uint = z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/).transform(Number)])
-const unit = z.union([z.string(), z.number().int().transform((n) => ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'][n] ?? 'UNKNOWN')])
-const entry = z.object({ key: z.string().default(''), value: z.string().default('') })
+// protobuf-JSON, as protojson reads it: camelCase or the original field names, 64-bit integers as
+// numbers or strings, enums by name or number, and an unknown field is an error (upstream answers 400).
+const uint32 = z.union([z.number().int().min(0).max(0xffffffff), z.string().regex(/^\d+$/).transform(Number)]).refine((n) => n <= 0xffffffff, 'must be a uint32')
+const uint64 = z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/).transform(Number)]).refine(Number.isSafeInteger, 'too large')
+const unit = z.union([z.string(), z.number().int()])
+const entry = z.strictObject({ key: z.string().default(''), value: z.string().default('') })
 const override = z
-  .object({ requestsPerUnit: uint.optional(), requests_per_unit: uint.optional(), unit: unit.optional() })
+  .strictObject({ requestsPerUnit: uint32.optional(), requests_per_unit: uint32.optional(), unit: unit.optional() })
   .transform((o) => ({ requestsPerUnit: o.requestsPerUnit ?? o.requests_per_unit ?? 0, unit: o.unit ?? 'UNKNOWN' }))
 const descriptor = z
-  .object({
+  .strictObject({
     entries: z.array(entry).default([]),
     limit: override.optional(),
-    hitsAddend: uint.optional(),
-    hits_addend: uint.optional(),
+    hitsAddend: uint64.optional(),
+    hits_addend: uint64.optional(),
   })
   .transform((d) => ({ entries: d.entries, limit: d.limit, hits: d.hitsAddend ?? d.hits_addend }))
 const jsonRequest = z
-  .object({
+  .strictObject({
     domain: z.string().default(''),
     descriptors: z.array(descriptor).default([]),
-    hitsAddend: uint.optional(),
-    hits_addend: uint.optional(),
+    hitsAddend: uint32.optional(),
+    hits_addend: uint32.optional(),
   })
   .transform((r) => ({ domain: r.domain, descriptors: r.descriptors, hits: r.hitsAddend ?? r.hits_addend ?? 0 }))
 
@@ -75,12 +95,15 @@ export function fromProtoJson(body: unknown): DecideInput {
   const parsed = jsonRequest.safeParse(body)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
-    throw new FloodgateError('INVALID_REQUEST', `${issue.path.join('.') || 'body'}: ${issue.message}`)
+    const where = issue.path.join('.') || 'body'
+    const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message
+    throw new FloodgateError('INVALID_REQUEST', `${where}: ${message}`)
   }
   const request = parsed.data
   return {
     domain: request.domain,
     hits: request.hits === 0 ? 1 : request.hits,
+    requestHits: request.hits,
     descriptors: request.descriptors.map((d, i) => descriptorInput(i, d.entries, d.limit, d.hits)),
   }
 }

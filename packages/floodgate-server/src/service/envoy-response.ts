@@ -1,10 +1,11 @@
 // Builds Envoy RLS v3 answers from decisions: the gRPC message and its protobuf-JSON form for `POST /json`.
 
 import type { Policy } from 'floodgate'
-import type { DecideResult, DescriptorOutcome } from './decide.js'
+import { UNIT_MS, type EnvoyUnit } from 'floodgate/rules'
+import type { DecideInput, DecideResult, DescriptorOutcome } from './decide.js'
 
 export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT'
-export type RlsUnit = 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'WEEK' | 'MONTH' | 'YEAR'
+export type RlsUnit = EnvoyUnit
 
 /** `google.protobuf.Duration` as @grpc/proto-loader reads and writes it. */
 export interface ProtoDuration {
@@ -31,29 +32,58 @@ export interface RlsHeader {
   value: string
 }
 
+/**
+ * `google.protobuf.Value` as @grpc/proto-loader writes it. The well-known types come from
+ * protobufjs's bundled definitions, whose field names are camelCase whatever `keepCase` says.
+ */
+export type ProtoValue =
+  | { nullValue: 'NULL_VALUE' }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: ProtoStruct }
+  | { listValue: { values: ProtoValue[] } }
+
+/** `google.protobuf.Struct` as @grpc/proto-loader writes it. */
+export interface ProtoStruct {
+  fields: Record<string, ProtoValue>
+}
+
 /** `RateLimitResponse` in the shape @grpc/proto-loader (keepCase) serializes. */
 export interface RlsResponse {
   overall_code: RlsCode
   statuses: RlsDescriptorStatus[]
   response_headers_to_add: RlsHeader[]
+  /** Plain JSON here; `toGrpcResponse` turns it into a Struct message. */
+  dynamic_metadata: Record<string, unknown> | null
 }
 
-const UNIT_MS: Readonly<Record<RlsUnit, number>> = {
-  SECOND: 1_000,
-  MINUTE: 60_000,
-  HOUR: 3_600_000,
-  DAY: 86_400_000,
-  WEEK: 7 * 86_400_000,
-  MONTH: 30 * 86_400_000,
-  YEAR: 365 * 86_400_000,
+/** The header names upstream's LIMIT_RESPONSE_HEADERS_ENABLED adds (LIMIT_LIMIT_HEADER, …). */
+export interface ResponseHeaderNames {
+  limit: string
+  remaining: string
+  reset: string
 }
+
+export const DEFAULT_HEADER_NAMES: ResponseHeaderNames = Object.freeze({ limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' })
+
+export interface RlsResponseOptions {
+  /** Milliseconds since the epoch: `duration_until_reset` of a unit window is `unit - now % unit` whole seconds, as upstream. */
+  now: number
+  /** Add the three rate-limit headers under these names; undefined adds none. */
+  headers?: ResponseHeaderNames
+  /** Upstream's RESPONSE_DYNAMIC_METADATA: describe the request and the passed rules' `metadata`. */
+  dynamicMetadataOf?: DecideInput
+}
+
+/** `limit_remaining` of an unlimited descriptor, as upstream (the largest uint32). */
+export const UNLIMITED_REMAINING = 4_294_967_295
 
 /**
- * The Envoy `RateLimit` that describes `policy`. A policy whose period is exactly one unit (every
- * rule written as `rate_limit: { unit, requests_per_unit }`) maps exactly. Any other period (a
- * `limits:` extension rule, e.g. 100 per 10s) is reported as the same rate in the unit nearest to
- * its period on a log scale, rounded and at least 1 (100 per 10s → 600 per MINUTE), since Envoy
- * can only express whole units.
+ * The Envoy `RateLimit` that describes `policy`. A policy whose period is exactly one unit maps
+ * exactly. Any other period (a `limits:` extension rule, e.g. 100 per 10s) is reported as the same
+ * rate in the unit nearest to its period on a log scale, rounded and at least 1 (100 per 10s →
+ * 600 per MINUTE), since Envoy can only express whole units.
  */
 export function envoyLimitOf(policy: Policy, name: string): RlsRateLimit {
   let best: RlsUnit = 'SECOND'
@@ -64,63 +94,132 @@ export function envoyLimitOf(policy: Policy, name: string): RlsRateLimit {
   return { name, requests_per_unit: perUnit, unit: best }
 }
 
-/** The gRPC answer for a decided request; `withHeaders` adds X-RateLimit-* for Envoy to pass on. */
-export function toRlsResponse(result: DecideResult, withHeaders: boolean): RlsResponse {
-  const statuses = result.outcomes.map(statusOf)
+/** The answer for a decided request. */
+export function toRlsResponse(result: DecideResult, options: RlsResponseOptions): RlsResponse {
+  const statuses = result.outcomes.map((outcome) => statusOf(outcome, options.now))
   return {
     overall_code: result.allowed ? 'OK' : 'OVER_LIMIT',
     statuses,
-    response_headers_to_add: withHeaders ? rateLimitHeaders(result.outcomes) : [],
+    response_headers_to_add: options.headers ? rateLimitHeaders(result.outcomes, statuses, options.headers) : [],
+    dynamic_metadata: options.dynamicMetadataOf ? dynamicMetadata(options.dynamicMetadataOf, result.outcomes) : null,
   }
 }
 
-function statusOf(outcome: DescriptorOutcome): RlsDescriptorStatus {
-  if (outcome.kind !== 'limited') return { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
-  const { decision, policy } = outcome
+function statusOf(outcome: DescriptorOutcome, now: number): RlsDescriptorStatus {
+  if (outcome.kind === 'unmatched') return { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
+  if (outcome.kind === 'unlimited') return { code: 'OK', current_limit: null, limit_remaining: UNLIMITED_REMAINING, duration_until_reset: null }
+  const code = outcome.allowed ? 'OK' : 'OVER_LIMIT'
+  const { envoy } = outcome
+  if (envoy !== undefined) {
+    const unitSeconds = UNIT_MS[envoy.unit] / 1000
+    return {
+      code,
+      current_limit: { name: envoy.name, requests_per_unit: envoy.requestsPerUnit, unit: envoy.unit },
+      limit_remaining: outcome.decision.remaining,
+      duration_until_reset: { seconds: unitSeconds - (Math.floor(now / 1000) % unitSeconds), nanos: 0 },
+    }
+  }
+  const { decision, policy, rule } = outcome
   const waitMs = outcome.allowed ? decision.resetMs : Math.max(decision.resetMs, decision.retryAfterMs)
   return {
-    code: outcome.allowed ? 'OK' : 'OVER_LIMIT',
-    current_limit: currentLimitOf(outcome),
+    code,
+    current_limit: envoyLimitOf(policy, rule?.name ?? policy.name),
     limit_remaining: decision.remaining,
-    duration_until_reset: { seconds: Math.floor(waitMs / 1000), nanos: (waitMs % 1000) * 1_000_000 },
+    duration_until_reset: { seconds: Math.ceil(waitMs / 1000), nanos: 0 },
   }
 }
 
 /**
- * A `rate_limit` rule reports its own unit, number and name (empty when unnamed, as upstream);
- * anything else (a request's override, a `limits:` policy) is mapped and named by its policy.
+ * As upstream: the headers describe the descriptor with the least `limit_remaining` among those
+ * with a limit, unless a (non-quota) descriptor is over, which then speaks (the last such one).
  */
-function currentLimitOf(outcome: Extract<DescriptorOutcome, { kind: 'limited' }>): RlsRateLimit {
-  const { rule, policy } = outcome
-  const ownLimit = rule?.envoyLimit
-  if (ownLimit !== undefined && rule?.policies.includes(policy)) {
-    return { name: rule.name ?? '', requests_per_unit: ownLimit.requestsPerUnit, unit: ownLimit.unit }
+function rateLimitHeaders(outcomes: readonly DescriptorOutcome[], statuses: readonly RlsDescriptorStatus[], names: ResponseHeaderNames): RlsHeader[] {
+  let chosen: RlsDescriptorStatus | undefined
+  let least = UNLIMITED_REMAINING
+  for (let i = 0; i < statuses.length; i++) {
+    const status = statuses[i]
+    const outcome = outcomes[i]
+    if (status.current_limit !== null && status.limit_remaining < least) {
+      chosen = status
+      least = status.limit_remaining
+    }
+    if (status.code === 'OVER_LIMIT' && outcome.kind === 'limited' && !outcome.quota) {
+      chosen = status
+      least = 0
+    }
   }
-  return envoyLimitOf(policy, rule?.name ?? policy.name)
-}
-
-/**
- * Headers as envoyproxy/ratelimit adds them (`LIMIT_RESPONSE_HEADERS_ENABLED`), from the
- * descriptor with the least remaining: `X-RateLimit-Limit: 10, 10;w=60`, `…-Remaining`, `…-Reset` (s).
- */
-function rateLimitHeaders(outcomes: DescriptorOutcome[]): RlsHeader[] {
-  let tightest: Extract<DescriptorOutcome, { kind: 'limited' }> | undefined
-  for (const o of outcomes) {
-    if (o.kind === 'limited' && (tightest === undefined || o.decision.remaining < tightest.decision.remaining)) tightest = o
-  }
-  if (tightest === undefined) return []
-  const { decision, policy } = tightest
-  const windowS = Math.ceil(policy.periodMs / 1000)
+  if (chosen?.current_limit == null) return []
   return [
-    { key: 'x-ratelimit-limit', value: `${decision.limit}, ${decision.limit};w=${windowS}` },
-    { key: 'x-ratelimit-remaining', value: String(decision.remaining) },
-    { key: 'x-ratelimit-reset', value: String(Math.ceil(Math.max(decision.resetMs, decision.retryAfterMs) / 1000)) },
+    { key: names.limit, value: String(chosen.current_limit.requests_per_unit) },
+    { key: names.remaining, value: String(chosen.limit_remaining) },
+    { key: names.reset, value: String(chosen.duration_until_reset?.seconds ?? 0) },
   ]
 }
 
 /**
+ * Upstream's RESPONSE_DYNAMIC_METADATA: the domain, each descriptor (`key=value` entries, its
+ * override and hits addend), the request's hits addend when given, and the `metadata:` of every
+ * rule that passed, merged (the first value of a key wins; nested mappings merge).
+ */
+function dynamicMetadata(request: DecideInput, outcomes: readonly DescriptorOutcome[]): Record<string, unknown> {
+  const metadata: Record<string, unknown> = {
+    domain: request.domain,
+    descriptors: request.descriptors.map((d) => {
+      const described: Record<string, unknown> = { entries: d.entries.map((e) => `${e.key}=${e.value}`) }
+      if (d.limit !== undefined) described.limit = `requests_per_unit:${d.limit.requestsPerUnit} unit:${d.limit.unit}`
+      if (d.hits !== undefined) described.hitsAddend = d.hits
+      return described
+    }),
+  }
+  if (request.requestHits !== undefined && request.requestHits !== 0) metadata.hitsAddend = request.requestHits
+  const passed: Record<string, unknown> = {}
+  for (const outcome of outcomes) {
+    if (outcome.kind !== 'limited' || !outcome.allowed || outcome.rule?.metadata === undefined) continue
+    mergeInto(passed, outcome.rule.metadata)
+  }
+  if (Object.keys(passed).length > 0) metadata.metadata = passed
+  return metadata
+}
+
+function mergeInto(target: Record<string, unknown>, source: Readonly<Record<string, unknown>>): void {
+  for (const [key, value] of Object.entries(source)) {
+    if (!Object.hasOwn(target, key)) {
+      target[key] = isPlainObject(value) ? structuredClone(value) : value
+    } else if (isPlainObject(target[key]) && isPlainObject(value)) {
+      mergeInto(target[key] as Record<string, unknown>, value)
+    }
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The message to hand @grpc/proto-loader: dynamic metadata as a `google.protobuf.Struct`. */
+export function toGrpcResponse(response: RlsResponse): Omit<RlsResponse, 'dynamic_metadata'> & { dynamic_metadata: ProtoStruct | null } {
+  return { ...response, dynamic_metadata: response.dynamic_metadata === null ? null : toStruct(response.dynamic_metadata) }
+}
+
+function toStruct(object: Readonly<Record<string, unknown>>): ProtoStruct {
+  const fields: Record<string, ProtoValue> = {}
+  for (const [key, value] of Object.entries(object)) fields[key] = toValue(value)
+  return { fields }
+}
+
+function toValue(value: unknown): ProtoValue {
+  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' }
+  if (typeof value === 'number') return { numberValue: value }
+  if (typeof value === 'boolean') return { boolValue: value }
+  if (typeof value === 'string') return { stringValue: value }
+  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } }
+  if (value instanceof Date) return { stringValue: value.toISOString() }
+  if (typeof value === 'object') return { structValue: toStruct(value as Record<string, unknown>) }
+  return { stringValue: String(value) }
+}
+
+/**
  * The protobuf-JSON form of an answer, as envoyproxy/ratelimit's `POST /json` writes it with
- * protojson: camelCase names, enums by name, durations as "12s"/"1.500s", default values omitted.
+ * protojson: camelCase names, enums by name, durations as "12s", default values omitted.
  */
 export function toProtoJson(response: RlsResponse): Record<string, unknown> {
   const json: Record<string, unknown> = { overallCode: response.overall_code }
@@ -134,14 +233,10 @@ export function toProtoJson(response: RlsResponse): Record<string, unknown> {
       status.currentLimit = limit
     }
     if (s.limit_remaining !== 0) status.limitRemaining = s.limit_remaining
-    if (s.duration_until_reset) status.durationUntilReset = durationJson(s.duration_until_reset)
+    if (s.duration_until_reset) status.durationUntilReset = `${s.duration_until_reset.seconds}s`
     return status
   })
   if (response.response_headers_to_add.length > 0) json.responseHeadersToAdd = response.response_headers_to_add
+  if (response.dynamic_metadata !== null) json.dynamicMetadata = response.dynamic_metadata
   return json
-}
-
-function durationJson(d: ProtoDuration): string {
-  if (d.nanos === 0) return `${d.seconds}s`
-  return `${d.seconds}.${String(d.nanos).padStart(9, '0').replace(/(\d{3})0{6}$/, '$1').replace(/(\d{6})000$/, '$1')}s`
 }

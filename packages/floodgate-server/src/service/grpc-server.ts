@@ -7,8 +7,9 @@ import * as protoLoader from '@grpc/proto-loader'
 import type { Logger } from 'pino'
 import { FloodgateError } from 'floodgate'
 import type { Decider } from './decide.js'
+import type { StoreErrorHandling } from './decide.js'
 import { fromGrpcRequest, type GrpcRateLimitRequest } from './envoy-request.js'
-import { toRlsResponse, type RlsResponse } from './envoy-response.js'
+import { toGrpcResponse, toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
 import { SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
@@ -40,10 +41,16 @@ export interface GrpcServerOptions {
   logger: Logger
   /** Whether to report SERVING on the health service. */
   isReady: () => boolean
-  /** Add X-RateLimit-* headers to `response_headers_to_add`. */
-  responseHeaders: boolean
-  /** Largest request message; bigger ones fail with RESOURCE_EXHAUSTED (default grpc-js's 4 MiB). */
-  maxMessageBytes?: number
+  /** Add RateLimit-Limit/-Remaining/-Reset under these names to `response_headers_to_add`; undefined adds none. */
+  responseHeaders: ResponseHeaderNames | undefined
+  /** Upstream's RESPONSE_DYNAMIC_METADATA. */
+  dynamicMetadata: boolean
+  /** `error`: a decision the store could not make is a gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides. */
+  storeError: StoreErrorHandling
+  /** Largest request message accepted, in bytes. */
+  maxMessageBytes: number
+  /** Milliseconds since the epoch (default Date.now); tests inject one. */
+  clock?: () => number
 }
 
 export interface FloodgateGrpcServer {
@@ -56,13 +63,17 @@ export interface FloodgateGrpcServer {
   close(timeoutMs: number, timers?: ShutdownTimers): Promise<void>
 }
 
-const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService'
+/**
+ * Service names the health service answers for: "" (the whole server), "ratelimit" (the name
+ * envoyproxy/ratelimit registers, which deployments' health checks ask for) and the RLS service.
+ */
+const HEALTH_SERVICES: ReadonlySet<string> = new Set(['', 'ratelimit', 'envoy.service.ratelimit.v3.RateLimitService'])
 
 /** Builds the gRPC server; nothing listens until `listen`. */
 export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServer {
   const pkg = loadRlsPackage()
-  // As the HTTP body limit: a request is a few descriptors, so megabytes of one are only a cost to us.
-  const server = new grpc.Server(options.maxMessageBytes === undefined ? {} : { 'grpc.max_receive_message_length': options.maxMessageBytes })
+  // A request bigger than any real Envoy descriptor set is refused before it is decoded.
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxMessageBytes })
   server.addService(serviceOf(pkg, 'envoy.service.ratelimit.v3.RateLimitService'), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   })
@@ -98,7 +109,8 @@ function serviceOf(pkg: grpc.GrpcObject, name: string): grpc.ServiceDefinition {
   return (node as grpc.ServiceClientConstructor).service
 }
 
-function shouldRateLimitHandler(options: GrpcServerOptions): grpc.handleUnaryCall<GrpcRateLimitRequest, RlsResponse> {
+function shouldRateLimitHandler(options: GrpcServerOptions): grpc.handleUnaryCall<GrpcRateLimitRequest, ReturnType<typeof toGrpcResponse>> {
+  const clock = options.clock ?? Date.now
   return (call, callback) => {
     const started = performance.now()
     let input
@@ -108,10 +120,15 @@ function shouldRateLimitHandler(options: GrpcServerOptions): grpc.handleUnaryCal
       callback(toGrpcError(error, options.logger))
       return
     }
-    options.decider.decide(input).then(
+    options.decider.decide(input, { storeError: options.storeError }).then(
       (result) => {
         options.metrics.observeLatency('grpc', (performance.now() - started) / 1000)
-        callback(null, toRlsResponse(result, options.responseHeaders))
+        const response = toRlsResponse(result, {
+          now: clock(),
+          headers: options.responseHeaders,
+          dynamicMetadataOf: options.dynamicMetadata ? input : undefined,
+        })
+        callback(null, toGrpcResponse(response))
       },
       (error: unknown) => callback(toGrpcError(error, options.logger)),
     )
@@ -121,7 +138,7 @@ function shouldRateLimitHandler(options: GrpcServerOptions): grpc.handleUnaryCal
 function healthCheckHandler(isReady: () => boolean): grpc.handleUnaryCall<{ service: string }, { status: string }> {
   return (call, callback) => {
     const service = call.request.service
-    if (service !== '' && service !== RLS_SERVICE) {
+    if (!HEALTH_SERVICES.has(service)) {
       callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify(service)}` })
       return
     }
@@ -133,6 +150,9 @@ function healthCheckHandler(isReady: () => boolean): grpc.handleUnaryCall<{ serv
 function toGrpcError(error: unknown, logger: Logger): Partial<grpc.StatusObject> {
   if (error instanceof FloodgateError && error.code === 'INVALID_REQUEST') {
     return { code: grpc.status.INVALID_ARGUMENT, details: error.message }
+  }
+  if (error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE') {
+    return { code: grpc.status.UNAVAILABLE, details: error.message }
   }
   logger.error({ err: error }, 'ShouldRateLimit failed')
   return { code: grpc.status.INTERNAL, details: 'internal error deciding the request' }

@@ -7,9 +7,9 @@ import { FloodgateError, formatDuration } from 'floodgate'
 import type { RuleSetDescription } from 'floodgate/rules'
 import { registerAdminRoutes } from './admin.js'
 import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
-import type { DecideResult, Decider } from './decide.js'
+import type { DecideInput, DecideResult, Decider, StoreErrorHandling } from './decide.js'
 import { fromProtoJson } from './envoy-request.js'
-import { toProtoJson, toRlsResponse } from './envoy-response.js'
+import { toProtoJson, toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
 
 /** The service's health: `/readyz` shows a status and a reason code from it, `/admin/health` all of it. */
@@ -44,8 +44,18 @@ export interface HttpServerOptions {
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
   health: () => HealthReport
-  /** Add X-RateLimit-* to `/json` answers' responseHeadersToAdd (as the gRPC option). */
-  responseHeaders: boolean
+  /** Envoy's `/json`: its answers as the gRPC server's (the same options). */
+  envoy: {
+    /** RateLimit-* header names for responseHeadersToAdd; undefined adds none. */
+    responseHeaders: ResponseHeaderNames | undefined
+    dynamicMetadata: boolean
+    /** `error`: a decision the store could not make is an error answer (upstream: 400), not the failure mode's. */
+    storeError: StoreErrorHandling
+    /** Milliseconds since the epoch (default Date.now). */
+    clock?: () => number
+  }
+  /** `/v1/check`: what a decision the store could not make becomes (`answer`: the failure mode's). */
+  checkStoreError: StoreErrorHandling
 }
 
 /** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
@@ -126,10 +136,13 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       reply.send(error)
     }
   }
-  const sendRls = (reply: FastifyReply, result: DecideResult, started: number) => {
+  const envoy = options.envoy
+  const clock = envoy.clock ?? Date.now
+  const sendRls = (reply: FastifyReply, input: DecideInput, result: DecideResult, started: number) => {
     try {
       options.metrics.observeLatency('http', (performance.now() - started) / 1000)
-      reply.code(result.allowed ? 200 : 429).send(toProtoJson(toRlsResponse(result, options.responseHeaders)))
+      const response = toRlsResponse(result, { now: clock(), headers: envoy.responseHeaders, dynamicMetadataOf: envoy.dynamicMetadata ? input : undefined })
+      reply.code(result.allowed ? 200 : 429).send(toProtoJson(response))
     } catch (error) {
       reply.send(error)
     }
@@ -137,21 +150,44 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
   app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
     const started = performance.now()
-    options.decider.decide(parseCheckRequest(request.body)).then(
+    options.decider.decide(parseCheckRequest(request.body), { storeError: options.checkStoreError }).then(
       (result) => sendCheck(reply, result, started),
       (error: unknown) => reply.send(error),
     )
   })
-  app.post('/json', (request, reply) => {
-    const started = performance.now()
-    options.decider.decide(fromProtoJson(request.body)).then(
-      (result) => sendRls(reply, result, started),
-      (error: unknown) => reply.send(error),
-    )
+  // As envoyproxy/ratelimit: any method; a body that is not a RateLimitRequest, a request the
+  // service refuses, or a store that did not answer: 400 with Go's plain `Bad Request` body.
+  // Our own faults stay 500s (logged by the app's handler).
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/json',
+    errorHandler: (error, request, reply) => {
+      const status = (error as FastifyError).statusCode
+      const userError = error instanceof FloodgateError ? error.code === 'INVALID_REQUEST' || error.code === 'STORE_UNAVAILABLE' : status !== undefined && status >= 400 && status < 500
+      if (!userError) {
+        request.log.error({ err: error, url: request.url, reqId: request.id }, 'request failed')
+        return reply.code(500).type('text/plain; charset=utf-8').send('Internal Server Error\n')
+      }
+      const code = status === 413 ? 413 : 400
+      // The body is upstream's, word for word; the reason goes in a header for people and logs.
+      reply.header('x-floodgate-reason', headerSafe(error.message))
+      return reply.code(code).header('x-content-type-options', 'nosniff').type('text/plain; charset=utf-8').send(code === 413 ? 'Request Entity Too Large\n' : 'Bad Request\n')
+    },
+    handler: (request, reply) => {
+      const started = performance.now()
+      // Upstream reads the body as JSON whatever its content type; Fastify hands text/plain over unparsed.
+      const input = fromProtoJson(typeof request.body === 'string' ? parseJsonText(request.body) : request.body)
+      options.decider.decide(input, { storeError: envoy.storeError }).then(
+        (result) => sendRls(reply, input, result, started),
+        (error: unknown) => reply.send(error),
+      )
+    },
   })
 
-  // As envoyproxy/ratelimit: plain "OK" when healthy, 500 otherwise.
-  app.get('/healthcheck', async (_request, reply) => reply.code(options.health().ready ? 200 : 500).type('text/plain').send(options.health().ready ? 'OK' : 'NOT OK'))
+  // As envoyproxy/ratelimit: plain "OK" when healthy, 500 with no body otherwise.
+  app.get('/healthcheck', async (_request, reply) =>
+    options.health().ready ? reply.type('text/plain; charset=utf-8').send('OK') : reply.code(500).send(''),
+  )
   app.get('/healthz', async () => ({ status: 'alive' }))
   // Public, so it says only ready or not and why, as a code: rule file paths, the failure mode and
   // reload errors are internals, shown at GET /admin/health behind the admin token.
@@ -197,6 +233,19 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, req
 }
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
+
+/** A message as a header value: printable ASCII on one line, at most 512 characters. */
+function headerSafe(message: string): string {
+  return message.replace(/[^\x20-\x7e]+/g, ' ').slice(0, 512)
+}
+
+function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new FloodgateError('INVALID_REQUEST', `body: not valid JSON (${(error as Error).message})`)
+  }
+}
 
 function errorName(status: number): string {
   if (status === 413) return 'payload_too_large'

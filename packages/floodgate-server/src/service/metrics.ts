@@ -8,17 +8,17 @@ export const OTHER_RULE = '_other'
 /** Bounds of the decision-latency histogram, in seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
 
-/** How one descriptor's decision counts, for the per-rule counters. */
-export interface HitOutcome {
+/** How many of one descriptor's hits land in each per-rule counter (upstream splits a request that crosses a threshold). */
+export interface HitCounts {
   /** Units charged (the hits addend), as upstream counts them; a check without counting (0) adds nothing. */
-  hits: number
-  allowed: boolean
-  /** Allowed with at least the near-limit ratio of the limit used. */
-  near: boolean
-  /** A shadow-mode rule that would have denied. */
-  wouldDeny: boolean
-  /** Answered from the limiter's deny cache, without the store. */
-  denyCache: boolean
+  total: number
+  over: number
+  near: number
+  within: number
+  /** Hits a shadow-mode rule would have denied but allowed. */
+  shadow: number
+  /** Hits answered from the limiter's deny cache, without the store. */
+  denyCache: number
 }
 
 export interface ServiceMetricsOptions {
@@ -26,11 +26,19 @@ export interface ServiceMetricsOptions {
   maxRuleLabels?: number
   /** Also export Node's process metrics (default true). */
   processMetrics?: boolean
+  /**
+   * Also export the per-rule counters under envoyproxy/ratelimit's Prometheus names and labels
+   * (`ratelimit_service_rate_limit_total_hits{domain,key1,key2}`, as its statsd mapping exports
+   * them), plus its error and config-load counters, so existing dashboards keep working.
+   */
+  upstreamNames?: boolean
 }
 
 /** One rule label's hits not yet handed to its counters (added on every decision, moved on every scrape). */
 interface PendingHits {
   readonly labels: { rule: string }
+  /** envoyproxy/ratelimit's labels for the same stats key. */
+  readonly upstreamLabels: UpstreamLabels
   total: number
   over: number
   near: number
@@ -39,7 +47,18 @@ interface PendingHits {
   denyCache: number
 }
 
-type PendingField = Exclude<keyof PendingHits, 'labels'>
+type PendingField = Exclude<keyof PendingHits, 'labels' | 'upstreamLabels'>
+
+type UpstreamLabels = { domain: string; key1: string; key2: string }
+
+/** Which pending field each upstream counter reads. */
+const UPSTREAM_COUNTERS: readonly [string, PendingField][] = [
+  ['total_hits', 'total'],
+  ['over_limit', 'over'],
+  ['near_limit', 'near'],
+  ['within_limit', 'within'],
+  ['shadow_mode', 'shadow'],
+]
 
 /** The service's metrics in their own registry (several services can live in one process, e.g. tests). */
 export class ServiceMetrics {
@@ -55,27 +74,63 @@ export class ServiceMetrics {
   readonly #fallbacks: Counter<'mode'>
   readonly #reloads: Counter<'result'>
   readonly #rules: Gauge
+  /** envoyproxy/ratelimit's `should_rate_limit` errors and global shadow count; present with `upstreamNames`. */
+  readonly #upstream: { errors: Counter<'err_type'>; globalShadow: Counter; configLoads: Record<'success' | 'error', Counter> } | undefined
 
   constructor(options: ServiceMetricsOptions = {}) {
     this.#maxRuleLabels = options.maxRuleLabels ?? 1000
     const registers = [this.registry]
-    const everyPending = () => this.#everyPending()
-    const perRule = (name: string, help: string, field: PendingField) =>
-      new Counter({
+    const upstreamOf = new Map<PendingField, Counter<keyof UpstreamLabels>>()
+    // Both names of one field are filled from the same pending sum, in one move, whichever is read first.
+    const move = (field: PendingField, own: Counter<'rule'>) => {
+      const upstream = upstreamOf.get(field)
+      for (const hits of this.#everyPending()) moveHits(own, upstream, hits, field)
+    }
+    const owners = new Map<PendingField, Counter<'rule'>>()
+    const perRule = (name: string, help: string, field: PendingField) => {
+      const counter: Counter<'rule'> = new Counter({
         name,
         help,
         labelNames: ['rule'] as const,
         registers,
-        collect() {
-          for (const hits of everyPending()) moveHits(this, hits, field)
-        },
+        collect: () => move(field, counter),
       })
+      owners.set(field, counter)
+    }
     perRule('floodgate_total_hits', 'Hits checked, per rule (the hits addend summed).', 'total')
     perRule('floodgate_over_limit', 'Hits denied for being over the limit, per rule (shadow rules included).', 'over')
     perRule('floodgate_near_limit', 'Hits allowed with at least the near-limit ratio (default 80%) of the limit used, per rule.', 'near')
     perRule('floodgate_within_limit', 'Hits allowed, per rule.', 'within')
     perRule('floodgate_shadow_mode', 'Hits a shadow-mode rule would have denied but allowed, per rule.', 'shadow')
     perRule('floodgate_deny_cache_hits', 'Denials answered from the in-process deny cache without the store, per rule.', 'denyCache')
+    if (options.upstreamNames) {
+      for (const [suffix, field] of UPSTREAM_COUNTERS) {
+        upstreamOf.set(
+          field,
+          new Counter({
+            name: `ratelimit_service_rate_limit_${suffix}`,
+            help: `envoyproxy/ratelimit's ${suffix} per stats key (domain, first two key levels), as its statsd mapping exports it.`,
+            labelNames: ['domain', 'key1', 'key2'] as const,
+            registers,
+            collect: () => move(field, owners.get(field) as Counter<'rule'>),
+          }),
+        )
+      }
+      const errors = new Counter({
+        name: 'ratelimit_service_should_rate_limit_error',
+        help: "envoyproxy/ratelimit's failed calls: redis_error (the store did not answer), service_error (a bad request).",
+        labelNames: ['err_type'] as const,
+        registers,
+      })
+      errors.inc({ err_type: 'redis_error' }, 0)
+      errors.inc({ err_type: 'service_error' }, 0)
+      const globalShadow = new Counter({ name: 'ratelimit_service_global_shadow_mode', help: 'Requests answered OK only because of SHADOW_MODE.', registers })
+      const configLoads = {
+        success: new Counter({ name: 'ratelimit_service_config_load_success', help: 'Rule loads that succeeded.', registers }),
+        error: new Counter({ name: 'ratelimit_service_config_load_error', help: 'Rule loads that failed (the previous rules keep serving).', registers }),
+      }
+      this.#upstream = { errors, globalShadow, configLoads }
+    }
     const latency = new Histogram({
       name: 'floodgate_decision_duration_seconds',
       help: 'Time to decide one request (all its descriptors), by transport.',
@@ -107,22 +162,29 @@ export class ServiceMetrics {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'floodgate_' })
   }
 
-  /** Counts one descriptor's decision against its rule. */
-  recordHit(ruleId: string, outcome: HitOutcome): void {
-    const hits = outcome.hits
-    if (hits === 0) return
-    const pending = this.#pendingFor(ruleId)
-    pending.total += hits
-    if (outcome.denyCache) pending.denyCache += hits
-    if (outcome.wouldDeny) {
-      pending.over += hits
-      pending.shadow += hits
-    } else if (!outcome.allowed) {
-      pending.over += hits
-    } else {
-      pending.within += hits
-      if (outcome.near) pending.near += hits
-    }
+  /**
+   * Counts one descriptor's hits against its stats key (the rule id, or upstream's key with request
+   * values for `detailed_metric` / `value_to_metric`); past `maxRuleLabels` keys they go to `_other`.
+   */
+  recordHit(metricKey: string, counts: HitCounts): void {
+    if (counts.total === 0) return
+    const pending = this.#pendingFor(metricKey)
+    pending.total += counts.total
+    pending.over += counts.over
+    pending.near += counts.near
+    pending.within += counts.within
+    pending.shadow += counts.shadow
+    pending.denyCache += counts.denyCache
+  }
+
+  /** A request that got an error instead of an answer: `store` (the store did not answer) or `service` (bad request). */
+  recordRequestError(kind: 'store' | 'service'): void {
+    this.#upstream?.errors.inc({ err_type: kind === 'store' ? 'redis_error' : 'service_error' })
+  }
+
+  /** A request answered OK only because of global shadow mode. */
+  recordGlobalShadow(): void {
+    this.#upstream?.globalShadow.inc()
   }
 
   /** Records how long one request took to decide. */
@@ -144,6 +206,7 @@ export class ServiceMetrics {
 
   recordReload(result: 'success' | 'error', ruleCount?: number): void {
     this.#reloads.inc({ result })
+    this.#upstream?.configLoads[result].inc()
     if (ruleCount !== undefined) this.#rules.set(ruleCount)
   }
 
@@ -170,13 +233,26 @@ export class ServiceMetrics {
 }
 
 function pendingHits(rule: string): PendingHits {
-  return { labels: { rule }, total: 0, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
+  return { labels: { rule }, upstreamLabels: upstreamLabelsOf(rule), total: 0, over: 0, near: 0, within: 0, shadow: 0, denyCache: 0 }
 }
 
-/** Adds a rule's pending hits of one kind to its counter; a kind with none adds no series, as before any hit. */
-function moveHits(counter: Counter<'rule'>, pending: PendingHits, field: PendingField): void {
+const IPV4 = /\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/g
+
+/**
+ * Upstream's labels of a stats key: its statsd name is sanitized (`:` and `|` become `_`, the dots
+ * of an IPv4 address too), then the statsd mapping takes the domain and the next two dotted parts.
+ */
+export function upstreamLabelsOf(metricKey: string): UpstreamLabels {
+  const sanitized = metricKey.replace(/[:|]/g, '_').replace(IPV4, (ip) => ip.replace(/\./g, '_'))
+  const [domain = '', key1 = '', key2 = ''] = sanitized.split('.')
+  return { domain, key1, key2 }
+}
+
+/** Adds a rule's pending hits of one kind to its counters; a kind with none adds no series, as before any hit. */
+function moveHits(counter: Counter<'rule'>, upstream: Counter<keyof UpstreamLabels> | undefined, pending: PendingHits, field: PendingField): void {
   const hits = pending[field]
   if (hits === 0) return
   pending[field] = 0
   counter.inc(pending.labels, hits)
+  upstream?.inc(pending.upstreamLabels, hits)
 }

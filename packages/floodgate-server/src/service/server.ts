@@ -60,15 +60,30 @@ interface RulesSource {
  */
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
-  const metrics = new ServiceMetrics()
+  const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics })
+  for (const note of settings.upstreamNotes) logger.info(note)
   const rules = openRules(settings, logger, metrics)
   const store = createStore(settings)
-  const limiter = new RateLimiter({ store, onStoreError: settings.onStoreError, instances: settings.instances, timeout: settings.storeTimeoutMs })
+  // `error` is decided by the Decider from the limiter's fail-open answer (marked as a fallback).
+  const limiterMode = (mode: Settings['onStoreError']) => (mode === 'error' ? 'open' : mode)
+  const limiter = new RateLimiter({ store, onStoreError: limiterMode(settings.onStoreError), instances: settings.instances, timeout: settings.storeTimeoutMs })
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
 
   let draining = false
-  const decider = new Decider({ rules: () => rules.current, limiter, metrics, nearLimitRatio: settings.nearLimitRatio })
+  const decider = new Decider({
+    rules: () => rules.current,
+    limiter,
+    metrics,
+    nearLimitRatio: settings.nearLimitRatio,
+    stopIncrementWhenOverLimit: settings.stopIncrementWhenOverLimit,
+    globalShadowMode: settings.globalShadowMode,
+    globalQuotaMode: settings.globalQuotaMode,
+    maxDescriptors: settings.maxDescriptors,
+    maxEntries: settings.maxDescriptorEntries,
+  })
+  const responseHeaders = settings.grpcResponseHeaders ? settings.responseHeaderNames : undefined
+  const envoyStoreError = settings.envoyOnStoreError === 'error' ? 'error' : 'answer'
   const health = (): HealthReport => ({
     ready: !draining,
     storeReachable: !breakerOpen && storeConnected(store),
@@ -88,11 +103,21 @@ export async function startService(settings: Settings, options: StartOptions = {
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
-    responseHeaders: settings.grpcResponseHeaders,
+    envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
+    checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
+  })
+  const grpc = createGrpcServer({
+    decider,
+    metrics,
+    logger,
+    isReady: () => !draining,
+    responseHeaders,
+    dynamicMetadata: settings.dynamicMetadata,
+    storeError: envoyStoreError,
+    maxMessageBytes: settings.grpcMaxMessageBytes,
   })
   const connections = new ConnectionTracker(http.server)
   const timers = options.timers ?? SYSTEM_TIMERS
-  const grpc = createGrpcServer({ decider, metrics, logger, isReady: () => !draining, responseHeaders: settings.grpcResponseHeaders, maxMessageBytes: settings.bodyLimitBytes })
 
   const closeBackends = async () => {
     await rules.close()
@@ -131,8 +156,8 @@ export async function startService(settings: Settings, options: StartOptions = {
 }
 
 function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
-  if (!settings.watch) return loadOnce(settings.config, logger, metrics)
-  const watcher = new RuleWatcher(settings.config)
+  if (!settings.watch) return loadOnce(settings.config, settings.wildcardOrder, logger, metrics)
+  const watcher = new RuleWatcher(settings.config, { wildcardOrder: settings.wildcardOrder })
   metrics.recordReload('success', countRules(watcher.current))
   watcher.on('reload', (next) => {
     metrics.recordReload('success', countRules(next))
@@ -146,8 +171,8 @@ function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics):
 }
 
 /** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
-function loadOnce(path: string, logger: Logger, metrics: ServiceMetrics): RulesSource {
-  let current = loadRules(path)
+function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger: Logger, metrics: ServiceMetrics): RulesSource {
+  let current = loadRules(path, { wildcardOrder })
   let lastError: ConfigError | undefined
   metrics.recordReload('success', countRules(current))
   return {
@@ -159,7 +184,7 @@ function loadOnce(path: string, logger: Logger, metrics: ServiceMetrics): RulesS
     },
     reload() {
       try {
-        current = loadRules(path)
+        current = loadRules(path, { wildcardOrder })
         lastError = undefined
         metrics.recordReload('success', countRules(current))
         logger.info({ files: current.files }, 'rules reloaded')

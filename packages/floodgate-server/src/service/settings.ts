@@ -3,6 +3,8 @@
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import { FloodgateError, parseDuration } from 'floodgate'
+import type { ResponseHeaderNames } from './envoy-response.js'
+import { readUpstreamEnvironment } from './upstream-env.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -29,7 +31,8 @@ export interface Settings extends AbuseBounds {
   grpcPort: number
   /** Bearer token for `/admin`; undefined disables the admin API (404). */
   adminToken: string | undefined
-  onStoreError: 'open' | 'closed' | 'local'
+  /** `error` answers an error instead of deciding in a failure mode (the limiter then runs as `open`). */
+  onStoreError: 'open' | 'closed' | 'local' | 'error'
   /** For `local`: how many service instances share the limits. */
   instances: number
   /** Longest wait for the store per decision. */
@@ -45,6 +48,31 @@ export interface Settings extends AbuseBounds {
   nearLimitRatio: number
   /** Longest a graceful shutdown waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number
+
+  // --- Envoy drop-in: envoyproxy/ratelimit's behaviour and settings ---
+  /** The Envoy paths' (gRPC, /json) store-failure handling: --on-store-error when given, else `error` (Envoy's failure_mode_deny decides). */
+  envoyOnStoreError: 'open' | 'closed' | 'local' | 'error'
+  /** Which of several wildcard values wins: `file` order (upstream) or the most `specific`. */
+  wildcardOrder: 'file' | 'specific'
+  /** RateLimit-* header names added to Envoy answers when `grpcResponseHeaders` is on. */
+  responseHeaderNames: ResponseHeaderNames
+  /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
+  stopIncrementWhenOverLimit: boolean
+  /** SHADOW_MODE: never answer OVER_LIMIT overall. */
+  globalShadowMode: boolean
+  /** QUOTA_MODE: every descriptor is a quota descriptor. */
+  globalQuotaMode: boolean
+  /** RESPONSE_DYNAMIC_METADATA. */
+  dynamicMetadata: boolean
+  /** Most descriptors per Envoy request, and entries per descriptor. */
+  maxDescriptors: number
+  maxDescriptorEntries: number
+  /** Largest gRPC request message. */
+  grpcMaxMessageBytes: number
+  /** Also export envoyproxy/ratelimit's Prometheus names (USE_PROMETHEUS). */
+  upstreamMetrics: boolean
+  /** Upstream variables accepted without effect, to log at start. */
+  upstreamNotes: string[]
 }
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
@@ -123,7 +151,7 @@ export const SERVE_OPTIONS = {
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
   adminToken: { flag: 'admin-token', env: 'FLOODGATE_ADMIN_TOKEN', type: 'string', help: 'bearer token enabling /admin' },
-  onStoreError: { flag: 'on-store-error', env: 'FLOODGATE_ON_STORE_ERROR', type: 'string', help: 'open | closed | local (default open)' },
+  onStoreError: { flag: 'on-store-error', env: 'FLOODGATE_ON_STORE_ERROR', type: 'string', help: 'open | closed | local | error (default: open on /v1/check, error on gRPC and /json)' },
   instances: { flag: 'instances', env: 'FLOODGATE_INSTANCES', type: 'string', help: 'instances sharing the limits, for local fallback (default 1)' },
   storeTimeout: { flag: 'store-timeout', env: 'FLOODGATE_STORE_TIMEOUT', type: 'string', help: 'longest wait for the store (default 100ms)' },
   logLevel: { flag: 'log-level', env: 'FLOODGATE_LOG_LEVEL', type: 'string', help: 'fatal|error|warn|info|debug|trace|silent (default info)' },
@@ -133,6 +161,20 @@ export const SERVE_OPTIONS = {
   nearLimitRatio: { flag: 'near-limit-ratio', env: 'FLOODGATE_NEAR_LIMIT_RATIO', type: 'string', help: 'share of a limit counted as near_limit (default 0.8)' },
   shutdownTimeout: { flag: 'shutdown-timeout', env: 'FLOODGATE_SHUTDOWN_TIMEOUT', type: 'string', help: 'longest graceful drain (default 10s)' },
   ...ABUSE_BOUND_OPTIONS,
+
+  // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
+  wildcardOrder: { flag: 'wildcard-order', env: 'FLOODGATE_WILDCARD_ORDER', type: 'string', help: 'file (upstream: first in file order) | specific (most literal characters first)' },
+  limitHeader: { flag: 'limit-header', env: 'FLOODGATE_LIMIT_HEADER', type: 'string', help: 'name of the limit header (default RateLimit-Limit)' },
+  remainingHeader: { flag: 'remaining-header', env: 'FLOODGATE_REMAINING_HEADER', type: 'string', help: 'name of the remaining header (default RateLimit-Remaining)' },
+  resetHeader: { flag: 'reset-header', env: 'FLOODGATE_RESET_HEADER', type: 'string', help: 'name of the reset header (default RateLimit-Reset)' },
+  stopIncrement: { flag: 'stop-increment-when-over-limit', env: 'FLOODGATE_STOP_INCREMENT_WHEN_OVER_LIMIT', type: 'boolean', help: 'a request over some limit does not charge its other descriptors' },
+  globalShadowMode: { flag: 'shadow-mode', env: 'FLOODGATE_SHADOW_MODE', type: 'boolean', help: 'never answer OVER_LIMIT overall (descriptors still report it)' },
+  globalQuotaMode: { flag: 'quota-mode', env: 'FLOODGATE_QUOTA_MODE', type: 'boolean', help: 'treat every descriptor as quota_mode' },
+  dynamicMetadata: { flag: 'response-dynamic-metadata', env: 'FLOODGATE_RESPONSE_DYNAMIC_METADATA', type: 'boolean', help: 'describe the request in Envoy dynamic metadata' },
+  maxDescriptors: { flag: 'max-descriptors', env: 'FLOODGATE_MAX_DESCRIPTORS', type: 'string', help: 'most descriptors per request (default 64)' },
+  maxDescriptorEntries: { flag: 'max-descriptor-entries', env: 'FLOODGATE_MAX_DESCRIPTOR_ENTRIES', type: 'string', help: 'most entries per descriptor (default 32)' },
+  grpcMaxMessage: { flag: 'grpc-max-message', env: 'FLOODGATE_GRPC_MAX_MESSAGE', type: 'string', help: 'largest gRPC request in bytes (default 65536)' },
+  upstreamMetrics: { flag: 'upstream-metrics', env: 'FLOODGATE_UPSTREAM_METRICS', type: 'boolean', help: 'also export ratelimit_service_* metric names' },
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
@@ -144,7 +186,9 @@ type RawOptions = Partial<Record<OptionName, string | boolean>>
  * (INVALID_OPTION) naming the flag and variable when something is wrong.
  */
 export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Settings {
-  const raw = rawOptions(argv, env)
+  // envoyproxy/ratelimit's variables (REDIS_URL, PORT, RUNTIME_ROOT, …) first become Floodgate's.
+  const upstream = readUpstreamEnvironment(env)
+  const raw = rawOptions(argv, upstream.env)
   const parsed = schema.safeParse(raw)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -152,7 +196,7 @@ export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = p
     const where = name ? `--${SERVE_OPTIONS[name].flag} / ${SERVE_OPTIONS[name].env}` : 'options'
     throw new FloodgateError('INVALID_OPTION', `${where}: ${issue.message}`)
   }
-  return parsed.data
+  return { ...parsed.data, upstreamNotes: upstream.notes }
 }
 
 /** The help text of `floodgate serve`. */
@@ -191,8 +235,8 @@ function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions
 }
 
 function parseBooleanEnv(value: string, name: string): boolean {
-  if (/^(1|true|yes|on)$/i.test(value)) return true
-  if (/^(0|false|no|off)$/i.test(value)) return false
+  if (/^(1|t|true|yes|on)$/i.test(value)) return true // t/f: Go's ParseBool, for upstream's variables
+  if (/^(0|f|false|no|off)$/i.test(value)) return false
   throw new FloodgateError('INVALID_OPTION', `${name}: expected true or false, got ${JSON.stringify(value)}`)
 }
 
@@ -239,6 +283,22 @@ const durationMs = (fallback: number) =>
       }
     })
 
+// --- Envoy drop-in: value readers of its settings ---
+const headerName = (fallback: string) =>
+  z
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name (letters, digits, - and the like)')
+    .optional()
+    .transform((name) => name ?? fallback)
+
+const wholeNumber = (fallback: number) =>
+  z
+    .string()
+    .regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1')
+    .transform(Number)
+    .optional()
+    .transform((n) => n ?? fallback)
+
 const schema = z
   .object({
     config: z.string({ error: 'required: the rules file or directory, e.g. --config rules.yaml' }).min(1),
@@ -251,7 +311,7 @@ const schema = z
     httpPort: port(8080),
     grpcPort: port(8081),
     adminToken: z.string().min(8, 'use a token of at least 8 characters').optional(),
-    onStoreError: z.enum(['open', 'closed', 'local'], { error: 'expected open, closed or local' }).optional().transform((m) => m ?? 'open'),
+    onStoreError: z.enum(['open', 'closed', 'local', 'error'], { error: 'expected open, closed, local or error' }).optional(),
     instances: z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).optional().transform((n) => n ?? 1),
     storeTimeout: durationMs(100),
     logLevel: z
@@ -269,6 +329,20 @@ const schema = z
       .transform((n) => n ?? 0.8),
     shutdownTimeout: durationMs(10_000),
     ...abuseBoundFields(),
+
+    // --- Envoy drop-in ---
+    wildcardOrder: z.enum(['file', 'specific'], { error: 'expected file or specific' }).optional().transform((o) => o ?? 'file'),
+    limitHeader: headerName('RateLimit-Limit'),
+    remainingHeader: headerName('RateLimit-Remaining'),
+    resetHeader: headerName('RateLimit-Reset'),
+    stopIncrement: z.boolean().optional(),
+    globalShadowMode: z.boolean().optional(),
+    globalQuotaMode: z.boolean().optional(),
+    dynamicMetadata: z.boolean().optional(),
+    maxDescriptors: wholeNumber(64),
+    maxDescriptorEntries: wholeNumber(32),
+    grpcMaxMessage: wholeNumber(65_536),
+    upstreamMetrics: z.boolean().optional(),
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels].filter((s) => s !== undefined).length
@@ -277,7 +351,7 @@ const schema = z
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
   })
   .transform(
-    (o): Settings => ({
+    (o): Omit<Settings, 'upstreamNotes'> => ({
       config: o.config,
       store: o.redisUrl
         ? { kind: 'redis', url: o.redisUrl }
@@ -291,7 +365,7 @@ const schema = z
       httpPort: o.httpPort,
       grpcPort: o.grpcPort,
       adminToken: o.adminToken,
-      onStoreError: o.onStoreError,
+      onStoreError: o.onStoreError ?? 'open',
       instances: o.instances,
       storeTimeoutMs: o.storeTimeout,
       logLevel: o.logLevel,
@@ -301,5 +375,18 @@ const schema = z
       nearLimitRatio: o.nearLimitRatio,
       shutdownTimeoutMs: o.shutdownTimeout,
       ...abuseBounds(o),
+
+      // --- Envoy drop-in ---
+      envoyOnStoreError: o.onStoreError ?? 'error',
+      wildcardOrder: o.wildcardOrder,
+      responseHeaderNames: { limit: o.limitHeader, remaining: o.remainingHeader, reset: o.resetHeader },
+      stopIncrementWhenOverLimit: o.stopIncrement ?? false,
+      globalShadowMode: o.globalShadowMode ?? false,
+      globalQuotaMode: o.globalQuotaMode ?? false,
+      dynamicMetadata: o.dynamicMetadata ?? false,
+      maxDescriptors: o.maxDescriptors,
+      maxDescriptorEntries: o.maxDescriptorEntries,
+      grpcMaxMessageBytes: o.grpcMaxMessage,
+      upstreamMetrics: o.upstreamMetrics ?? false,
     }),
   )

@@ -27,17 +27,18 @@ describe('toProtoJson', () => {
       overall_code: 'OVER_LIMIT',
       statuses: [
         { code: 'OVER_LIMIT', current_limit: { name: '', requests_per_unit: 3, unit: 'DAY' }, limit_remaining: 0, duration_until_reset: { seconds: 12, nanos: 0 } },
-        { code: 'OK', current_limit: { name: 'x', requests_per_unit: 3, unit: 'SECOND' }, limit_remaining: 2, duration_until_reset: { seconds: 0, nanos: 500_000_000 } },
-        { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: { seconds: 1, nanos: 250_500_000 } },
+        { code: 'OK', current_limit: { name: 'x', requests_per_unit: 3, unit: 'SECOND' }, limit_remaining: 2, duration_until_reset: { seconds: 1, nanos: 0 } },
+        { code: 'OK', current_limit: null, limit_remaining: 4294967295, duration_until_reset: null },
       ],
       response_headers_to_add: [],
+      dynamic_metadata: null,
     }
     assert.deepEqual(toProtoJson(response), {
       overallCode: 'OVER_LIMIT',
       statuses: [
         { code: 'OVER_LIMIT', currentLimit: { requestsPerUnit: 3, unit: 'DAY' }, durationUntilReset: '12s' },
-        { code: 'OK', currentLimit: { requestsPerUnit: 3, unit: 'SECOND', name: 'x' }, limitRemaining: 2, durationUntilReset: '0.500s' },
-        { code: 'OK', durationUntilReset: '1.250500s' },
+        { code: 'OK', currentLimit: { requestsPerUnit: 3, unit: 'SECOND', name: 'x' }, limitRemaining: 2, durationUntilReset: '1s' },
+        { code: 'OK', limitRemaining: 4294967295 },
       ],
     })
   })
@@ -56,6 +57,7 @@ describe('fromProtoJson', () => {
     assert.deepEqual(input, {
       domain: 'd',
       hits: 1,
+      requestHits: 0,
       descriptors: [
         { entries: [{ key: 'a', value: '1' }], hits: 0, limit: { requestsPerUnit: 5, unit: 'MINUTE' } },
         { entries: [{ key: 'b', value: '' }], hits: 3 },
@@ -66,6 +68,26 @@ describe('fromProtoJson', () => {
   it('names the field that is wrong', () => {
     assert.throws(() => fromProtoJson({ domain: 5 }), /^FloodgateError: domain: /)
     assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: 'x' }] }), /descriptors\.0\.entries/)
-    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: [], limit: { requestsPerUnit: 0, unit: 'SECOND' } }] }), /requests_per_unit: must be at least 1/)
+    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: [], limit: { requestsPerUnit: 1, unit: 'FORTNIGHT' } }] }), /limit\.unit: "FORTNIGHT" is not a unit/)
+  })
+
+  it('refuses an unknown field, as protojson does', () => {
+    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [], extra: 1 }), /body: unknown field "extra"/)
+    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b', x: 1 }] }] }), /descriptors\.0\.entries\.0: unknown field "x"/)
+  })
+
+  // Abuse finding: the unit was looked up with `in` on a plain object, so prototype names passed
+  // the check and failed later with a 500; WEEK, which Envoy's proto defines, was refused.
+  it('an override unit named like an Object.prototype member is a clear 400-class error; WEEK is a unit', () => {
+    for (const unit of ['toString', '__proto__', 'constructor', 'valueOf', 'hasOwnProperty']) {
+      assert.throws(
+        () => fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 1, unit } }] }),
+        (error: Error & { code?: string }) => error.code === 'INVALID_REQUEST' && error.message.includes(`${JSON.stringify(unit)} is not a unit`),
+      )
+    }
+    const week = fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 1, unit: 'WEEK' } }] })
+    assert.deepEqual(week.descriptors[0].limit, { requestsPerUnit: 1, unit: 'WEEK' })
+    const byNumber = fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 0, unit: 7 } }] })
+    assert.deepEqual(byNumber.descriptors[0].limit, { requestsPerUnit: 0, unit: 'WEEK' }, 'requests_per_unit 0 is a valid override')
   })
 })

@@ -68,16 +68,19 @@ describe('Envoy RLS v3 gRPC (memory store)', () => {
     assert.equal(response.overall_code, 'OVER_LIMIT')
   })
 
-  it('a per-descriptor limit override replaces the configured limit, even where no rule matches', async () => {
-    const limit = { requests_per_unit: 1, unit: 'HOUR' }
-    const first = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit })] })
-    assert.equal(first.overall_code, 'OK')
-    assert.deepEqual(first.statuses[0].current_limit, { name: 'override-1-per-hour', requests_per_unit: 1, unit: 'HOUR' })
-    assert.equal((await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit })] })).overall_code, 'OVER_LIMIT')
-    // The configured limit (3 per day) still has its own counter.
+  it('a per-descriptor limit override replaces the configured limit (unnamed, keyed by descriptor and unit), even where no rule matches', async () => {
+    const limit = { requests_per_unit: 1, unit: 'DAY' }
+    // The configured limit is 3 per DAY; the override counts in the same day window of the same descriptor.
     assert.equal((await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' })] })).statuses[0].limit_remaining, 2)
+    const first = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit: { requests_per_unit: 3, unit: 'DAY' } })] })
+    assert.deepEqual(first.statuses[0].current_limit, { name: '', requests_per_unit: 3, unit: 'DAY' })
+    assert.equal(first.statuses[0].limit_remaining, 1, 'the counter is shared: the rate is not part of its key')
+    const over = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit })] })
+    assert.equal(over.overall_code, 'OVER_LIMIT')
     const unmatched = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ nothing: 'z' }, { limit })] })
     assert.equal(unmatched.statuses[0].current_limit.requests_per_unit, 1)
+    const unknownDomain = await client.shouldRateLimit({ domain: 'elsewhere', descriptors: [descriptor({ nothing: 'z' }, { limit })] })
+    assert.equal(unknownDomain.statuses[0].current_limit, null, 'an override applies only in a configured domain')
   })
 
   it('maps limits: extension policies to the nearest Envoy unit (2 per 10s → 12 per MINUTE)', async () => {
@@ -110,23 +113,24 @@ describe('Envoy RLS v3 gRPC (memory store)', () => {
     }
   })
 
-  it('serves grpc.health.v1.Health/Check', async () => {
+  it('serves grpc.health.v1.Health/Check for "", "ratelimit" (upstream\'s name) and the RLS service', async () => {
     assert.equal((await client.healthCheck()).status, 'SERVING')
+    assert.equal((await client.healthCheck('ratelimit')).status, 'SERVING')
     assert.equal((await client.healthCheck('envoy.service.ratelimit.v3.RateLimitService')).status, 'SERVING')
     await assert.rejects(client.healthCheck('other.Service'), (error: grpc.ServiceError) => error.code === grpc.status.NOT_FOUND)
   })
 })
 
 describe('Envoy RLS v3 gRPC with response headers', () => {
-  it('adds X-RateLimit-* to response_headers_to_add when enabled', async () => {
-    const service = await startTestService(undefined, ['--grpc-response-headers'])
+  it('adds RateLimit-Limit/-Remaining/-Reset to response_headers_to_add when enabled, names configurable', async () => {
+    const service = await startTestService(undefined, ['--grpc-response-headers', '--reset-header', 'X-Reset'])
     const client = rlsClients(service.grpcPort)
     try {
       const response = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'h1' })] })
       const headers = Object.fromEntries(response.response_headers_to_add.map((h: { key: string; value: string }) => [h.key, h.value]))
-      assert.equal(headers['x-ratelimit-limit'], '3, 3;w=86400')
-      assert.equal(headers['x-ratelimit-remaining'], '2')
-      assert.ok(Number(headers['x-ratelimit-reset']) > 0)
+      assert.equal(headers['RateLimit-Limit'], '3')
+      assert.equal(headers['RateLimit-Remaining'], '2')
+      assert.equal(headers['X-Reset'], String(response.statuses[0].duration_until_reset.seconds))
     } finally {
       client.close()
       await service.stop()

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { checkBody, parseMetrics, postJson, scrape, startTestService, type TestService } from './helpers.js'
 import { ServiceMetrics, OTHER_RULE } from '../../src/service/metrics.js'
+import { nearLimitThreshold, upstreamCounts } from '../../src/service/hit-counts.js'
 
 describe('/metrics', () => {
   let service: TestService
@@ -32,18 +33,18 @@ describe('/metrics', () => {
     for (const key of metrics.keys()) assert.ok(!key.includes('metrics-user'), `raw value leaked into ${key}`)
   })
 
-  it('counts deny-cache answers', async () => {
+  it('counts deny-cache answers (limits: rules; upstream-format rules count every hit in the store)', async () => {
     const url = `${service.httpUrl}/v1/check`
-    for (let i = 0; i < 6; i++) await postJson(url, checkBody('test', [{ user: 'dc' }]))
+    for (let i = 0; i < 6; i++) await postJson(url, checkBody('test', [{ burst: 'dc' }]))
     const metrics = await scrape(service.httpUrl)
-    assert.ok((metrics.get('floodgate_deny_cache_hits{rule="test.user"}') ?? 0) >= 1)
+    assert.ok((metrics.get('floodgate_deny_cache_hits{rule="test.burst"}') ?? 0) >= 1)
   })
 })
 
 describe('ServiceMetrics', () => {
   it('caps the number of rule labels', async () => {
     const metrics = new ServiceMetrics({ maxRuleLabels: 2, processMetrics: false })
-    for (const rule of ['a', 'b', 'c', 'd']) metrics.recordHit(rule, { hits: 1, allowed: true, near: false, wouldDeny: false, denyCache: false })
+    for (const rule of ['a', 'b', 'c', 'd']) metrics.recordHit(rule, { total: 1, within: 1, over: 0, near: 0, shadow: 0, denyCache: 0 })
     const values = parseMetrics((await metrics.expose()).body)
     assert.equal(values.get('floodgate_total_hits{rule="a"}'), 1)
     assert.equal(values.get('floodgate_total_hits{rule="b"}'), 1)
@@ -53,13 +54,13 @@ describe('ServiceMetrics', () => {
 })
 
 describe('ServiceMetrics per-rule counters', () => {
-  const hit = { hits: 1, allowed: true, near: false, wouldDeny: false, denyCache: false }
+  const hit = { total: 1, within: 1, over: 0, near: 0, shadow: 0, denyCache: 0 }
 
   it('show every hit recorded before a scrape, once, however many scrapes there are', async () => {
     const metrics = new ServiceMetrics({ processMetrics: false })
-    metrics.recordHit('r', { ...hit, hits: 2, near: true })
-    metrics.recordHit('r', { ...hit, allowed: false, denyCache: true })
-    metrics.recordHit('s', { ...hit, allowed: true, wouldDeny: true })
+    metrics.recordHit('r', { ...hit, total: 2, within: 2, near: 2 })
+    metrics.recordHit('r', { ...hit, within: 0, over: 1, denyCache: 1 })
+    metrics.recordHit('s', { ...hit, within: 0, over: 1, shadow: 1 })
     let values = parseMetrics((await metrics.expose()).body)
     assert.equal(values.get('floodgate_total_hits{rule="r"}'), 3)
     assert.equal(values.get('floodgate_within_limit{rule="r"}'), 2)
@@ -76,5 +77,50 @@ describe('ServiceMetrics per-rule counters', () => {
     assert.equal(values.get('floodgate_within_limit{rule="r"}'), 3)
     const total = await metrics.registry.getSingleMetric('floodgate_total_hits')!.get()
     assert.deepEqual(total.values.map((v) => [v.labels.rule, v.value]), [['r', 4], ['s', 1]])
+  })
+})
+
+describe('ServiceMetrics upstream names (USE_PROMETHEUS)', () => {
+  it('exports ratelimit_service_rate_limit_* with domain and key labels, as upstream statsd mapping does', async () => {
+    const metrics = new ServiceMetrics({ processMetrics: false, upstreamNames: true })
+    metrics.recordHit('edge.remote_address', { total: 3, within: 2, over: 1, near: 1, shadow: 0, denyCache: 0 })
+    metrics.recordHit('edge.plan_premium.user_alice', { total: 1, within: 1, over: 0, near: 0, shadow: 0, denyCache: 0 })
+    metrics.recordHit('edge.remote_address_10.0.0.1', { total: 1, within: 0, over: 1, near: 0, shadow: 1, denyCache: 0 })
+    metrics.recordRequestError('store')
+    metrics.recordReload('success')
+    const values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('ratelimit_service_rate_limit_total_hits{domain="edge",key1="remote_address",key2=""}'), 3)
+    assert.equal(values.get('ratelimit_service_rate_limit_over_limit{domain="edge",key1="remote_address",key2=""}'), 1)
+    assert.equal(values.get('ratelimit_service_rate_limit_near_limit{domain="edge",key1="remote_address",key2=""}'), 1)
+    assert.equal(values.get('ratelimit_service_rate_limit_within_limit{domain="edge",key1="plan_premium",key2="user_alice"}'), 1)
+    // An IPv4 address's dots become underscores, as upstream sanitizes stat names.
+    assert.equal(values.get('ratelimit_service_rate_limit_shadow_mode{domain="edge",key1="remote_address_10_0_0_1",key2=""}'), 1)
+    assert.equal(values.get('floodgate_total_hits{rule="edge.remote_address"}'), 3, 'Floodgate names are still there')
+    assert.equal(values.get('ratelimit_service_should_rate_limit_error{err_type="redis_error"}'), 1)
+    assert.equal(values.get('ratelimit_service_config_load_success'), 1)
+  })
+
+  it('are absent unless asked for', async () => {
+    const metrics = new ServiceMetrics({ processMetrics: false })
+    metrics.recordHit('edge.a', { total: 1, within: 1, over: 0, near: 0, shadow: 0, denyCache: 0 })
+    assert.doesNotMatch((await metrics.expose()).body, /ratelimit_service_/)
+  })
+})
+
+describe('upstreamCounts (upstream stats arithmetic)', () => {
+  const status = (requestsPerUnit: number, count: number) => ({ unit: 'HOUR' as const, requestsPerUnit, name: '', count, over: count > requestsPerUnit })
+
+  it('a request crossing the limit counts only the hits past it as over, the rest up to the limit as near', () => {
+    // 13 → 15 against 14: one hit over; near from max(11, 13) to 14: one.
+    assert.deepEqual(upstreamCounts(2, false, status(14, 15), 0.8), { total: 2, over: 1, near: 1, within: 0, shadow: 0, denyCache: 0 })
+    // Already over before: every hit is over, none near.
+    assert.deepEqual(upstreamCounts(3, true, status(14, 20), 0.8), { total: 3, over: 3, near: 0, within: 0, shadow: 3, denyCache: 0 })
+  })
+
+  it('within the limit, only the hits past the near threshold are near', () => {
+    // floor(10 × 0.8) = 8: 7 → 9 puts one hit past it.
+    assert.deepEqual(upstreamCounts(2, false, status(10, 9), 0.8), { total: 2, over: 0, near: 1, within: 2, shadow: 0, denyCache: 0 })
+    assert.deepEqual(upstreamCounts(1, false, status(10, 5), 0.8), { total: 1, over: 0, near: 0, within: 1, shadow: 0, denyCache: 0 })
+    assert.equal(nearLimitThreshold(3, 0.8), 2)
   })
 })

@@ -77,7 +77,7 @@ describe('readSettings', () => {
       [['c', '--redis', 'redis://a', '--redis-cluster', 'b:1'], {}, /give only one of/],
       [['c', '--redis-sentinel', 's:1'], {}, /^--sentinel-name .*required with --redis-sentinel/],
       [['c', '--redis-cluster', 'nohost'], {}, /expected host:port/],
-      [['c', '--on-store-error', 'maybe'], {}, /^--on-store-error .*expected open, closed or local/],
+      [['c', '--on-store-error', 'maybe'], {}, /^--on-store-error .*expected open, closed, local or error/],
       [['c', '--admin-token', 'short'], {}, /at least 8 characters/],
       [['c', '--store-timeout', 'soon'], {}, /^--store-timeout .*"soon" is not a duration/],
       [['c'], { FLOODGATE_NO_WATCH: 'perhaps' }, /^FLOODGATE_NO_WATCH: expected true or false/],

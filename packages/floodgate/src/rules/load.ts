@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, type ConfigIssue } from './errors.js'
-import { RuleSet } from './rule-set.js'
+import { RuleSet, type RuleSetOptions } from './rule-set.js'
 import { readDomainFile, type DomainConfig } from './schema.js'
 import { YamlSource } from './yaml-source.js'
 
@@ -18,7 +18,7 @@ export interface RuleSource {
  * issues are reported together; any issue rejects the whole set (a half-loaded config is never
  * served). Each domain must be defined in exactly one file.
  */
-export function parseRules(sources: readonly RuleSource[]): RuleSet {
+export function parseRules(sources: readonly RuleSource[], options: RuleSetOptions = {}): RuleSet {
   const issues: ConfigIssue[] = []
   if (sources.length === 0) {
     throw new ConfigError([{ file: '(none)', path: '', message: 'no rules files given; pass a YAML file or a directory of them' }])
@@ -42,7 +42,7 @@ export function parseRules(sources: readonly RuleSource[]): RuleSet {
     configs.push(config)
   }
   if (issues.length > 0) throw new ConfigError(issues)
-  return new RuleSet(configs, sources.map((source) => source.file))
+  return new RuleSet(configs, sources.map((source) => source.file), options)
 }
 
 /**
@@ -51,8 +51,8 @@ export function parseRules(sources: readonly RuleSource[]): RuleSet {
  * and the `..data` folders of Kubernetes ConfigMap mounts while following their symlinks).
  * Throws ConfigError for unreadable files as well as invalid ones.
  */
-export function loadRules(path: string): RuleSet {
-  return parseRules(readRuleSources(path))
+export function loadRules(path: string, options: RuleSetOptions = {}): RuleSet {
+  return parseRules(readRuleSources(path), options)
 }
 
 /** Reads the files `loadRules` would load, without validating them. Throws ConfigError if unreadable. */

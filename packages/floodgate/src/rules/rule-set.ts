@@ -2,7 +2,7 @@
 
 import { boundedKey } from '../core/bounded-key.js'
 import type { Policy } from '../core/policy.js'
-import { compileLevel, findRule, type DescriptorEntry, type Level } from './match.js'
+import { compileLevel, findRule, type DescriptorEntry, type Level, type RuleMatch, type WildcardOrder } from './match.js'
 import type { DescriptorConfig, DomainConfig, RuleTemplate } from './schema.js'
 import type { EnvoyUnit } from './units.js'
 
@@ -35,6 +35,25 @@ export interface MatchedRule {
   storeKey: string
   /** For `rate_limit` rules: the limit as Envoy states it (`current_limit` in a DescriptorStatus). */
   envoyLimit?: { unit: EnvoyUnit; requestsPerUnit: number }
+  /**
+   * The stats key envoyproxy/ratelimit counts this hit under: `id`, unless the path has
+   * `value_to_metric` or `share_threshold` or the rule has `detailed_metric`, which put request
+   * values (or the shared pattern) in it. Bounded by the config only when none of those is set.
+   */
+  metricKey: string
+  /** `quota_mode: true` (see RuleTemplate.quota). */
+  quota: boolean
+  /** The descriptor's `metadata:`, when written. */
+  metadata?: Readonly<Record<string, unknown>>
+}
+
+/** Options of a RuleSet (and of `parseRules`, `loadRules`, `RuleWatcher`). */
+export interface RuleSetOptions {
+  /**
+   * Which of several wildcard values of one key wins: `file` (default, as envoyproxy/ratelimit:
+   * the first in file order) or `specific` (the most literal characters first).
+   */
+  wildcardOrder?: WildcardOrder
 }
 
 /**
@@ -49,10 +68,11 @@ export class RuleSet {
   private readonly configs: readonly DomainConfig[]
 
   /** Prefer `parseRules` / `loadRules`, which validate; this trusts its input. */
-  constructor(configs: readonly DomainConfig[], files: readonly string[]) {
+  constructor(configs: readonly DomainConfig[], files: readonly string[], options: RuleSetOptions = {}) {
     this.configs = configs
     this.files = Object.freeze([...files])
-    this.roots = new Map(configs.map((config) => [config.domain, compileLevel(config.descriptors)]))
+    const order = options.wildcardOrder ?? 'file'
+    this.roots = new Map(configs.map((config) => [config.domain, compileLevel(config.descriptors, order)]))
     this.domains = new Set(this.roots.keys())
   }
 
@@ -66,14 +86,14 @@ export class RuleSet {
     const results: (MatchedRule | undefined)[] = new Array(descriptors.length).fill(undefined)
     if (!this.roots.has(domain)) return results
     const root = this.roots.get(domain)
-    const templates = descriptors.map((entries) => findRule(root, entries))
-    const replaced = replacedNames(templates)
+    const matches = descriptors.map((entries) => findRule(root, domain, entries))
+    const replaced = replacedNames(matches)
     for (let i = 0; i < descriptors.length; i++) {
-      const template = templates[i]
-      if (template === undefined) continue
-      const policies = replaced === undefined ? template.policies : survivingPolicies(template, replaced)
+      const match = matches[i]
+      if (match === undefined) continue
+      const policies = replaced === undefined ? match.template.policies : survivingPolicies(match.template, replaced)
       if (policies === undefined) continue
-      results[i] = toMatchedRule(template, policies, storeKeyOf(domain, descriptors[i]))
+      results[i] = toMatchedRule(match, policies, storeKeyOf(domain, descriptors[i], match.shared))
     }
     return results
   }
@@ -108,6 +128,8 @@ export interface DescriptorDescription {
     unlimited: boolean
     shadow: boolean
     detailedMetric: boolean
+    quota: boolean
+    metadata?: Readonly<Record<string, unknown>>
     replaces: string[]
     envoyLimit?: { unit: EnvoyUnit; requestsPerUnit: number }
     policies: Policy[]
@@ -127,6 +149,8 @@ function describeDescriptor(descriptor: DescriptorConfig): DescriptorDescription
       unlimited: rule.unlimited,
       shadow: rule.shadow,
       detailedMetric: rule.detailedMetric,
+      quota: rule.quota,
+      metadata: rule.metadata,
       replaces: [...rule.replaces],
       envoyLimit: rule.envoy && { ...rule.envoy },
       policies: rule.policies.map((policy) => ({ ...policy })),
@@ -135,11 +159,12 @@ function describeDescriptor(descriptor: DescriptorConfig): DescriptorDescription
   }
 }
 
-/** Names replaced by the matched, limited rules of one request; `undefined` when none (the usual case). */
-function replacedNames(templates: readonly (RuleTemplate | undefined)[]): Set<string> | undefined {
+/** Names replaced by the matched rules of one request (unlimited ones too, as upstream); `undefined` when none (the usual case). */
+function replacedNames(matches: readonly (RuleMatch | undefined)[]): Set<string> | undefined {
   let names: Set<string> | undefined
-  for (const template of templates) {
-    if (template === undefined || template.unlimited || template.replaces.length === 0) continue
+  for (const match of matches) {
+    const template = match?.template
+    if (template === undefined || template.replaces.length === 0) continue
     names ??= new Set()
     for (const name of template.replaces) names.add(name)
   }
@@ -156,7 +181,8 @@ function survivingPolicies(template: RuleTemplate, replaced: ReadonlySet<string>
   return kept.length === 0 ? undefined : Object.freeze(kept)
 }
 
-function toMatchedRule(template: RuleTemplate, policies: readonly Policy[], storeKey: string): MatchedRule {
+function toMatchedRule(match: RuleMatch, policies: readonly Policy[], storeKey: string): MatchedRule {
+  const { template } = match
   const rule: MatchedRule = {
     id: template.id,
     // Frozen at load time; the mutable type is the public contract, the freeze guards sharing.
@@ -165,9 +191,12 @@ function toMatchedRule(template: RuleTemplate, policies: readonly Policy[], stor
     shadow: template.shadow,
     detailedMetric: template.detailedMetric,
     storeKey,
+    metricKey: match.metricKey,
+    quota: template.quota,
   }
   if (template.name !== undefined) rule.name = template.name
   if (template.envoy !== undefined) rule.envoyLimit = template.envoy
+  if (template.metadata !== undefined) rule.metadata = template.metadata
   return rule
 }
 
@@ -176,13 +205,14 @@ const SEPARATORS = /[\\|=]/g
 
 /**
  * `domain|key=value|key=value`, with `\`, `|` and `=` inside any part escaped by a backslash, so
- * each key is one exact reading of (domain, entries) and no two requests collide. Values come from
- * clients: a key longer than 256 characters is hashed (`boundedKey`), so the store keeps 39
- * characters for it, not the whole request.
+ * each key is one exact reading of (domain, entries) and no two requests collide. `shared` puts a
+ * `share_threshold` pattern in place of the request's value, so every value it matches shares one counter.
+ * Values come from clients: a key longer than 256 characters is hashed (`boundedKey`), so the store
+ * keeps 39 characters for it, not the whole request.
  */
-export function storeKeyOf(domain: string, entries: readonly DescriptorEntry[]): string {
+export function storeKeyOf(domain: string, entries: readonly DescriptorEntry[], shared?: readonly (string | undefined)[]): string {
   let key = escapePart(domain)
-  for (const entry of entries) key += `|${escapePart(entry.key)}=${escapePart(entry.value)}`
+  for (let i = 0; i < entries.length; i++) key += `|${escapePart(entries[i].key)}=${escapePart(shared?.[i] ?? entries[i].value)}`
   return boundedKey(key)
 }
 

@@ -19,6 +19,13 @@ export interface RuleTemplate {
   readonly replaces: readonly string[]
   /** The Envoy-style limit, for `rate_limit` rules only (Envoy's `current_limit`). */
   readonly envoy: { unit: EnvoyUnit; requestsPerUnit: number } | undefined
+  /**
+   * `quota_mode: true`: an over-limit answer for this descriptor denies the request only when every
+   * quota descriptor of the request is over (upstream's quota mode).
+   */
+  readonly quota: boolean
+  /** `metadata:` written on the descriptor (JSON-like), for Envoy's dynamic metadata; `undefined` when none. */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined
 }
 
 /** One validated descriptor entry of the config tree. */
@@ -30,6 +37,10 @@ export interface DescriptorConfig {
   readonly line: number | undefined
   readonly rule: RuleTemplate | undefined
   readonly descriptors: readonly DescriptorConfig[]
+  /** `value_to_metric: true`: metric keys name the request's value at this level, not the config's. */
+  readonly valueToMetric: boolean
+  /** `share_threshold: true` (wildcard values only): every value the pattern matches shares one counter. */
+  readonly shareThreshold: boolean
 }
 
 /** One validated file: a domain and its tree. */
@@ -41,7 +52,10 @@ export interface DomainConfig {
 }
 
 const ROOT_KEYS = ['domain', 'descriptors']
-const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'limits', 'descriptors', 'shadow_mode', 'detailed_metric']
+const DESCRIPTOR_KEYS = [
+  'key', 'value', 'rate_limit', 'limits', 'descriptors', 'shadow_mode', 'detailed_metric',
+  'quota_mode', 'value_to_metric', 'share_threshold', 'metadata',
+]
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces']
 const REPLACES_KEYS = ['name']
 const UNIT_LIST = `${ENVOY_UNITS.join(', ')} (any case)`
@@ -130,16 +144,39 @@ function readDescriptor(src: YamlSource, node: Node | undefined, path: string, p
   const id = `${parentId}.${value === undefined ? key : `${key}_${value}`}`
   const shadow = readBoolean(src, fields.get('shadow_mode'), `${path}.shadow_mode`)
   const detailedMetric = readBoolean(src, fields.get('detailed_metric'), `${path}.detailed_metric`)
+  const quota = readBoolean(src, fields.get('quota_mode'), `${path}.quota_mode`)
+  const valueToMetric = readBoolean(src, fields.get('value_to_metric'), `${path}.value_to_metric`)
+  const shareEntry = fields.get('share_threshold')
+  const shareThreshold = readBoolean(src, shareEntry, `${path}.share_threshold`)
+  if (shareThreshold && !value?.includes('*')) {
+    // As upstream: sharing one counter only means something for the values a wildcard matches.
+    src.report(shareEntry?.keyNode, `${path}.share_threshold`, 'share_threshold applies only to a wildcard value (one containing `*`); remove it or write a pattern such as `value: files/*`')
+  }
+  const metadata = readMetadata(src, fields.get('metadata'), `${path}.metadata`)
   const children = readDescriptorList(src, fields.get('descriptors'), `${path}.descriptors`, id)
-  const rule = readRule(src, fields, path, { id, shadow, detailedMetric, isValueEntry: value !== undefined, hasChildren: children.length > 0 })
+  const rule = readRule(src, fields, path, {
+    id, shadow, detailedMetric, quota, metadata, isValueEntry: value !== undefined, hasChildren: children.length > 0,
+  })
   if (key === undefined || key === '') return undefined
-  return { key, value, line: src.lineOf(node), rule, descriptors: children }
+  return { key, value, line: src.lineOf(node), rule, descriptors: children, valueToMetric, shareThreshold }
+}
+
+/** `metadata:` is free-form (upstream passes it on as a protobuf Struct), but must be a mapping. */
+function readMetadata(src: YamlSource, entry: MapEntry | undefined, path: string): Readonly<Record<string, unknown>> | undefined {
+  if (entry?.value === undefined) return undefined
+  if (src.entries(entry.value) === undefined) {
+    src.report(entry.value, path, 'metadata must be a mapping, e.g. `metadata: { name: service_1 }`')
+    return undefined
+  }
+  return Object.freeze(src.plain(entry.value) as Record<string, unknown>)
 }
 
 interface RuleContext {
   id: string
   shadow: boolean
   detailedMetric: boolean
+  quota: boolean
+  metadata: Readonly<Record<string, unknown>> | undefined
   isValueEntry: boolean
   hasChildren: boolean
 }
@@ -147,7 +184,7 @@ interface RuleContext {
 function readRule(src: YamlSource, fields: Map<string, MapEntry>, path: string, ctx: RuleContext): RuleTemplate | undefined {
   const rateLimit = fields.get('rate_limit')
   const limits = fields.get('limits')
-  const base = { id: ctx.id, shadow: ctx.shadow, detailedMetric: ctx.detailedMetric }
+  const base = { id: ctx.id, shadow: ctx.shadow, detailedMetric: ctx.detailedMetric, quota: ctx.quota, metadata: ctx.metadata }
   if (rateLimit !== undefined && limits !== undefined) {
     src.report(limits.keyNode, `${path}.limits`, 'a descriptor takes either `rate_limit` (Envoy style) or `limits` (Floodgate policies), not both; remove one')
     return undefined
@@ -164,7 +201,7 @@ function readRule(src: YamlSource, fields: Map<string, MapEntry>, path: string, 
   return undefined
 }
 
-type RuleBase = Pick<RuleTemplate, 'id' | 'shadow' | 'detailedMetric'>
+type RuleBase = Pick<RuleTemplate, 'id' | 'shadow' | 'detailedMetric' | 'quota' | 'metadata'>
 
 function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: RuleBase): RuleTemplate | undefined {
   const entries = src.entries(entry.value)
@@ -189,21 +226,23 @@ function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: Rul
       src.report(unitEntry.keyNode, `${path}.unit`, '`unlimited: true` takes no unit; remove `unit` or set `unlimited: false`')
       ok = false
     }
-    if (countEntry !== undefined) {
-      src.report(countEntry.keyNode, `${path}.requests_per_unit`, '`unlimited: true` takes no requests_per_unit; remove it or set `unlimited: false`')
-      ok = false
-    }
-    // Upstream ignores `replaces` on unlimited rules (they never reach the limit check); so do we.
-    return ok ? { ...base, name, policies: [], unlimited: true, replaces: [], envoy: undefined } : undefined
+    // A requests_per_unit beside `unlimited: true` is ignored, as upstream does. An unlimited rule's
+    // `replaces` still removes the named rules (upstream collects them before skipping the unlimited one).
+    return ok && replaces !== undefined ? { ...base, name: name || undefined, policies: [], unlimited: true, replaces, envoy: undefined } : undefined
   }
 
   const unit = readUnit(src, unitEntry, path, entry.value)
   const requestsPerUnit = readRequestsPerUnit(src, countEntry, path, entry.value)
   if (unit === undefined || requestsPerUnit === undefined || replaces === undefined) return undefined
-  const options: PolicyOptions = { algorithm: 'fixed-window', limit: requestsPerUnit, period: UNIT_MS[unit], shadow: base.shadow }
-  if (name) options.name = name
-  const policy = createPolicy(options, path)
+  // Named after the unit, not the rate or the rule name: upstream keys a counter by descriptor and
+  // window, so editing requests_per_unit (or an Envoy override of it) keeps the count of the window.
+  const policy = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: requestsPerUnit, period: UNIT_MS[unit], shadow: base.shadow }, path)
   return { ...base, name: name || undefined, policies: Object.freeze([policy]), unlimited: false, replaces, envoy: Object.freeze({ unit, requestsPerUnit }) }
+}
+
+/** The policy name of every Envoy-style limit of one unit (`per-minute`): it names the counter in the store. */
+export function envoyPolicyName(unit: EnvoyUnit): string {
+  return `per-${unit.toLowerCase()}`
 }
 
 function readUnit(src: YamlSource, entry: MapEntry | undefined, path: string, parent: Node | undefined): EnvoyUnit | undefined {

@@ -6,9 +6,9 @@ import { statSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import { ConfigError } from './errors.js'
 import { parseRules, readRuleSources, type RuleSource } from './load.js'
-import type { RuleSet } from './rule-set.js'
+import type { RuleSet, RuleSetOptions } from './rule-set.js'
 
-export interface RuleWatcherOptions {
+export interface RuleWatcherOptions extends RuleSetOptions {
   /** Quiet time after the last file event before reloading, so a burst of writes loads once (default 100ms). */
   debounceMs?: number
 }
@@ -37,6 +37,7 @@ export class RuleWatcher extends EventEmitter {
   #current: RuleSet
   #seen: string
   #debounceMs: number
+  readonly #ruleOptions: RuleSetOptions
   #timer: NodeJS.Timeout | undefined
   #watcher: FSWatcher | undefined
   #closed = false
@@ -45,8 +46,9 @@ export class RuleWatcher extends EventEmitter {
     super()
     this.path = path
     this.#debounceMs = options.debounceMs ?? 100
+    this.#ruleOptions = { wildcardOrder: options.wildcardOrder }
     const sources = readRuleSources(path)
-    this.#current = parseRules(sources)
+    this.#current = parseRules(sources, this.#ruleOptions)
     this.#seen = fingerprint(sources)
     this.#watch()
   }
@@ -74,7 +76,7 @@ export class RuleWatcher extends EventEmitter {
       // The same bytes as last time: nothing to do (file events often come in pairs).
       if (print === this.#seen) return this.lastError === undefined
       this.#seen = print
-      next = parseRules(sources)
+      next = parseRules(sources, this.#ruleOptions)
     } catch (error) {
       this.#fail(error)
       return false

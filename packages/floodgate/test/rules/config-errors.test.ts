@@ -192,7 +192,7 @@ describe('config errors', () => {
     assert.match(negative.message, /got "-1"/)
   })
 
-  it('unlimited together with a unit or requests_per_unit', () => {
+  it('unlimited together with a unit is refused; a requests_per_unit beside it is ignored, as upstream', () => {
     const issues = issuesOf(
       lines(
         'domain: edge',
@@ -204,12 +204,24 @@ describe('config errors', () => {
         '      requests_per_unit: 10', // 7
       ),
     )
+    assert.equal(issues.length, 1)
     const unit = issueAt(issues, 'descriptors[0].rate_limit.unit')
     assert.equal(unit.line, 6)
     assert.match(unit.message, /`unlimited: true` takes no unit; remove `unit` or set `unlimited: false`/)
-    const count = issueAt(issues, 'descriptors[0].rate_limit.requests_per_unit')
-    assert.equal(count.line, 7)
-    assert.match(count.message, /takes no requests_per_unit/)
+    const set = parseRules([{ file: 'u.yaml', text: lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit: { unlimited: true, requests_per_unit: 10 }') }])
+    assert.equal(set.match('edge', [[{ key: 'a', value: 'x' }]])[0]?.unlimited, true)
+  })
+
+  it('share_threshold on a value without a wildcard', () => {
+    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    value: plain', '    share_threshold: true', '    rate_limit: { unit: second, requests_per_unit: 1 }'))
+    const issue = issueAt(issues, 'descriptors[0].share_threshold')
+    assert.equal(issue.line, 5)
+    assert.match(issue.message, /only to a wildcard value/)
+  })
+
+  it('metadata that is not a mapping', () => {
+    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    metadata: [1, 2]', '    rate_limit: { unit: second, requests_per_unit: 1 }'))
+    assert.equal(issueAt(issues, 'descriptors[0].metadata').line, 4)
   })
 
   it('replaces naming its own rule, or with an empty name', () => {

@@ -16,7 +16,16 @@ describe('envoyproxy/ratelimit example configs', () => {
     const files = readdirSync(EXAMPLES).filter((name) => name.endsWith('.yaml'))
     assert.ok(files.length >= 5)
     for (const file of files) assert.equal(loadRules(join(EXAMPLES, file)).domains.size, 1)
-    assert.deepEqual([...set.domains].sort(), ['api', 'edge_proxy_per_ip', 'messaging', 'mongo_cla', 'webapp'])
+    assert.deepEqual([...set.domains].sort(), ['api', 'edge_proxy_per_ip', 'messaging', 'mongo_cla', 'storage', 'webapp'])
+  })
+
+  it('quota_mode, share_threshold, value_to_metric and metadata (storage)', () => {
+    const [tenant, a, b, route] = set.match('storage', [d('tenant=acme'), d('object=tmp/a'), d('object=tmp/b/c'), d('route=/upload', 'method=PUT')])
+    assert.equal(tenant?.quota, true)
+    assert.deepEqual(tenant?.metadata, { plan: { name: 'standard' } })
+    assert.equal(a?.storeKey, b?.storeKey)
+    assert.equal(a?.metricKey, 'storage.object_tmp/*')
+    assert.equal(route?.metricKey, 'storage.route_/upload.method')
   })
 
   it('exact values (database)', () => {

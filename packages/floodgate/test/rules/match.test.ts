@@ -3,15 +3,15 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { parseRules, storeKeyOf, type DescriptorEntry, type RuleSet } from '../../src/rules.js'
+import { parseRules, storeKeyOf, type DescriptorEntry, type RuleSet, type RuleSetOptions } from '../../src/rules.js'
 import { d } from './support.js'
 
-const rules = (text: string): RuleSet => parseRules([{ file: 'rules.yaml', text }])
+const rules = (text: string, options?: RuleSetOptions): RuleSet => parseRules([{ file: 'rules.yaml', text }], options)
 const limitOf = (set: RuleSet, ...pairs: string[]): number | undefined => set.match('t', [d(...pairs)])[0]?.policies[0]?.limit
 
 describe('matching precedence', () => {
-  // Written least specific first: the order in the file must not matter.
-  const set = rules(`
+  // Written least specific first: with `wildcardOrder: 'specific'` the order in the file must not matter.
+  const text = `
 domain: t
 descriptors:
   - key: ip
@@ -34,7 +34,9 @@ descriptors:
   - key: ip
     value: "1*.8"
     rate_limit: { unit: second, requests_per_unit: 7 }
-`)
+`
+  const set = rules(text, { wildcardOrder: 'specific' })
+  const upstream = rules(text)
 
   it('exact key+value beats every wildcard, which beats the key alone', () => {
     assert.equal(limitOf(set, 'ip=10.1.2.3'), 4)
@@ -50,6 +52,17 @@ descriptors:
     // "1*.8" (3 literal) beats "*.8" (2); "10.*" (3) ties with "1*.8" and was written first.
     assert.equal(limitOf(set, 'ip=12.0.0.8'), 7)
     assert.equal(limitOf(set, 'ip=10.0.0.8'), 2)
+  })
+
+  it('by default the first matching wildcard in file order wins, as upstream', () => {
+    // "10.*" is written before "10.1.*" and "*.9": it takes 10.1.0.9 and 10.1.2.4.
+    assert.equal(limitOf(upstream, 'ip=10.1.0.9'), 2)
+    assert.equal(limitOf(upstream, 'ip=10.1.2.4'), 2)
+    assert.equal(limitOf(upstream, 'ip=11.0.0.9'), 5)
+    assert.equal(limitOf(upstream, 'ip=12.0.0.8'), 6)
+    // Exact values still come before any wildcard, and the key alone after them.
+    assert.equal(limitOf(upstream, 'ip=10.1.2.3'), 4)
+    assert.equal(limitOf(upstream, 'ip=192.0.2.1'), 1)
   })
 
   it('ids name the config branch, never the request value', () => {
@@ -72,7 +85,7 @@ descriptors:
   - key: path
     value: "/a**b"
     rate_limit: { unit: second, requests_per_unit: 3 }
-`)
+`, { wildcardOrder: 'specific' })
     assert.equal(limitOf(glob, 'path=/users/7/orders/9'), 1)
     assert.equal(limitOf(glob, 'path=/users//orders/'), 1)
     assert.equal(limitOf(glob, 'path=/users/7/orders'), 2)
@@ -192,7 +205,8 @@ descriptors:
     assert.equal(rule?.detailedMetric, true)
     assert.equal(rule?.name, 'trial')
     assert.equal(rule?.policies[0].shadow, true)
-    assert.equal(rule?.policies[0].name, 'trial')
+    // The counter is named by the unit, not by the rule name or rate (upstream keys it so).
+    assert.equal(rule?.policies[0].name, 'per-minute')
     const [plain] = set.match('t', [d('ip=1.1.1.1')])
     assert.equal(plain?.shadow, false)
     assert.equal(plain?.policies[0].shadow, false)
@@ -381,5 +395,74 @@ descriptors:
     const step = fixedWindow.step(undefined, now, 1, rule!.policies[0]!)
     assert.equal(step.allowed, false)
     assert.equal(step.retryAfterMs, 60_000 - (now % 60_000))
+  })
+})
+
+describe('upstream descriptor options: share_threshold, value_to_metric, detailed_metric, quota_mode, metadata', () => {
+  const set = rules(`
+domain: t
+descriptors:
+  - key: files
+    value: "files/*"
+    share_threshold: true
+    rate_limit: { unit: minute, requests_per_unit: 100 }
+  - key: route
+    value_to_metric: true
+    descriptors:
+      - key: method
+        rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: user
+    detailed_metric: true
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: quota
+    quota_mode: true
+    metadata: { service: { name: billing } }
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+  - key: a
+    rate_limit: { unit: second, requests_per_unit: 1, name: a }
+  - key: free
+    rate_limit: { unlimited: true, replaces: [{ name: a }] }
+`)
+
+  it('share_threshold: every value the pattern matches shares one counter; the stats key keeps the pattern', () => {
+    const [x, y] = set.match('t', [d('files=files/a.txt'), d('files=files/b/c')])
+    assert.equal(x?.storeKey, y?.storeKey)
+    assert.equal(x?.storeKey, storeKeyOf('t', d('files=files/*')))
+    assert.equal(x?.metricKey, 't.files_files/*')
+  })
+
+  it('value_to_metric: the stats key names the request value at that level', () => {
+    const [rule] = set.match('t', [d('route=/orders', 'method=GET')])
+    assert.equal(rule?.id, 't.route.method')
+    assert.equal(rule?.metricKey, 't.route_/orders.method')
+  })
+
+  it('detailed_metric: the stats key names every value of the request', () => {
+    const [rule] = set.match('t', [d('user=alice')])
+    assert.equal(rule?.metricKey, 't.user_alice')
+    assert.equal(rule?.id, 't.user')
+  })
+
+  it('quota_mode and metadata are carried to the matched rule', () => {
+    const [rule] = set.match('t', [d('quota=q1')])
+    assert.equal(rule?.quota, true)
+    assert.deepEqual(rule?.metadata, { service: { name: 'billing' } })
+    assert.equal(set.match('t', [d('a=1')])[0]?.quota, false)
+  })
+
+  it('an unlimited rule with replaces drops the replaced rule', () => {
+    const [a, free] = set.match('t', [d('a=1'), d('free=1')])
+    assert.equal(a, undefined)
+    assert.equal(free?.unlimited, true)
+    assert.notEqual(set.match('t', [d('a=1')])[0], undefined)
+  })
+})
+
+describe('requests_per_unit: 0', () => {
+  it('is accepted, as upstream: a fixed window of limit 0 (README: every charged hit is over)', () => {
+    const set = rules('domain: t\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 0 }\n')
+    const [rule] = set.match('t', [d('a=1')])
+    assert.equal(rule?.policies[0].limit, 0)
+    assert.deepEqual(rule?.envoyLimit, { unit: 'SECOND', requestsPerUnit: 0 })
   })
 })
