@@ -192,8 +192,9 @@ export async function startConformance(store: StoreKind, rules: string, args: st
  */
 async function storeReachable(httpUrl: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const body = (await (await fetch(`${httpUrl}/readyz`)).json()) as { storeReachable?: boolean }
-    if (body.storeReachable) return
+    // Public /readyz says only a status and a reason; `ready` means the store is reachable.
+    const body = (await (await fetch(`${httpUrl}/readyz`)).json()) as { status?: string }
+    if (body.status === 'ready') return
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   throw new Error('the service never reached its Redis')
