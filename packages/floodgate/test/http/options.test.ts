@@ -102,6 +102,15 @@ describe('adapters validate at setup', () => {
     rejects(() => other.get('/y', { config: { rateLimit: { global: false } as never } }, async () => 'y'), /^global: unknown option/)
     await other.close()
 
+    // Not awaited, the plugin runs after this route was added: its config fails its first request, by name.
+    const late = Fastify()
+    late.register(floodgate, { limiter })
+    late.get('/z', { config: { rateLimit: { body: 'xml' as 'json' } } }, async () => 'z')
+    const failed = await late.inject('/z')
+    assert.equal(failed.statusCode, 500)
+    assert.match(JSON.parse(failed.body).message, /body: unknown format "xml"/)
+    await late.close()
+
     const strict = Fastify()
     strict.register(floodgate, { limiter, global: 'yes' as unknown as boolean })
     await assert.rejects(async () => void (await strict.ready()), /global: must be true/)
