@@ -40,8 +40,9 @@ describe('resolveHttpOptions', () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ limiter: undefined }, /^limiter: required: pass a RateLimiter/],
       [{ limiter: { limit: () => {} } }, /^limiter: required/],
-      [{ limiter, keyGenerator: () => 'x' }, /^keyGenerator: unknown option; known options are limiter, key, /],
-      [{ limiter, key: 'ip' }, /^key: must be a function, got string/],
+      [{ limiter, keyGen: () => 'x' }, /^keyGen: unknown option; known options are limiter, key, /],
+      [{ limiter, keyGenerator: () => 'x' }, /^keyGenerator: unknown option: use key: /],
+      [{ limiter, key: 'ip' }, /^key: must be a function \(req, info\) => key of the request, got the string "ip"/],
       [{ limiter, cost: -1 }, /^cost: must be a whole number ≥ 0 or a function/],
       [{ limiter, cost: 1.5 }, /^cost: must be a whole number/],
       [{ limiter, skip: true }, /^skip: must be a function/],
