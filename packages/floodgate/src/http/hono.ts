@@ -5,8 +5,12 @@ import type { Decision } from '../limiter/types.js'
 import { limitRequest, type HttpExchange, type Rejection } from './limit-request.js'
 import { refuseMiddlewareCall, resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
-/** The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`. */
-export type RateLimitVariables = { rateLimit: Decision }
+/**
+ * The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`,
+ * `new Hono<{ Variables: RateLimitVariables }>()`. Undefined for requests that were not limited
+ * (`skip`, or a key returning NOT_LIMITED).
+ */
+export type RateLimitVariables = { rateLimit: Decision | undefined }
 
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions extends HttpLimitOptions<Context> {

@@ -137,7 +137,7 @@ describe('hono', () => {
   it('works with app.request and a remoteAddress function for runtimes without a node socket', async () => {
     const app = new Hono<{ Variables: RateLimitVariables }>()
     app.use(honoRateLimit({ limiter: newLimiter(1), remoteAddress: (c) => c.req.header('x-test-peer') }))
-    app.get('/', (c) => c.json({ remaining: c.get('rateLimit').remaining }))
+    app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }))
     const hit = (peer: string) => app.request('/', { headers: { 'x-test-peer': peer } })
     const first = await hit('2001:db8:1:100::1')
     assert.equal(first.status, 200)
