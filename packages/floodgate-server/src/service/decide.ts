@@ -1,5 +1,7 @@
 // The one place a domain + descriptors + hits become per-descriptor decisions (rules → limiter); shared by HTTP and gRPC.
 
+import { createHash } from 'node:crypto'
+import type { Logger } from 'pino'
 import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
 import { type MatchedRule, storeKeyOf } from 'floodgate/rules'
 import type { ServiceMetrics } from './metrics.js'
@@ -83,6 +85,8 @@ export interface DeciderOptions {
   metrics?: ServiceMetrics
   /** Share of a limit used from which an allowed hit counts as near the limit (default 0.8). */
   nearLimitRatio?: number
+  /** Gets one debug line per denial (rule, policy, hashed key); nothing is logged above debug level. */
+  logger?: Pick<Logger, 'debug' | 'isLevelEnabled'>
 }
 
 const MAX_OVERRIDE_POLICIES = 1_000
@@ -97,6 +101,7 @@ export class Decider {
   readonly #limiter: DecisionLimiter
   readonly #metrics: ServiceMetrics | undefined
   readonly #nearLimitRatio: number
+  readonly #logger: DeciderOptions['logger']
   readonly #overridePolicies = new Map<string, Policy>()
 
   constructor(options: DeciderOptions) {
@@ -104,6 +109,7 @@ export class Decider {
     this.#limiter = options.limiter
     this.#metrics = options.metrics
     this.#nearLimitRatio = options.nearLimitRatio ?? 0.8
+    this.#logger = options.logger
   }
 
   /** Decides every descriptor of `input`; rejects with FloodgateError (INVALID_REQUEST) on an empty domain or no descriptors. */
@@ -170,7 +176,25 @@ export class Decider {
     const allowed = shadow || decision.allowed
     const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
     this.#metrics?.recordHit(ruleId, { hits, allowed, near, wouldDeny, denyCache: decision.source === 'deny-cache' })
+    if ((!allowed || wouldDeny) && this.#logger?.isLevelEnabled('debug')) this.#logDenial(domain, ruleId, storeKey, decision, !allowed)
     return { kind: 'limited', ruleId, rule, allowed, wouldDeny, near, policy, decision }
+  }
+
+  // The store key holds the descriptor values (user ids, IP addresses): only its hash is logged,
+  // enough to tell one key's denials from another's and to match a key one hashes by hand.
+  #logDenial(domain: string, ruleId: string, storeKey: string, decision: Decision, enforced: boolean): void {
+    this.#logger!.debug(
+      {
+        domain,
+        rule: ruleId,
+        policy: decision.policy,
+        key: keyHash(storeKey),
+        retryAfterMs: decision.retryAfterMs,
+        source: decision.source,
+        ...(enforced ? {} : { shadow: true }),
+      },
+      enforced ? 'rate limited' : 'rate limited (shadow mode: allowed)',
+    )
   }
 
   #overridePolicy(requestsPerUnit: number, unit: OverrideUnit): Policy {
@@ -192,6 +216,11 @@ export class Decider {
     }
     return policy
   }
+}
+
+/** `sha256:` and the first 16 hex digits of the key's SHA-256: `printf %s "$key" | sha256sum`. */
+export function keyHash(storeKey: string): string {
+  return `sha256:${createHash('sha256').update(storeKey).digest('hex').slice(0, 16)}`
 }
 
 function admits(outcome: DescriptorOutcome): boolean {

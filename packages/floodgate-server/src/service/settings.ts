@@ -45,6 +45,14 @@ export interface Settings {
   nearLimitRatio: number
   /** Longest a graceful shutdown waits for in-flight requests before closing anyway. */
   shutdownTimeoutMs: number
+
+  // Which servers run and how logs read (the CLI's first-hour options).
+  /** Serve the HTTP API (false: `--no-http`, gRPC only). */
+  http: boolean
+  /** Serve Envoy's gRPC API (false: `--no-grpc`, HTTP only). */
+  grpc: boolean
+  /** `pretty` (human-readable) or `json` (one object per line); undefined: pretty on a terminal, JSON otherwise. */
+  logFormat: 'pretty' | 'json' | undefined
 }
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
@@ -76,6 +84,11 @@ export const SERVE_OPTIONS = {
   grpcResponseHeaders: { flag: 'grpc-response-headers', env: 'FLOODGATE_GRPC_RESPONSE_HEADERS', type: 'boolean', help: 'add RateLimit headers to gRPC answers' },
   nearLimitRatio: { flag: 'near-limit-ratio', env: 'FLOODGATE_NEAR_LIMIT_RATIO', type: 'string', help: 'share of a limit counted as near_limit (default 0.8)' },
   shutdownTimeout: { flag: 'shutdown-timeout', env: 'FLOODGATE_SHUTDOWN_TIMEOUT', type: 'string', help: 'longest graceful drain (default 10s)' },
+
+  // Which servers run and how logs read (the CLI's first-hour options).
+  noHttp: { flag: 'no-http', env: 'FLOODGATE_NO_HTTP', type: 'boolean', help: 'serve gRPC only (no HTTP API, no /metrics)' },
+  noGrpc: { flag: 'no-grpc', env: 'FLOODGATE_NO_GRPC', type: 'boolean', help: 'serve HTTP only (no Envoy gRPC API)' },
+  logFormat: { flag: 'log-format', env: 'FLOODGATE_LOG_FORMAT', type: 'string', help: 'pretty | json (default pretty on a terminal, else json)' },
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
@@ -211,12 +224,18 @@ const schema = z
       .optional()
       .transform((n) => n ?? 0.8),
     shutdownTimeout: durationMs(10_000),
+
+    // Which servers run and how logs read (the CLI's first-hour options).
+    noHttp: z.boolean().optional(),
+    noGrpc: z.boolean().optional(),
+    logFormat: z.enum(['pretty', 'json'], { error: 'expected pretty or json' }).optional(),
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels].filter((s) => s !== undefined).length
     if (stores > 1) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'give only one of --redis, --redis-cluster, --redis-sentinel' })
     if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
+    if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
   })
   .transform(
     (o): Settings => ({
@@ -242,5 +261,10 @@ const schema = z
       grpcResponseHeaders: o.grpcResponseHeaders ?? false,
       nearLimitRatio: o.nearLimitRatio,
       shutdownTimeoutMs: o.shutdownTimeout,
+
+      // Which servers run and how logs read (the CLI's first-hour options).
+      http: !o.noHttp,
+      grpc: !o.noGrpc,
+      logFormat: o.logFormat,
     }),
   )
