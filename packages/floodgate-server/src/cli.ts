@@ -210,8 +210,9 @@ async function check(argv: readonly string[]): Promise<number> {
   const entries = positionals.map(toEntry)
   const hits = values.hits === undefined ? 1 : Number(values.hits)
   if (!Number.isInteger(hits) || hits < 0) throw new FloodgateError('INVALID_OPTION', `check: --hits must be a whole number ≥ 0, got ${values.hits}`)
-  const client = new FloodgateClient({ url: values.url, timeout: (values.timeout as `${number}ms` | undefined) ?? '2s', failOpen: false })
+  const client = new FloodgateClient({ url: values.url, timeout: (values.timeout as `${number}ms` | undefined) ?? '2s', failOpen: false, warm: false })
   const result = await client.check({ domain: values.domain, descriptors: [entries], hits })
+  client.close()
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : describeResult(result))
   if (result.error !== undefined) return 2
   return result.allowed ? 0 : 1
