@@ -1,4 +1,4 @@
-// Fastify plugin: limits every route registered after it; `config: { rateLimit }` per route overrides or opts out.
+// Fastify plugin: limits every route of the scope it is registered in; `config: { rateLimit }` per route overrides or opts out.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { FloodgateError } from '../core/errors.js'
@@ -108,7 +108,7 @@ export async function floodgate(fastify: FastifyInstance, options: FastifyRateLi
   // those declared before it (register not awaited) are validated at their first request.
   fastify.addHook('onRoute', (route) => void hooks.forRoute(route.config?.rateLimit))
   fastify.addHook('onRequest', async (request, reply) => {
-    // Not-found answers belong to no route, as with the onRoute hooks of @fastify/rate-limit.
+    // Not-found answers belong to no route; they were never limited when the plugin attached to routes.
     if (request.is404) return undefined
     const limit = hooks.forRoute(request.routeOptions.config?.rateLimit)
     // Returning the reply after a denial tells Fastify the request is answered.

@@ -24,13 +24,18 @@ type Check = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>
 
 const RIGHT_CALL = 'createServer(withRateLimit(handler, { limiter })), or const limit = rateLimit({ limiter }) then if (await limit(req, res)) …'
 
+/** Whether a misconfiguration was already warned about; one per middleware, as it repeats on every request. */
+interface Warned {
+  done: boolean
+}
+
 /**
  * node:http has no error path to throw a misconfiguration into: a throw in a request listener
  * would end the process. So it is answered with a 500 and told once as a process warning.
  */
-function answerMisconfigured(res: ServerResponse, error: FloodgateError, body: string): void {
-  if (!warned.has(error.message)) {
-    warned.add(error.message)
+function answerMisconfigured(res: ServerResponse, error: FloodgateError, body: string, warned: Warned): void {
+  if (!warned.done) {
+    warned.done = true
     process.emitWarning(error.message, { code: 'FG_MISCONFIGURED' })
   }
   if (res.headersSent) return
@@ -39,8 +44,8 @@ function answerMisconfigured(res: ServerResponse, error: FloodgateError, body: s
   res.end(`${body}\n`)
 }
 
-// Messages already warned about: a misconfiguration repeats on every request.
-const warned = new Set<string>()
+// The factory given to createServer is called afresh per request: its warning is once per process.
+const misuseWarned: Warned = { done: false }
 
 /** When the factory itself was given to createServer: answers the request, or rethrows anything else. */
 function refuseAsListener(argCount: number, options: unknown, res: unknown, factory?: string): Check | undefined {
@@ -49,7 +54,7 @@ function refuseAsListener(argCount: number, options: unknown, res: unknown, fact
     return undefined
   } catch (error) {
     if (!(res instanceof ServerResponse) || !(error instanceof FloodgateError)) throw error
-    answerMisconfigured(res, error, error.message)
+    answerMisconfigured(res, error, error.message, misuseWarned)
     return async () => false
   }
 }
@@ -64,12 +69,13 @@ export function rateLimit(options: NodeRateLimitOptions): Check {
   if (refused !== undefined) return refused
   const resolved = resolveHttpOptions(options, ['handler'])
   const handler = resolveHook(options.handler)
+  const warned: Warned = { done: false }
   return async (req, res) => {
     let outcome
     try {
       outcome = await limitRequest(resolved, req, nodeExchange(req))
     } catch (misconfiguration) {
-      answerMisconfigured(res, misconfiguration as FloodgateError, 'rate limiting is misconfigured; the server log says what to change')
+      answerMisconfigured(res, misconfiguration as FloodgateError, 'rate limiting is misconfigured; the server log says what to change', warned)
       return false
     }
     if (outcome.action === 'pass') return true
