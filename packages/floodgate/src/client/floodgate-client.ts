@@ -52,6 +52,9 @@ interface Answer {
 /** Why no answer came: the budget that ran out, or the network's error. */
 class NoAnswer extends Error {}
 
+/** How long a kept-alive connection may stay idle. */
+const IDLE_CONNECTION_MS = 60_000
+
 /** Answers larger than this are not the service's: reading stops there. */
 const MAX_ANSWER_BYTES = 1 << 20
 
@@ -81,7 +84,10 @@ export class FloodgateClient {
     this.#connectTimeoutMs = toMilliseconds(options.connectTimeout ?? '2s', 'connectTimeout')
     this.#failOpen = options.failOpen ?? true
     const tls = this.#url.protocol === 'https:'
-    this.#agent = tls ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
+    // Idle connections are closed by the client first, before the service's keep-alive timeout
+    // (Fastify's default: 72s), so a check is never written into a socket the server is closing.
+    const agentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS }
+    this.#agent = tls ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions)
     this.#request = tls ? (httpsRequest as typeof httpRequest) : httpRequest
     if (options.warm ?? true) {
       this.#warming = this.#exchange('GET', '/healthz', undefined, this.#connectTimeoutMs).then(
