@@ -247,13 +247,18 @@ describe('the factory used as the middleware (app.use(rateLimit))', () => {
     assert.match(errors[0].message, message)
   })
 
-  it('node:http: createServer(rateLimit) and createServer(withRateLimit) answer 500 with the message', async () => {
-    const first = await get(nodeRateLimit as unknown as RequestListener)
-    assert.equal(first.status, 500)
-    assert.match(first.text, message)
-    assert.match(first.text, /createServer\(withRateLimit\(handler, \{ limiter \}\)\)/)
-    const second = await get(withRateLimit as unknown as RequestListener)
-    assert.equal(second.status, 500)
-    assert.match(second.text, /^withRateLimit was used as the middleware itself; call withRateLimit\(handler, \{ limiter \}\) first/)
+  it('node:http: createServer(rateLimit) and createServer(withRateLimit) answer 500 with the message, and warn once', async () => {
+    const warnings = await warningsDuring('FG_MISCONFIGURED', async () => {
+      const first = await get(nodeRateLimit as unknown as RequestListener)
+      assert.equal(first.status, 500)
+      assert.match(first.text, message)
+      assert.match(first.text, /createServer\(withRateLimit\(handler, \{ limiter \}\)\)/)
+      assert.equal((await get(nodeRateLimit as unknown as RequestListener)).status, 500)
+      const second = await get(withRateLimit as unknown as RequestListener)
+      assert.equal(second.status, 500)
+      assert.match(second.text, /^withRateLimit was used as the middleware itself; call withRateLimit\(handler, \{ limiter \}\) first/)
+    })
+    assert.equal(warnings.length, 1)
+    assert.match(warnings[0], message)
   })
 })
