@@ -1,17 +1,47 @@
 // The `floodgate` command: `serve` the service, `validate` a rules file, `check` a running service.
 
-import { parseArgs } from 'node:util'
+import { readFileSync } from 'node:fs'
+import { format, parseArgs } from 'node:util'
+import { pino, type Logger } from 'pino'
+import pretty from 'pino-pretty'
 import { FloodgateError } from 'floodgate'
 import { ConfigError, formatIssue, loadRules } from 'floodgate/rules'
 import { countRules } from './service/rule-count.js'
-import { readSettings, serveUsage } from './service/settings.js'
+import { readSettings, serveUsage, type Settings } from './service/settings.js'
+import type { RunningService } from './service/server.js'
 import { type CheckResult, type DescriptorEntry, FloodgateClient } from 'floodgate/client'
 
 const USAGE = `Usage:
   floodgate serve --config <file|dir> [options]     run the rate-limit service (see floodgate serve --help)
   floodgate validate <file|dir>                     check a rules file or directory; exit 1 on errors
   floodgate check --url <http://host:port> --domain <domain> key=value [key=value…] [--hits n] [--json]
-                                                    ask a running service; exit 0 allowed, 1 limited, 2 error`
+                                                    ask a running service; exit 0 allowed, 1 limited, 2 error
+  floodgate --version                               print the version of floodgate-server`
+
+const VALIDATE_USAGE = `Usage: floodgate validate <file|dir>
+
+Loads a rules file, or every .yaml/.yml file of a directory, as \`floodgate serve\` would.
+Prints a summary and exits 0, or prints every error with file:line and path and exits 1.`
+
+const CHECK_USAGE = `Usage: floodgate check --url <http://host:port> --domain <domain> key=value [key=value…] [options]
+
+Asks a running service to decide one descriptor (its entries as key=value, in order).
+  --url <url>        the service's HTTP address (required)
+  --domain <domain>  the rules domain (required)
+  --hits <n>         units to charge (default 1; 0 checks without counting)
+  --timeout <ms>     longest wait for the answer (default 2s)
+  --json             print the answer as JSON
+Exit status: 0 allowed, 1 limited, 2 error.`
+
+/** The version of this package, from its package.json: one level above src/ in the repository and above dist/ when installed. */
+export function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  return manifest.version
+}
+
+function wantsHelp(argv: readonly string[]): boolean {
+  return argv.includes('--help') || argv.includes('-h')
+}
 
 /** Runs one command; resolves with the exit code (`serve` resolves only after shutdown). */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -24,6 +54,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         return validate(rest)
       case 'check':
         return await check(rest)
+      case '--version':
+      case '-v':
+        process.stdout.write(`${version()}\n`)
+        return 0
       case undefined:
       case 'help':
       case '--help':
@@ -40,17 +74,25 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 async function serve(argv: readonly string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (wantsHelp(argv)) {
     process.stdout.write(`${serveUsage()}\n`)
     return 0
   }
   const settings = readSettings(argv)
+  const logger = createLogger(settings, Boolean(process.stdout.isTTY))
   // Loaded here so `validate` and `check` do not load the limiter, stores and servers.
   const { startService } = await import('./service/server.js')
-  const service = await startService(settings)
-  process.stderr.write(
-    `Floodgate listening: HTTP ${service.httpBindUrl} (POST /v1/check, POST /json, GET /metrics), gRPC ${service.grpcAddress} (Envoy RLS v3), store ${settings.store.kind}${service.allInterfaces ? ' — on all interfaces: reachable from other hosts (--host 127.0.0.1 for this one only)' : ''}\n`,
-  )
+  await routeGrpcLogs(logger)
+  let service: RunningService
+  try {
+    service = await startService(settings, { logger })
+  } catch (error) {
+    const line = listenFailure(error, settings)
+    if (line === undefined) throw error
+    process.stderr.write(`floodgate: ${line}\n`)
+    return 1
+  }
+  process.stderr.write(listeningLine(service, settings))
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       service.logger.info({ signal }, 'signal received')
@@ -71,7 +113,73 @@ async function serve(argv: readonly string[]): Promise<number> {
   return 0
 }
 
+/** The line `serve` prints once both servers (or the one asked for) listen. */
+// The bound address, not a loopback URL: 0.0.0.0 means every interface, and the banner says so.
+function listeningLine(service: RunningService, settings: Settings): string {
+  const http = service.serving.http ? `HTTP ${service.httpBindUrl} (POST /v1/check, POST /json, GET /metrics)` : 'HTTP off'
+  const grpc = service.serving.grpc ? `gRPC ${service.grpcAddress} (Envoy RLS v3)` : 'gRPC off'
+  const exposure = service.allInterfaces ? ' — on all interfaces: reachable from other hosts (--host 127.0.0.1 for this one only)' : ''
+  return `Floodgate listening: ${http}, ${grpc}, store ${settings.store.kind}${exposure}\n`
+}
+
+/**
+ * The log format: `--log-format`, else human-readable on a terminal (pino-pretty, written
+ * synchronously so nothing is lost at exit) and one JSON object per line for collectors.
+ */
+export function logFormat(settings: Pick<Settings, 'logFormat'>, isTTY: boolean): 'pretty' | 'json' {
+  return settings.logFormat ?? (isTTY ? 'pretty' : 'json')
+}
+
+function createLogger(settings: Settings, isTTY: boolean): Logger {
+  const options = { level: settings.logLevel, base: { service: 'floodgate' } }
+  if (logFormat(settings, isTTY) === 'json') return pino(options)
+  return pino(options, pretty({ colorize: isTTY, sync: true, ignore: 'pid,hostname,service' }))
+}
+
+/**
+ * grpc-js writes its own errors to stderr (e.g. a second copy of a port-in-use failure, which
+ * reaches us anyway through bindAsync): they go to the service's log at debug level instead.
+ */
+async function routeGrpcLogs(logger: Logger): Promise<void> {
+  const grpc = await import('@grpc/grpc-js')
+  grpc.setLogger({ error: (...args: unknown[]) => logger.debug({ component: 'grpc-js' }, format(...args)) })
+}
+
+const LISTEN_ERRORS = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'])
+
+/**
+ * One line for a server that could not listen: which port, which server, which flag to change.
+ * HTTP (node's listen) fails with an error carrying `code` and `port`; gRPC (grpc-js bindAsync)
+ * with a message that quotes node's error.
+ */
+export function listenFailure(error: unknown, settings: Pick<Settings, 'host' | 'httpPort' | 'grpcPort'>): string | undefined {
+  const failure = error as { code?: unknown; port?: unknown; message?: unknown } | null
+  if (failure === null || typeof failure !== 'object') return undefined
+  let server: 'HTTP' | 'gRPC'
+  let code: string
+  let port: number
+  if (typeof failure.code === 'string' && LISTEN_ERRORS.has(failure.code)) {
+    server = 'HTTP'
+    code = failure.code
+    port = typeof failure.port === 'number' ? failure.port : settings.httpPort
+  } else {
+    const quoted = typeof failure.message === 'string' ? /^No address added.*\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(failure.message) : null
+    if (quoted === null) return undefined
+    server = 'gRPC'
+    code = quoted[1]
+    port = settings.grpcPort
+  }
+  const flag = server === 'HTTP' ? '--http-port' : '--grpc-port'
+  if (code === 'EADDRINUSE') return `port ${port} is in use (${server}); choose another with ${flag}, or stop what holds it`
+  if (code === 'EACCES') return `port ${port} needs privileges this process lacks (${server}); choose one above 1023 with ${flag}`
+  return `address ${settings.host} is not one of this machine's (${server}); choose another with --host`
+}
+
 function validate(argv: readonly string[]): number {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${VALIDATE_USAGE}\n`)
+    return 0
+  }
   const { positionals } = parseArgs({ args: [...argv], allowPositionals: true, options: {} })
   if (positionals.length !== 1) throw new FloodgateError('INVALID_OPTION', 'validate: give one rules file or directory, e.g. floodgate validate rules.yaml')
   const rules = loadRules(positionals[0])
@@ -83,6 +191,10 @@ function validate(argv: readonly string[]): number {
 }
 
 async function check(argv: readonly string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${CHECK_USAGE}\n`)
+    return 0
+  }
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,
@@ -100,8 +212,9 @@ async function check(argv: readonly string[]): Promise<number> {
   const entries = positionals.map(toEntry)
   const hits = values.hits === undefined ? 1 : Number(values.hits)
   if (!Number.isInteger(hits) || hits < 0) throw new FloodgateError('INVALID_OPTION', `check: --hits must be a whole number ≥ 0, got ${values.hits}`)
-  const client = new FloodgateClient({ url: values.url, timeout: (values.timeout as `${number}ms` | undefined) ?? '2s', failOpen: false })
+  const client = new FloodgateClient({ url: values.url, timeout: (values.timeout as `${number}ms` | undefined) ?? '2s', failOpen: false, warm: false })
   const result = await client.check({ domain: values.domain, descriptors: [entries], hits })
+  client.close()
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : describeResult(result))
   if (result.error !== undefined) return 2
   return result.allowed ? 0 : 1

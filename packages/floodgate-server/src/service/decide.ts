@@ -1,5 +1,7 @@
 // The one place a domain + descriptors + hits become per-descriptor decisions (rules → limiter); shared by HTTP and gRPC.
 
+import { createHash } from 'node:crypto'
+import type { Logger } from 'pino'
 import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
 import { envoyPolicyName, type EnvoyUnit, type MatchedRule, storeKeyOf, UNIT_MS } from 'floodgate/rules'
 import { floodgateCounts, nearLimitThreshold, upstreamCounts } from './hit-counts.js'
@@ -115,6 +117,8 @@ export interface DeciderOptions {
   maxDescriptors?: number
   /** Most entries in one descriptor (default 32). */
   maxEntries?: number
+  /** Gets one debug line per denial (rule, policy, hashed key); nothing is logged above debug level. */
+  logger?: Pick<Logger, 'debug' | 'isLevelEnabled'>
 }
 
 /**
@@ -145,6 +149,7 @@ export class Decider {
   readonly #globalQuota: boolean
   readonly #maxDescriptors: number
   readonly #maxEntries: number
+  readonly #logger: DeciderOptions['logger']
   /**
    * The never-denying counter of each unit, shared by rules and overrides of that unit (one per
    * unit), as the one-policy array the limiter is given: the same array each time, so the
@@ -164,6 +169,7 @@ export class Decider {
     this.#globalQuota = options.globalQuotaMode ?? false
     this.#maxDescriptors = options.maxDescriptors ?? 64
     this.#maxEntries = options.maxEntries ?? 32
+    this.#logger = options.logger
   }
 
   /**
@@ -247,6 +253,7 @@ export class Decider {
       // matched), is never shadow, has no name, and counts under its descriptor's own stats key.
       return {
         kind: 'envoy',
+        domain,
         ruleId: rule?.id ?? 'override',
         metricKey: overrideMetricKey(domain, descriptor.entries),
         rule: undefined,
@@ -265,6 +272,7 @@ export class Decider {
     if (rule.envoyLimit !== undefined) {
       return {
         kind: 'envoy',
+        domain,
         ruleId: rule.id,
         metricKey: rule.metricKey,
         rule,
@@ -285,7 +293,7 @@ export class Decider {
       policies = this.#unshadowedOf(policies)
       shadow = true
     }
-    return { kind: 'policies', ruleId: rule.id, metricKey: rule.metricKey, rule, storeKey: rule.storeKey, hits, policies, shadow, quota, outcome: undefined }
+    return { kind: 'policies', domain, ruleId: rule.id, metricKey: rule.metricKey, rule, storeKey: rule.storeKey, hits, policies, shadow, quota, outcome: undefined }
   }
 
   /**
@@ -313,6 +321,7 @@ export class Decider {
     const allowed = plan.shadow || decision.allowed
     const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
     const outcome: DescriptorOutcome = { kind: 'limited', ruleId: plan.ruleId, rule: plan.rule, allowed, wouldDeny, near, quota: plan.quota, policy, decision }
+    if (!allowed || wouldDeny) this.#logDenial(plan, decision, allowed)
     plan.outcome = outcome
     return outcome
   }
@@ -348,8 +357,27 @@ export class Decider {
       decision: reported,
       envoy: { ...plan.limit, count, over },
     }
+    if (over) this.#logDenial(plan, reported, allowed)
     plan.outcome = outcome
     return outcome
+  }
+
+  // The store key holds the descriptor values (user ids, IP addresses): only its hash is logged,
+  // enough to tell one key's denials from another's and to match a key one hashes by hand.
+  #logDenial(plan: EnvoyPlan | PoliciesPlan, decision: Decision, shadowAllowed: boolean): void {
+    if (this.#logger === undefined || !this.#logger.isLevelEnabled('debug')) return
+    this.#logger.debug(
+      {
+        domain: plan.domain,
+        rule: plan.ruleId,
+        policy: decision.policy,
+        key: keyHash(plan.storeKey),
+        retryAfterMs: decision.retryAfterMs,
+        source: decision.source,
+        ...(shadowAllowed ? { shadow: true } : {}),
+      },
+      shadowAllowed ? 'rate limited (shadow mode: allowed)' : 'rate limited',
+    )
   }
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
@@ -417,6 +445,7 @@ type Plan = { kind: 'done'; outcome: DescriptorOutcome } | EnvoyPlan | PoliciesP
 
 interface EnvoyPlan {
   kind: 'envoy'
+  domain: string
   ruleId: string
   metricKey: string
   rule: MatchedRule | undefined
@@ -433,6 +462,7 @@ interface EnvoyPlan {
 
 interface PoliciesPlan {
   kind: 'policies'
+  domain: string
   ruleId: string
   metricKey: string
   rule: MatchedRule
@@ -455,4 +485,9 @@ function overrideMetricKey(domain: string, entries: readonly Entry[]): string {
 function policyNamed(policies: readonly Policy[], name: string): Policy {
   for (let i = 0; i < policies.length; i++) if (policies[i].name === name) return policies[i]
   return policies[0]
+}
+
+/** `sha256:` and the first 16 hex digits of the key's SHA-256: `printf %s "$key" | sha256sum`. */
+export function keyHash(storeKey: string): string {
+  return `sha256:${createHash('sha256').update(storeKey).digest('hex').slice(0, 16)}`
 }

@@ -1,7 +1,7 @@
 // Starts and stops the whole service: rules (watched), store, limiter, HTTP and gRPC servers, metrics wiring.
 
 import { pino, type Logger } from 'pino'
-import { MemoryStore, RateLimiter, type Store } from 'floodgate'
+import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
@@ -26,6 +26,8 @@ export interface RunningService {
   /** `host:port` of the gRPC server. */
   readonly grpcAddress: string
   readonly grpcPort: number
+  /** Which servers listen (`--no-http`, `--no-grpc`); the address of one that does not throws. */
+  readonly serving: { readonly http: boolean; readonly grpc: boolean }
   readonly metrics: ServiceMetrics
   readonly logger: Logger
   /** Re-reads the rules now (SIGHUP); false when they are invalid and the previous ones keep serving. */
@@ -81,6 +83,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     globalQuotaMode: settings.globalQuotaMode,
     maxDescriptors: settings.maxDescriptors,
     maxEntries: settings.maxDescriptorEntries,
+    logger,
   })
   const responseHeaders = settings.grpcResponseHeaders ? settings.responseHeaderNames : undefined
   const envoyStoreError = settings.envoyOnStoreError === 'error' ? 'error' : 'answer'
@@ -125,23 +128,25 @@ export async function startService(settings: Settings, options: StartOptions = {
     // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
     await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
   }
-  let httpUrl: string
-  let grpcPort: number
+  let httpUrl: string | undefined
+  let grpcPort: number | undefined
   try {
-    httpUrl = await http.listen({ host: settings.host, port: settings.httpPort })
-    grpcPort = await grpc.listen(settings.host, settings.grpcPort)
+    // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
+    // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
+    if (settings.grpc) grpcPort = await grpc.listen(settings.host, settings.grpcPort)
+    if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort })
   } catch (error) {
     await http.close()
     await grpc.close(0)
     await closeBackends()
     throw error
   }
-  const httpPort = (http.server.address() as { port: number }).port
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
-  const httpBindUrl = `http://${host}:${httpPort}`
-  const grpcAddress = `${host}:${grpcPort}`
+  const httpPort = httpUrl === undefined ? undefined : (http.server.address() as { port: number }).port
+  const httpBindUrl = httpPort === undefined ? undefined : `http://${host}:${httpPort}`
+  const grpcAddress = grpcPort === undefined ? undefined : `${host}:${grpcPort}`
   const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
-  logger.info({ http: httpBindUrl, grpc: grpcAddress, allInterfaces, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
+  logger.info({ http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
 
   let closing: Promise<void> | undefined
   const close = () =>
@@ -152,7 +157,35 @@ export async function startService(settings: Settings, options: StartOptions = {
       await closeBackends()
       logger.info('stopped')
     })())
-  return { httpUrl, httpBindUrl, allInterfaces, httpPort, grpcAddress, grpcPort, metrics, logger, reloadRules: () => rules.reload(), close }
+  const off = (server: 'HTTP' | 'gRPC') => new FloodgateError('INVALID_OPTION', `${server} is off (--no-${server.toLowerCase()}): it has no address`)
+  return {
+    get httpUrl() {
+      if (httpUrl === undefined) throw off('HTTP')
+      return httpUrl
+    },
+    get httpBindUrl() {
+      if (httpBindUrl === undefined) throw off('HTTP')
+      return httpBindUrl
+    },
+    get httpPort() {
+      if (httpPort === undefined) throw off('HTTP')
+      return httpPort
+    },
+    get grpcAddress() {
+      if (grpcAddress === undefined) throw off('gRPC')
+      return grpcAddress
+    },
+    get grpcPort() {
+      if (grpcPort === undefined) throw off('gRPC')
+      return grpcPort
+    },
+    allInterfaces,
+    serving: { http: httpUrl !== undefined, grpc: grpcPort !== undefined },
+    metrics,
+    logger,
+    reloadRules: () => rules.reload(),
+    close,
+  }
 }
 
 function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {

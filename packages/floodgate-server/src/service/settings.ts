@@ -73,6 +73,14 @@ export interface Settings extends AbuseBounds {
   upstreamMetrics: boolean
   /** Upstream variables accepted without effect, to log at start. */
   upstreamNotes: string[]
+
+  // Which servers run and how logs read (the CLI's first-hour options).
+  /** Serve the HTTP API (false: `--no-http`, gRPC only). */
+  http: boolean
+  /** Serve Envoy's gRPC API (false: `--no-grpc`, HTTP only). */
+  grpc: boolean
+  /** `pretty` (human-readable) or `json` (one object per line); undefined: pretty on a terminal, JSON otherwise. */
+  logFormat: 'pretty' | 'json' | undefined
 }
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
@@ -175,6 +183,11 @@ export const SERVE_OPTIONS = {
   maxDescriptorEntries: { flag: 'max-descriptor-entries', env: 'FLOODGATE_MAX_DESCRIPTOR_ENTRIES', type: 'string', help: 'most entries per descriptor (default 32)' },
   grpcMaxMessage: { flag: 'grpc-max-message', env: 'FLOODGATE_GRPC_MAX_MESSAGE', type: 'string', help: 'largest gRPC request in bytes (default 65536)' },
   upstreamMetrics: { flag: 'upstream-metrics', env: 'FLOODGATE_UPSTREAM_METRICS', type: 'boolean', help: 'also export ratelimit_service_* metric names' },
+
+  // Which servers run and how logs read (the CLI's first-hour options).
+  noHttp: { flag: 'no-http', env: 'FLOODGATE_NO_HTTP', type: 'boolean', help: 'serve gRPC only (no HTTP API, no /metrics)' },
+  noGrpc: { flag: 'no-grpc', env: 'FLOODGATE_NO_GRPC', type: 'boolean', help: 'serve HTTP only (no Envoy gRPC API)' },
+  logFormat: { flag: 'log-format', env: 'FLOODGATE_LOG_FORMAT', type: 'string', help: 'pretty | json (default pretty on a terminal, else json)' },
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
@@ -343,12 +356,18 @@ const schema = z
     maxDescriptorEntries: wholeNumber(32),
     grpcMaxMessage: wholeNumber(65_536),
     upstreamMetrics: z.boolean().optional(),
+
+    // Which servers run and how logs read (the CLI's first-hour options).
+    noHttp: z.boolean().optional(),
+    noGrpc: z.boolean().optional(),
+    logFormat: z.enum(['pretty', 'json'], { error: 'expected pretty or json' }).optional(),
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels].filter((s) => s !== undefined).length
     if (stores > 1) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'give only one of --redis, --redis-cluster, --redis-sentinel' })
     if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
+    if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
   })
   .transform(
     (o): Omit<Settings, 'upstreamNotes'> => ({
@@ -388,5 +407,10 @@ const schema = z
       maxDescriptorEntries: o.maxDescriptorEntries,
       grpcMaxMessageBytes: o.grpcMaxMessage,
       upstreamMetrics: o.upstreamMetrics ?? false,
+
+      // Which servers run and how logs read (the CLI's first-hour options).
+      http: !o.noHttp,
+      grpc: !o.noGrpc,
+      logFormat: o.logFormat,
     }),
   )

@@ -4,7 +4,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone, sendNodeRejection, setNodeHeaders } from './node-exchange.js'
-import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { refuseMiddlewareCall, resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 declare global {
   namespace Express {
@@ -23,14 +23,23 @@ export interface ExpressRateLimitOptions extends HttpLimitOptions<Request> {
 
 /**
  * Express middleware. App-wide with `app.use(…)`, or per route (`app.post('/login', limit, …)`),
- * where `keys.route()` sees the route pattern. Errors of a custom `handler` go to `next(error)`.
+ * where `keys.route()` sees the route pattern. Errors of a custom `handler`, and misconfigurations
+ * found in traffic (a key function returning a number), go to `next(error)`.
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+  // Express catches the throw and answers 500 with this message (its error handler logs it).
+  refuseMiddlewareCall(arguments.length, options, 'app.use(rateLimit({ limiter }))')
   const resolved = resolveHttpOptions(options, ['handler'])
   const handler = resolveHook(options.handler)
   return async (req, res, next) => {
     const route = typeof req.route?.path === 'string' ? `${req.baseUrl}${req.route.path}` : undefined
-    const outcome = await limitRequest(resolved, req, nodeExchange(req, req.originalUrl, route))
+    let outcome
+    try {
+      outcome = await limitRequest(resolved, req, nodeExchange(req, req.originalUrl, route))
+    } catch (misconfiguration) {
+      // Express 4 does not catch a rejected promise: hand it over, as Express 5 would.
+      return next(misconfiguration)
+    }
     if (outcome.action === 'pass') return next()
     req.rateLimit = outcome.decision
     setNodeHeaders(res, outcome.headers)

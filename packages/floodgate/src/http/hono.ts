@@ -3,10 +3,14 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { Decision } from '../limiter/types.js'
 import { limitRequest, type HttpExchange, type Rejection } from './limit-request.js'
-import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { refuseMiddlewareCall, resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
-/** The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`. */
-export type RateLimitVariables = { rateLimit: Decision }
+/**
+ * The context variables this middleware sets: type your app with them to read `c.get('rateLimit')`,
+ * `new Hono<{ Variables: RateLimitVariables }>()`. Undefined for requests that were not limited
+ * (`skip`, or a key returning NOT_LIMITED).
+ */
+export type RateLimitVariables = { rateLimit: Decision | undefined }
 
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions extends HttpLimitOptions<Context> {
@@ -41,8 +45,11 @@ function honoExchange(c: Context, remoteAddress: string | undefined): HttpExchan
 /**
  * Hono middleware. The response of an admitted request counts as finished when the downstream
  * handlers return (Hono has no socket event), which is when skip* refunds and lease releases happen.
+ * A misconfiguration found in traffic (a key function returning a number) is thrown to Hono's onError.
  */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Variables: RateLimitVariables }> {
+  // Hono's onError logs the throw and answers 500.
+  refuseMiddlewareCall(arguments.length, options, 'app.use(rateLimit({ limiter }))')
   const { handler: userHandler, remoteAddress: userAddress, ...httpOptions } = options
   const resolved = resolveHttpOptions<Context>(httpOptions)
   const handler = resolveHook(userHandler)

@@ -56,9 +56,23 @@ function present(value: string | number | undefined | null): string | undefined 
   return text === '' ? undefined : text
 }
 
+// The generators made by the built-in factories: they return key text only, never policies, so a
+// limiter without policies of its own can be refused when the middleware is set up.
+const stringGenerators = new WeakSet<object>()
+
+function stringGenerator<Req>(generate: StringKeyGenerator<Req>): StringKeyGenerator<Req> {
+  stringGenerators.add(generate)
+  return generate
+}
+
+/** True for a generator made by `keys.ip()`, `keys.user(…)`, `keys.apiKey()`, `keys.route()` or `keys.combine(…)`. */
+export function isStringKeyGenerator(value: unknown): boolean {
+  return typeof value === 'function' && stringGenerators.has(value)
+}
+
 /** `ip:<address>` — the client IP (IPv6 as its /56 by default); the default key. */
 export function ipKeyGenerator(): StringKeyGenerator {
-  return (_req, info) => (info.ip === undefined ? undefined : `ip:${info.ip}`)
+  return stringGenerator((_req, info) => (info.ip === undefined ? undefined : `ip:${info.ip}`))
 }
 
 /**
@@ -67,15 +81,15 @@ export function ipKeyGenerator(): StringKeyGenerator {
  */
 export function userKeyGenerator<Req = unknown>(from: string | ((req: Req) => string | number | undefined | null)): StringKeyGenerator<Req> {
   if (typeof from === 'string') {
-    return (_req, info) => {
+    return stringGenerator((_req, info) => {
       const value = present(info.header(from))
       return value === undefined ? undefined : `user:${boundedKey(value, MAX_PLAIN_VALUE)}`
-    }
+    })
   }
-  return (req) => {
+  return stringGenerator((req) => {
     const value = present(from(req))
     return value === undefined ? undefined : `user:${boundedKey(value, MAX_PLAIN_VALUE)}`
-  }
+  })
 }
 
 /**
@@ -83,15 +97,15 @@ export function userKeyGenerator<Req = unknown>(from: string | ((req: Req) => st
  * appear in store keys, logs or metrics.
  */
 export function apiKeyGenerator(header = 'x-api-key'): StringKeyGenerator {
-  return (_req, info) => {
+  return stringGenerator((_req, info) => {
     const value = present(info.header(header))
     return value === undefined ? undefined : `apikey:${keyDigest(value)}`
-  }
+  })
 }
 
 /** `route:<METHOD> <pattern>` — the matched route pattern if known, else the path. Usually combined with the IP. */
 export function routeKeyGenerator(): StringKeyGenerator {
-  return (_req, info) => `route:${info.method} ${info.route ?? info.path}`
+  return stringGenerator((_req, info) => `route:${info.method} ${info.route ?? info.path}`)
 }
 
 /**
@@ -99,10 +113,10 @@ export function routeKeyGenerator(): StringKeyGenerator {
  * undefined, so the request falls back to the IP key rather than to a broader shared bucket.
  */
 export function combineKeys<Req = unknown>(...generators: StringKeyGenerator<Req>[]): StringKeyGenerator<Req> {
-  return async (req, info) => {
+  return stringGenerator(async (req, info) => {
     const parts = await Promise.all(generators.map((generate) => generate(req, info)))
     return parts.some((part) => part === undefined) ? undefined : parts.join('|')
-  }
+  })
 }
 
 /**
@@ -116,4 +130,10 @@ export const keys = {
   route: routeKeyGenerator,
   combine: combineKeys,
   fromRules: rulesKeyGenerator,
+}
+
+/** The `keys.*` name of a key factory, for the message when one is passed uncalled (`key: keys.ip`). */
+export function keyFactoryName(value: unknown): string | undefined {
+  for (const [name, factory] of Object.entries(keys)) if (factory === value) return name
+  return undefined
 }

@@ -3,7 +3,7 @@
 import type { Context, Middleware } from 'koa'
 import { limitRequest, type Rejection } from './limit-request.js'
 import { nodeExchange, onNodeResponseDone } from './node-exchange.js'
-import { resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
+import { refuseMiddlewareCall, resolveHook, resolveHttpOptions, type HttpLimitOptions } from './options.js'
 
 /** Options of the Koa middleware. */
 export interface KoaRateLimitOptions extends HttpLimitOptions<Context> {
@@ -17,8 +17,13 @@ function matchedRoute(ctx: Context): string | undefined {
   return typeof route === 'string' ? route : undefined
 }
 
-/** Koa middleware. Refunds and lease releases happen when the underlying response closes. */
+/**
+ * Koa middleware. Refunds and lease releases happen when the underlying response closes. A
+ * misconfiguration found in traffic (a key function returning a number) is thrown to Koa.
+ */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  // Koa turns the throw into a 500 and logs the message ('error' event).
+  refuseMiddlewareCall(arguments.length, options, 'app.use(rateLimit({ limiter }))')
   const { handler: userHandler, ...httpOptions } = options
   const resolved = resolveHttpOptions<Context>(httpOptions)
   const handler = resolveHook(userHandler)

@@ -7,7 +7,7 @@ import { clientIp } from './client-ip.js'
 import { rateLimitHeaders, type HeaderList } from './headers.js'
 import { ipKey } from './ip-key.js'
 import { NOT_LIMITED, type KeyPart, type RequestInfo } from './keys.js'
-import type { ResolvedHttpOptions } from './options.js'
+import { describeValue, NO_POLICIES_ADVICE, type ResolvedHttpOptions } from './options.js'
 import { rejectBody, type RejectBody } from './responses.js'
 
 /** What an adapter tells the flow about one request. */
@@ -43,7 +43,12 @@ interface Charged {
   decision: Decision
 }
 
-/** Runs the flow for one request; never throws (errors go to `onError` and the request passes). */
+/**
+ * Runs the flow for one request. Failures go to `onError` and the request passes, except a
+ * misconfiguration (a FloodgateError `INVALID_OPTION`, e.g. a key function returning a number):
+ * it would fail the same way on every request, so failing open would quietly limit nothing. It is
+ * thrown, for the adapter to hand to the framework's error path.
+ */
 export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: Req, exchange: HttpExchange): Promise<LimitOutcome> {
   try {
     if (options.skip !== undefined && (await options.skip(req))) return { action: 'pass' }
@@ -69,9 +74,19 @@ export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: 
     if (decision.delayMs > 0) await sleep(decision.delayMs)
     return { action: 'allow', decision, headers, finish: finisher(options, req, charged, cost) }
   } catch (error) {
+    if (isMisconfiguration(error)) throw error
     reportError(options, error, req)
     return { action: 'pass' }
   }
+}
+
+/** An error in the middleware's setup rather than in one request (see limitRequest). */
+export function isMisconfiguration(error: unknown): error is FloodgateError {
+  return error instanceof FloodgateError && error.code === 'INVALID_OPTION'
+}
+
+function misconfigured(message: string): FloodgateError {
+  return new FloodgateError('INVALID_OPTION', message)
 }
 
 function requestInfo<Req>(options: ResolvedHttpOptions<Req>, exchange: HttpExchange): RequestInfo {
@@ -100,15 +115,20 @@ function warnForwardedIgnored<Req>(options: ResolvedHttpOptions<Req>): void {
 
 /** The key parts to decide; undefined when the key generator says the request is not limited. */
 async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: RequestInfo): Promise<KeyPart[] | undefined> {
-  const result = await options.key(req, info)
+  const result: unknown = await options.key(req, info)
   if (result === NOT_LIMITED) return undefined
   let parts: KeyPart[]
   if (typeof result === 'string') parts = [{ key: result }]
-  else if (result === undefined) parts = []
-  else parts = result.filter((part): part is KeyPart => part !== undefined)
+  else if (result === undefined || result === null) parts = []
+  else if (Array.isArray(result)) parts = result.filter((part): part is KeyPart => part !== undefined && part !== null)
+  else throw misconfigured(`key: the key function returned ${describeValue(result)}; ${KEY_RESULTS}`)
+  const limiterPolicies = options.limiter.policies
   for (const part of parts) {
-    if (typeof part.key !== 'string' || part.key === '') {
-      throw new FloodgateError('INVALID_REQUEST', `key: the key function returned ${JSON.stringify(part.key)}; return a non-empty string, parts like { key }, or undefined for the IP`)
+    if (typeof part !== 'object') throw misconfigured(`key: the key function returned a list holding ${describeValue(part)}; a list holds parts like { key: 'user:42' }; ${KEY_RESULTS}`)
+    if (typeof part.key !== 'string') throw misconfigured(`key: the key function returned a part whose key is ${describeValue(part.key)}; ${KEY_RESULTS}`)
+    if (part.key === '') throw new FloodgateError('INVALID_REQUEST', `key: the key function returned an empty key; ${KEY_RESULTS}`)
+    if (part.policies === undefined && limiterPolicies !== undefined && limiterPolicies.length === 0) {
+      throw misconfigured(`limiter: this RateLimiter has no policies and a key part brought none: ${NO_POLICIES_ADVICE}`)
     }
   }
   if (parts.length > 0) return parts
@@ -117,6 +137,8 @@ async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: 
   }
   return [{ key: `ip:${info.ip}` }]
 }
+
+const KEY_RESULTS = 'return a string (e.g. `user:${id}`, or String(id) for a number), a list of { key, policies? } parts, undefined to key by client IP, or NOT_LIMITED'
 
 async function requestCost<Req>(options: ResolvedHttpOptions<Req>, req: Req): Promise<number> {
   const cost = typeof options.cost === 'function' ? await options.cost(req) : options.cost

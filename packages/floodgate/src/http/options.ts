@@ -3,11 +3,12 @@
 import { parseDuration, type Duration } from '../core/duration.js'
 import { FloodgateError } from '../core/errors.js'
 import type { Policy } from '../core/policy.js'
+import { unknownOptionMessage } from '../limiter/option-hints.js'
 import type { Decision, Lease, LimitOptions } from '../limiter/types.js'
 import { compileProxyTrust, type ForwardedHeader, type ProxyTrust, type TrustProxy } from './client-ip.js'
 import { DEFAULT_HEADER_STYLES, HEADER_STYLES, type HeaderStyle } from './headers.js'
 import { DEFAULT_IPV6_SUBNET } from './ip-key.js'
-import { ipKeyGenerator, type KeyGenerator } from './keys.js'
+import { ipKeyGenerator, isStringKeyGenerator, keyFactoryName, type KeyGenerator } from './keys.js'
 import type { BodyFormat } from './responses.js'
 
 /** What the middleware needs of a limiter: `RateLimiter` has it. */
@@ -89,9 +90,61 @@ function invalid(field: string, message: string): FloodgateError {
   return new FloodgateError('INVALID_OPTION', `${field}: ${message}`)
 }
 
+/** A value as a message names it: `the number 42`, `the string "id"`, `an object`, `null`. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  switch (typeof value) {
+    case 'string': return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`
+    case 'number': case 'bigint': case 'boolean': return `the ${typeof value} ${String(value)}`
+    case 'object': return 'an object'
+    default: return `a ${typeof value}`
+  }
+}
+
 function optionalFunction<T>(value: T | undefined, field: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') throw invalid(field, `must be a function, got ${typeof value}`)
+  if (value !== undefined && typeof value !== 'function') throw invalid(field, `must be a function, got ${describeValue(value)}`)
   return value
+}
+
+/**
+ * Refuses a middleware factory called as if it were the middleware (`app.use(rateLimit)`): the
+ * framework then calls it with a request, a context or (req, res, next). `call` is how the user
+ * should have written it.
+ */
+export function refuseMiddlewareCall(argCount: number, options: unknown, call: string, factory = 'rateLimit({ limiter })'): void {
+  const looksLikeOptions = options !== null && typeof options === 'object' && 'limiter' in options
+  if (argCount < 2 || looksLikeOptions) return
+  const name = factory.slice(0, factory.indexOf('('))
+  throw new FloodgateError('INVALID_OPTION', `${name} was used as the middleware itself; call ${factory} first and use what it returns: ${call}`)
+}
+
+/** The key generator: a function; the usual slips (a header name, an uncalled `keys.ip`) are named. */
+function resolveKey<Req>(value: unknown): KeyGenerator<Req> {
+  if (value === undefined) return ipKeyGenerator()
+  if (typeof value !== 'function') {
+    const hint = typeof value === 'string'
+      ? `; to key by a header write keys.user(${JSON.stringify(value)}) or (req, info) => info.header(${JSON.stringify(value)})`
+      : ''
+    throw invalid('key', `must be a function (req, info) => key of the request, got ${describeValue(value)}${hint}`)
+  }
+  const factory = keyFactoryName(value)
+  if (factory !== undefined) throw invalid('key', `keys.${factory} makes a key function; call it: key: keys.${factory}(${factory === 'ip' || factory === 'route' || factory === 'apiKey' ? '' : '…'})`)
+  return value as KeyGenerator<Req>
+}
+
+/** Says what to do about a limiter without policies of its own (at setup, or when a key part brings none). */
+export const NO_POLICIES_ADVICE = "create it with some, e.g. new RateLimiter({ policies: [{ algorithm: 'gcra', limit: 100, period: '1m' }] }), or return [{ key, policies }] parts from key"
+
+/**
+ * A limiter without policies of its own decides only keys that bring theirs (`[{ key, policies }]`
+ * parts, `keys.fromRules`); with the default key or a `keys.*` string key every request would fail.
+ */
+function requirePolicies(limiter: HttpLimiter, key: unknown): void {
+  if (limiter.policies === undefined || limiter.policies.length > 0) return
+  if (key !== undefined && !isStringKeyGenerator(key)) return
+  const which = key === undefined ? 'the default key (the client IP)' : 'this key'
+  throw invalid('limiter', `this RateLimiter has no policies, and ${which} brings none, so nothing could be limited: ${NO_POLICIES_ADVICE}`)
 }
 
 /** Validates an adapter's own function option (`handler`, …): a function, if given. */
@@ -189,7 +242,7 @@ export function resolveHttpOptions<Req>(options: HttpLimitOptions<Req>, extra: r
   }
   for (const field of Object.keys(options)) {
     if (!KNOWN_OPTIONS.has(field) && !extra.includes(field)) {
-      throw invalid(field, `unknown option; known options are ${[...KNOWN_OPTIONS, ...extra].join(', ')}`)
+      throw invalid(field, unknownOptionMessage(field, 'middleware', [...KNOWN_OPTIONS, ...extra]))
     }
   }
   const skipSuccessfulRequests = optionalBoolean(options.skipSuccessfulRequests, 'skipSuccessfulRequests')
@@ -197,9 +250,12 @@ export function resolveHttpOptions<Req>(options: HttpLimitOptions<Req>, extra: r
   if (skipSuccessfulRequests && skipFailedRequests) {
     throw invalid('skipFailedRequests', 'together with skipSuccessfulRequests nothing would ever be counted; choose one')
   }
+  const limiter = resolveLimiter(options.limiter)
+  const key = resolveKey<Req>(options.key)
+  requirePolicies(limiter, options.key)
   return {
-    limiter: resolveLimiter(options.limiter),
-    key: optionalFunction(options.key, 'key') ?? ipKeyGenerator(),
+    limiter,
+    key,
     cost: resolveCost(options.cost),
     skip: optionalFunction(options.skip, 'skip'),
     trust: compileProxyTrust(options.trustProxy),

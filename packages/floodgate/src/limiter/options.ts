@@ -2,8 +2,9 @@
 
 import { parseDuration } from '../core/duration.js'
 import { FloodgateError } from '../core/errors.js'
-import { createPolicies, type Policy } from '../core/policy.js'
+import { createPolicies, type Policy, type PolicyOptions } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
+import { unknownOptionMessage } from './option-hints.js'
 import type { OnStoreError, RateLimiterOptions } from './types.js'
 
 /** The options with defaults applied and durations in milliseconds. */
@@ -32,10 +33,10 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
   }
   for (const field of Object.keys(options)) {
     if (!KNOWN_OPTIONS.has(field)) {
-      throw invalid(field, `unknown option; known options are ${[...KNOWN_OPTIONS].join(', ')}`)
+      throw invalid(field, unknownOptionMessage(field, 'limiter', KNOWN_OPTIONS))
     }
   }
-  const policies = options.policies === undefined ? undefined : createPolicies(options.policies, 'policies')
+  const policies = resolvePolicies(options.policies)
   const pool = resolvePool(options.pool)
   if (pool === undefined && policies?.some((policy) => policy.mode === 'elastic')) {
     throw invalid('pool', "elastic policies need a shared pool: pass pool: { limiter } (a RateLimiter whose policy is the spare capacity)")
@@ -51,6 +52,15 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
     pool,
     clock: resolveClock(options.clock),
   }
+}
+
+function resolvePolicies(value: unknown): Policy[] | undefined {
+  if (value === undefined) return undefined
+  // One policy given bare is the likeliest slip; say so rather than "give at least one policy".
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    throw invalid('policies', 'expected a list of policies: wrap the policy in [ ], e.g. policies: [{ algorithm: \'gcra\', limit: 10, period: \'1s\' }]')
+  }
+  return createPolicies(value as readonly PolicyOptions[], 'policies')
 }
 
 function resolveStore(store: unknown): Store | undefined {

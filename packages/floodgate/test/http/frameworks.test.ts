@@ -72,6 +72,40 @@ describe('fastify', () => {
     await app.close()
   })
 
+  // The README once showed `app.register(floodgate, { limiter })` without await: the plugin then
+  // ran at ready(), after the routes below it, and limited none of them (200s, rateLimit null).
+  it('limits the routes declared below app.register(...) whether or not it was awaited', async () => {
+    for (const awaited of [true, false]) {
+      const app = Fastify()
+      const registering = app.register(floodgate, { limiter: newLimiter(1) })
+      if (awaited) await registering
+      app.get('/', async (request) => ({ remaining: request.rateLimit?.remaining }))
+      app.get('/login', { config: { rateLimit: { limiter: newLimiter(2, 'login') } } }, async () => 'ok')
+      app.get('/health', { config: { rateLimit: false } }, async () => 'ok')
+      const first = await app.inject('/')
+      assert.deepEqual([first.statusCode, JSON.parse(first.body)], [200, { remaining: 0 }], `awaited: ${awaited}`)
+      assert.equal((await app.inject('/')).statusCode, 429, `awaited: ${awaited}`)
+      const login = [await app.inject('/login'), await app.inject('/login'), await app.inject('/login')]
+      assert.deepEqual(login.map((r) => r.statusCode), [200, 200, 429], `awaited: ${awaited}`)
+      assert.equal(login[0].headers['x-ratelimit-limit'], '2')
+      const health = await app.inject('/health')
+      assert.deepEqual([health.statusCode, health.headers['x-ratelimit-limit']], [200, undefined])
+      await app.close()
+    }
+  })
+
+  it('applies to child plugins registered after it, but not to not-found answers', async () => {
+    const app = Fastify()
+    app.register(floodgate, { limiter: newLimiter(1) })
+    app.register(async (child) => {
+      child.get('/child', async () => 'ok')
+    }, { prefix: '/v1' })
+    assert.deepEqual([(await app.inject('/v1/child')).statusCode, (await app.inject('/v1/child')).statusCode], [200, 429])
+    const missing = await app.inject({ url: '/nowhere', remoteAddress: '192.0.2.9' })
+    assert.deepEqual([missing.statusCode, missing.headers['x-ratelimit-limit']], [404, undefined])
+    await app.close()
+  })
+
   it('with global: false, only routes with config.rateLimit are limited', async () => {
     const app = Fastify()
     await app.register(floodgate, { global: false })
@@ -103,7 +137,7 @@ describe('hono', () => {
   it('works with app.request and a remoteAddress function for runtimes without a node socket', async () => {
     const app = new Hono<{ Variables: RateLimitVariables }>()
     app.use(honoRateLimit({ limiter: newLimiter(1), remoteAddress: (c) => c.req.header('x-test-peer') }))
-    app.get('/', (c) => c.json({ remaining: c.get('rateLimit').remaining }))
+    app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }))
     const hit = (peer: string) => app.request('/', { headers: { 'x-test-peer': peer } })
     const first = await hit('2001:db8:1:100::1')
     assert.equal(first.status, 200)

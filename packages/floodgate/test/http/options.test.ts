@@ -40,8 +40,9 @@ describe('resolveHttpOptions', () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ limiter: undefined }, /^limiter: required: pass a RateLimiter/],
       [{ limiter: { limit: () => {} } }, /^limiter: required/],
-      [{ limiter, keyGenerator: () => 'x' }, /^keyGenerator: unknown option; known options are limiter, key, /],
-      [{ limiter, key: 'ip' }, /^key: must be a function, got string/],
+      [{ limiter, keyGen: () => 'x' }, /^keyGen: unknown option; known options are limiter, key, /],
+      [{ limiter, keyGenerator: () => 'x' }, /^keyGenerator: unknown option: use key: /],
+      [{ limiter, key: 'ip' }, /^key: must be a function \(req, info\) => key of the request, got the string "ip"/],
       [{ limiter, cost: -1 }, /^cost: must be a whole number ≥ 0 or a function/],
       [{ limiter, cost: 1.5 }, /^cost: must be a whole number/],
       [{ limiter, skip: true }, /^skip: must be a function/],
@@ -101,6 +102,15 @@ describe('adapters validate at setup', () => {
     assert.throws(() => other.get('/x', { config: { rateLimit: { body: 'xml' as 'json' } } }, async () => 'x'), /body: unknown format "xml"/)
     rejects(() => other.get('/y', { config: { rateLimit: { global: false } as never } }, async () => 'y'), /^global: unknown option/)
     await other.close()
+
+    // Not awaited, the plugin runs after this route was added: its config fails its first request, by name.
+    const late = Fastify()
+    late.register(floodgate, { limiter })
+    late.get('/z', { config: { rateLimit: { body: 'xml' as 'json' } } }, async () => 'z')
+    const failed = await late.inject('/z')
+    assert.equal(failed.statusCode, 500)
+    assert.match(JSON.parse(failed.body).message, /body: unknown format "xml"/)
+    await late.close()
 
     const strict = Fastify()
     strict.register(floodgate, { limiter, global: 'yes' as unknown as boolean })

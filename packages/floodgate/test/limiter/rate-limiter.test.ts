@@ -134,6 +134,12 @@ describe('RateLimiter options', () => {
   const cases: [string, RateLimiterOptions, string, RegExp][] = [
     ['unknown option', { policies, tiemout: 5 } as RateLimiterOptions, 'INVALID_OPTION', /^tiemout:/],
     ['policies empty', { policies: [] }, 'INVALID_POLICY', /^policies:/],
+    ['policies not a list', { policies: policies[0] } as never, 'INVALID_OPTION', /^policies: expected a list of policies: wrap the policy in \[ \]/],
+    // Names from other limiters say where the Floodgate equivalent lives.
+    ['limit at the top', { limit: 100, period: '15m' } as never, 'INVALID_OPTION', /^limit: unknown option: the limit belongs to a policy: policies: \[\{ algorithm/],
+    ['rate-limiter-flexible points', { points: 5, duration: 1 } as never, 'INVALID_OPTION', /^points: unknown option: points is a policy's limit/],
+    ['express-rate-limit windowMs', { windowMs: 60_000 } as never, 'INVALID_OPTION', /^windowMs: unknown option: the window is a policy's period/],
+    ['a Redis client', { redis: {} } as never, 'INVALID_OPTION', /^redis: unknown option: use store: new RedisStore\(\{ client \}\)/],
     ['policy field', { policies: [{ algorithm: 'gcra', limit: 0, period: '1s' }] }, 'INVALID_POLICY', /^policies\[0\]\.limit:/],
     ['store', { policies, store: {} as never }, 'INVALID_OPTION', /^store:/],
     ['timeout', { policies, timeout: 'soon' as never }, 'INVALID_DURATION', /^timeout:/],
