@@ -128,6 +128,9 @@ export interface DeciderOptions {
  */
 export const COUNT_CEILING = 1e15
 
+/** Counter policies kept for reuse (each distinct unit and rate, overrides included). */
+const MAX_COUNTER_POLICIES = 1024
+
 /**
  * Turns requests into decisions: matches each descriptor to a rule, asks the limiter for all of
  * them concurrently (so a Redis store batches them into one round trip), applies shadow and quota
@@ -155,7 +158,7 @@ export class Decider {
    * unit), as the one-policy array the limiter is given: the same array each time, so the
    * limiter's plan for it is built once.
    */
-  readonly #counters = new Map<EnvoyUnit, readonly [Policy]>()
+  readonly #counters = new Map<string, readonly [Policy]>()
   /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
   readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
@@ -334,7 +337,11 @@ export class Decider {
     const remaining = over ? 0 : requestsPerUnit - count
     // The answer as Floodgate's own clients (/v1/check, admin) read a Decision: the rule's limit,
     // not the counter's ceiling.
-    const retryAfterMs = over ? decision.resetMs : 0
+    // Hits above the rate itself can never pass, whatever the wait: said as `never` (counted all the
+    // same, as upstream counts every hit), with no wait to suggest.
+    const never = over && plan.hits > requestsPerUnit
+    const retryAfterMs = over && !never ? decision.resetMs : 0
+    const neverField = never ? { never: true } : {}
     const reported: Decision = {
       ...decision,
       allowed: !over,
@@ -342,7 +349,8 @@ export class Decider {
       remaining,
       retryAfterMs,
       shadow: over && plan.shadow,
-      policies: [{ ...decision.policies[0], limit: requestsPerUnit, allowed: !over, remaining, retryAfterMs, shadow: over && plan.shadow }],
+      ...neverField,
+      policies: [{ ...decision.policies[0], limit: requestsPerUnit, allowed: !over, remaining, retryAfterMs, shadow: over && plan.shadow, ...neverField }],
     }
     const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
     const outcome: DescriptorOutcome = {
@@ -382,21 +390,28 @@ export class Decider {
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
   async #count(plan: EnvoyPlan, cost: number): Promise<{ decision: Decision; count: number; policy: Policy }> {
-    const policies = this.#counterOf(plan.limit.unit)
+    const policies = this.#counterOf(plan.limit.unit, plan.limit.requestsPerUnit)
     const policy = policies[0]
     const decision = await this.#limiter.limit(plan.storeKey, { cost, policies })
     // `limit` is the counter's ceiling (divided per instance when the local fallback decided).
     return { decision, count: Math.max(0, decision.limit - decision.remaining), policy }
   }
 
-  #counterOf(unit: EnvoyUnit): readonly [Policy] {
-    let policies = this.#counters.get(unit)
+  // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
+  // the rate as its nominal limit so the memory store keeps keys near their limit through a flood.
+  // Override rates come from requests: the cache is bounded, oldest first out.
+  #counterOf(unit: EnvoyUnit, requestsPerUnit: number): readonly [Policy] {
+    const id = `${unit}/${requestsPerUnit}`
+    let policies = this.#counters.get(id)
     if (policies === undefined) {
-      policies = Object.freeze([createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })] as [Policy])
-      this.#counters.set(unit, policies)
+      const counter = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })
+      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: requestsPerUnit })] as [Policy])
+      if (this.#counters.size >= MAX_COUNTER_POLICIES) this.#counters.delete(this.#counters.keys().next().value!)
+      this.#counters.set(id, policies)
     }
     return policies
   }
+
 
   #unshadowedOf(policies: readonly Policy[]): readonly Policy[] {
     let copy = this.#unshadowed.get(policies)

@@ -63,6 +63,13 @@ export interface Policy {
   readonly ceiling: number
   readonly blockMs: number
   readonly shadow: boolean
+  /**
+   * Set by callers that count with this policy and compare the count with a limit of their own
+   * (envoyproxy/ratelimit-style counting: `limit` is then only the counter's ceiling). The memory
+   * store judges from it whether a key is near its limit, which decides what a flood of new keys
+   * may evict. Not a user option: `createPolicy` never sets it.
+   */
+  readonly nominalLimit?: number
 }
 
 const KNOWN_FIELDS = new Set([

@@ -20,8 +20,8 @@ export interface KeyEntry {
   /** The request set seen last and where each of its policies lives in `policies`; repeat calls skip the name lookup. */
   lastSet: readonly Policy[] | undefined
   lastIndex: readonly number[]
-  /** What a fresh key may spend of each policy of `lastSet` (see capacitiesOf). */
-  lastCapacity: readonly number[]
+  /** Per policy of `lastSet`, the remaining units below which the key is protected (see protectBelowOf). */
+  lastProtectBelow: readonly number[]
   /** The store's move counter when this entry last moved to the young end of the LRU order. */
   movedAt: number
   /** In the protected class (see MemoryStoreOptions.maxKeys): denied last, or past half a policy's capacity. */
@@ -60,16 +60,21 @@ export function recordBytes(record: StoredRecord): number {
   return RECORD_BYTES + (record.state === undefined ? 0 : record.state.length * BYTES_PER_STATE_NUMBER)
 }
 
-// What a fresh key may spend of each policy, asked of the algorithm itself (a fresh key's peek: burst
-// for buckets, limit for windows), once per policy set: keys are created far more often than sets.
-const CAPACITIES = new WeakMap<readonly Policy[], readonly number[]>()
-export function capacitiesOf(policies: readonly Policy[]): readonly number[] {
-  let capacities = CAPACITIES.get(policies)
-  if (capacities === undefined) {
-    capacities = policies.map((policy) => ALGORITHM_BY_NAME[policy.algorithm].step(undefined, 0, 0, policy).remaining)
-    CAPACITIES.set(policies, capacities)
+// Per policy, the remaining units below which a key has used more than half of what it may spend:
+// a fresh key's capacity is asked of the algorithm itself (its peek: burst for buckets, limit for
+// windows); a counter whose limit is compared outside the store is judged by its nominalLimit.
+// Once per policy set: keys are created far more often than sets.
+const PROTECT_BELOW = new WeakMap<readonly Policy[], readonly number[]>()
+export function protectBelowOf(policies: readonly Policy[]): readonly number[] {
+  let thresholds = PROTECT_BELOW.get(policies)
+  if (thresholds === undefined) {
+    thresholds = policies.map((policy) => {
+      const capacity = ALGORITHM_BY_NAME[policy.algorithm].step(undefined, 0, 0, policy).remaining
+      return capacity - (policy.nominalLimit ?? capacity) / 2
+    })
+    PROTECT_BELOW.set(policies, thresholds)
   }
-  return capacities
+  return thresholds
 }
 
 

@@ -9,7 +9,7 @@ import type { EvaluateRequest, EvaluateResponse, Store } from '../store.js'
 import {
   BYTES_PER_CHARACTER,
   BYTES_PER_STATE_NUMBER,
-  capacitiesOf,
+  protectBelowOf,
   ENTRY_BYTES,
   findPolicy,
   identityIndex,
@@ -211,7 +211,7 @@ export class MemoryStore implements Store {
   // the key is now to be protected.
   private save(entry: KeyEntry, index: readonly number[], evaluation: KeyEvaluation, now: number): boolean {
     const { records, ttlMs, results } = evaluation
-    const capacity = entry.lastCapacity
+    const protectBelow = entry.lastProtectBelow
     let restricted = !evaluation.allowed
     let deadAt = entry.deadAt
     let delta = 0
@@ -231,7 +231,7 @@ export class MemoryStore implements Store {
         record.expiresAt = expiresAt
         delta += ((record.state === undefined ? 0 : record.state.length) - before) * BYTES_PER_STATE_NUMBER
       }
-      if (results[i].remaining * 2 < capacity[i]) restricted = true
+      if (results[i].remaining < protectBelow[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
     entry.deadAt = deadAt
@@ -256,7 +256,7 @@ export class MemoryStore implements Store {
 
   private insert(key: string, policies: readonly Policy[], evaluation: KeyEvaluation, now: number): void {
     const { records, ttlMs, results } = evaluation
-    const capacity = capacitiesOf(policies)
+    const protectBelow = protectBelowOf(policies)
     const own: StoredRecord[] = new Array(records.length)
     let restricted = !evaluation.allowed
     let deadAt = 0
@@ -266,7 +266,7 @@ export class MemoryStore implements Store {
       const record = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
       own[i] = record
       bytes += recordBytes(record)
-      if (results[i].remaining * 2 < capacity[i]) restricted = true
+      if (results[i].remaining < protectBelow[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
     const entry: KeyEntry = {
@@ -275,7 +275,7 @@ export class MemoryStore implements Store {
       deadAt,
       lastSet: policies,
       lastIndex: identityIndex(policies.length),
-      lastCapacity: capacity,
+      lastProtectBelow: protectBelow,
       movedAt: ++this.moves,
       protected: restricted,
       bytes,
@@ -356,7 +356,7 @@ export class MemoryStore implements Store {
     entry.policies = held
     entry.lastSet = policies
     entry.lastIndex = index
-    entry.lastCapacity = capacitiesOf(policies)
+    entry.lastProtectBelow = protectBelowOf(policies)
     return index
   }
 }
