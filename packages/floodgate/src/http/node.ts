@@ -17,7 +17,7 @@ declare module 'node:http' {
 /** Options of the node:http adapter. */
 export interface NodeRateLimitOptions extends HttpLimitOptions<IncomingMessage> {
   /** Answers a denied request instead of the default 429 body (headers are already set). */
-  handler?: (req: IncomingMessage, res: ServerResponse, rejection: Rejection) => void | Promise<void>
+  handler?: (req: IncomingMessage, res: ServerResponse, rejection: Rejection) => unknown
 }
 
 type Check = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>
@@ -101,7 +101,7 @@ export function rateLimit(options: NodeRateLimitOptions): Check {
 
 /** Wraps a request handler so that it runs only for admitted requests: `createServer(withRateLimit(handle, options))`. */
 export function withRateLimit(
-  handle: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>,
+  handle: (req: IncomingMessage, res: ServerResponse) => unknown,
   options: NodeRateLimitOptions,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   if (typeof handle !== 'function') {

@@ -8,14 +8,13 @@ import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
-import { RateLimiter } from 'floodgate'
-
-const limiter = new RateLimiter({ policies: [{ algorithm: 'fixed-window', limit: 5, period: '1m' }] })
 
 // snippet: hono-variables
 import { Hono } from 'hono'
+import { RateLimiter } from 'floodgate'
 import { rateLimit, type RateLimitVariables } from 'floodgate/hono'
 
+const limiter = new RateLimiter({ policies: [{ name: 'burst', algorithm: 'gcra', limit: 100, period: '1m' }] })
 const app = new Hono<{ Variables: RateLimitVariables }>()
 app.use(rateLimit({ limiter }))
 app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }))
@@ -48,7 +47,7 @@ describe('docs/middleware.md snippets', () => {
     await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())))
     try {
       const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
-      assert.deepEqual(await response.json(), { remaining: 4 })
+      assert.deepEqual(await response.json(), { remaining: 99 })
     } finally {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
