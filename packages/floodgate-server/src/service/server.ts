@@ -170,8 +170,8 @@ function createStore(settings: StoreSettings, prefix: string): Store {
  * and the limiter needs its store at construction.
  */
 class LazyRedisStore implements Store {
-  readonly #ready: Promise<Store & { client: { status: string } }>
-  #store: (Store & { client: { status: string } }) | undefined
+  readonly #ready: Promise<Store & { connected: boolean }>
+  #store: (Store & { connected: boolean }) | undefined
 
   constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
@@ -187,7 +187,7 @@ class LazyRedisStore implements Store {
   }
 
   get connected(): boolean {
-    return this.#store?.client.status === 'ready'
+    return this.#store?.connected === true
   }
 
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
