@@ -412,10 +412,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   private storeFailed(error: unknown): undefined {
     this.emit('store-error', asError(error))
-    if (this.breaker.recordFailure(this.clock()) === 'opened') {
-      this.store.recover?.()
-      this.emit('breaker-open')
-    }
+    const transition = this.breaker.recordFailure(this.clock())
+    if (this.breaker.isOpen) this.store.recover?.()
+    if (transition === 'opened') this.emit('breaker-open')
     return undefined
   }
 }

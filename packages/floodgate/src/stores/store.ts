@@ -52,8 +52,8 @@ export interface Store {
    */
   onRecovered?(listener: () => void): () => void
   /**
-   * Optional: the caller saw the backend fail (the limiter's breaker opened). A Redis Cluster
-   * store starts reading the slot map again until a replica has taken over.
+   * Optional: the caller saw the backend fail while its breaker is open. A Redis Cluster store
+   * reads the slot map again until a replica has taken over.
    */
   recover?(): void
   /** Forgets all state (counters and blocks) of `key` for these policies. */

@@ -143,6 +143,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private down = false
   private warned = false
   private slotRefresh: NodeJS.Timeout | undefined
+  // Cluster: the slot map (slotMapSignature) calls last succeeded with, read after an outage only.
+  private trustedSlotMap: string | undefined
 
   constructor(options: RedisStoreOptions) {
     super()
@@ -216,10 +218,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   }
 
   /**
-   * The caller saw calls fail (a limiter's breaker opened). On a Cluster whose client can be asked
-   * to, the slot map is read again every SLOT_REFRESH_MS until it changes (a replica took over)
-   * or a call succeeds, and a change is announced with 'available': the next call then goes to the
-   * new master instead of waiting for the client to notice by itself.
+   * The caller saw calls fail while its breaker is open. On a Cluster whose client can be asked
+   * to, the slot map is read again every SLOT_REFRESH_MS until it differs from the one calls last
+   * succeeded with (a replica took over), and that is announced with 'available': the limiter's
+   * next call then goes to the new master instead of waiting out its cooldown on the old map.
+   * Calling it again while it reads does nothing.
    */
   recover(): void {
     const refresh = this.connection.refreshSlots
@@ -227,15 +230,17 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.markDown(
       new FloodgateError('STORE_UNAVAILABLE', 'calls to the Redis Cluster are failing; the store reads the slot map again until a replica takes over'),
     )
-    const before = this.connection.slotMapSignature()
+    const before = this.trustedSlotMap ?? this.connection.slotMapSignature()
     const check = (): void => {
       refresh().then(() => {
         if (this.slotRefresh === undefined) return
-        if (this.connection.slotMapSignature() === before) {
+        const now = this.connection.slotMapSignature()
+        if (now === before) {
           this.slotRefresh = setTimeout(check, SLOT_REFRESH_MS).unref()
           return
         }
-        this.slotRefresh = undefined
+        // The next failure waits for a change from this map, not the old one again.
+        this.trustedSlotMap = now
         this.markUp()
       }, nothing)
     }
@@ -331,7 +336,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         done()
         const serverNow = readServerClock(reply)
         if (serverNow !== undefined) this.learnOffset(serverNow, performance.now())
-        if (this.slotRefresh !== undefined) this.markUp()
+        if (this.down || this.slotRefresh !== undefined) this.answeredAfterOutage()
+        else if (this.trustedSlotMap === undefined && this.connection.isCluster) this.trustedSlotMap = this.connection.slotMapSignature()
         this.answerAll(call, reply)
       },
       (error: unknown) => {
@@ -383,6 +389,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       )
     }
     this.emit('unavailable', error)
+  }
+
+  private answeredAfterOutage(): void {
+    if (this.connection.isCluster) this.trustedSlotMap = this.connection.slotMapSignature()
+    this.markUp()
   }
 
   private markUp(): void {
