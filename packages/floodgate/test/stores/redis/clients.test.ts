@@ -12,6 +12,8 @@ import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import type { RedisClientLike } from '../../../src/stores/redis/connection.js'
 import { createClient } from '../../../src/stores/redis/create-client.js'
+import { toConnection } from '../../../src/stores/redis/connection.js'
+import { runnerScript } from '../../../src/stores/redis/scripts.js'
 import { readRecord } from './records.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster, type RedisClusterHandle } from '../../support/redis-cluster.js'
@@ -160,6 +162,27 @@ describe('on a standalone Redis', () => {
     record: (key: string) => readRecord(admin, key),
   })
   for (const kind of standaloneKinds(() => server)) smoke(kind, adminOps)
+
+  const makers: [string, () => Redis6 | Redis5][] = [
+    ['ioredis 6', () => new Redis6(server.port, server.host)],
+    ['ioredis 5', () => new Redis5(server.port, server.host)],
+  ]
+  for (const [name, make] of makers) {
+    test(`${name}: a script call is written to the socket at once, not on a later tick`, async () => {
+      const client = make()
+      try {
+        await client.ping()
+        const connection = toConnection(client)
+        const queued = client.commandQueue.length
+        const reply = connection.evalBuffer('eval', 'return ARGV[1]', [], ['written'])
+        // ioredis queues a command for its reply as it writes it to the socket.
+        assert.equal(client.commandQueue.length, queued + 1)
+        assert.deepEqual(await reply, Buffer.from('written'))
+      } finally {
+        client.disconnect()
+      }
+    })
+  }
 
   test('a store made from a URL owns its client (node-redis when ioredis is missing) and closes it', async () => {
     const client = createClient({ url: server.url }, 'url', (name) => (name === 'ioredis' ? undefined : createRequire(import.meta.url)('redis')))
