@@ -4,6 +4,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
+import { execFileSync } from 'node:child_process'
 import { Redis as Redis6, Cluster as Cluster6 } from 'ioredis'
 import { Redis as Redis5, Cluster as Cluster5 } from 'ioredis5'
 import { createClient as createNodeRedis, createCluster as createNodeRedisCluster } from 'redis'
@@ -162,6 +163,29 @@ describe('on a standalone Redis', () => {
     record: (key: string) => readRecord(admin, key),
   })
   for (const kind of standaloneKinds(() => server)) smoke(kind, adminOps)
+
+  test('a store given a node-redis client never loads ioredis', () => {
+    // A fresh process: this one has loaded ioredis for the other tests.
+    const program = `
+      import { createRequire } from 'node:module'
+      import { createClient } from 'redis'
+      import { createPolicies } from 'floodgate'
+      import { RedisStore } from 'floodgate/redis'
+      const client = createClient({ url: process.env.REDIS_URL })
+      await client.connect()
+      const store = new RedisStore({ client })
+      const [answer] = await store.evaluate([{ key: 'k', policies: createPolicies([{ algorithm: 'gcra', limit: 5, period: '1m' }]), cost: 1 }])
+      await store.close()
+      await client.close()
+      const loaded = Object.keys(createRequire(import.meta.url).cache).filter((path) => path.includes('/node_modules/ioredis'))
+      console.log(JSON.stringify({ remaining: answer.results[0].remaining, loaded }))
+    `
+    const output = execFileSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', '--input-type=module', '-e', program], {
+      env: { ...process.env, REDIS_URL: server.url },
+      encoding: 'utf8',
+    })
+    assert.deepEqual(JSON.parse(output), { remaining: 4, loaded: [] })
+  })
 
   const makers: [string, () => Redis6 | Redis5][] = [
     ['ioredis 6', () => new Redis6(server.port, server.host)],
