@@ -2,6 +2,7 @@
 // standalone server and on a real Cluster: decisions, all-or-nothing, NOSCRIPT reload, reset, close.
 
 import { after, before, describe, test } from 'node:test'
+import { once } from 'node:events'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
@@ -185,6 +186,30 @@ describe('on a standalone Redis', () => {
       encoding: 'utf8',
     })
     assert.deepEqual(JSON.parse(output), { remaining: 4, loaded: [] })
+  })
+
+  test('node-redis: a restarted server is refused while down, announced when back, and used again', async () => {
+    const own = await startRedis()
+    const client = createNodeRedis({ url: own.url, socket: { reconnectStrategy: () => 50 } })
+    client.on('error', () => {})
+    await client.connect()
+    const store = new RedisStore({ client, prefix: 'restart:' })
+    try {
+      await store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+      const down = once(store, 'unavailable')
+      await own.stop()
+      await down
+      await assert.rejects(store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
+      const up = once(store, 'available')
+      await own.restart()
+      await up
+      const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+      assert.equal(response.results[0].remaining, 2, 'the restarted server starts empty; the refused call was never sent')
+    } finally {
+      await store.close()
+      client.destroy()
+      await own.stop()
+    }
   })
 
   const makers: [string, () => Redis6 | Redis5][] = [

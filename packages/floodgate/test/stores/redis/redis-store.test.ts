@@ -492,3 +492,37 @@ test('calls waiting behind one in flight are refused when the connection drops, 
     own.disconnect()
   }
 })
+
+test('a store that cannot reach Redis warns once, and emits unavailable and available for each outage', async () => {
+  const port = await freePort()
+  const warnings: string[] = []
+  const onWarning = (warning: Error & { code?: string }) => {
+    if (warning.code === 'FLOODGATE_REDIS_UNAVAILABLE') warnings.push(warning.message)
+  }
+  process.on('warning', onWarning)
+  const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, prefix: 'outage:' })
+  let lateServer: RedisProcess | undefined
+  try {
+    const [first] = (await once(store, 'unavailable')) as [Error]
+    assert.match(first.message, /cannot reach Redis \(ioredis client status: \w+\)/)
+    // Each event is awaited from before what causes it: it may come before that step returns.
+    let next: Promise<unknown> = once(store, 'available')
+    lateServer = await startRedis([], port)
+    await next
+    next = once(store, 'unavailable')
+    await lateServer.stop()
+    await next
+    next = once(store, 'available')
+    await lateServer.restart()
+    await next
+    const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+    assert.equal(response.results[0].remaining, 9)
+    await new Promise((resolve) => setImmediate(resolve)) // warnings are emitted on the next tick
+    assert.equal(warnings.length, 1, 'one warning per store, not per outage or per attempt')
+    assert.match(warnings[0], /RedisStore cannot reach Redis.*'unavailable' event/)
+  } finally {
+    process.off('warning', onWarning)
+    await store.close()
+    await lateServer?.stop()
+  }
+})
