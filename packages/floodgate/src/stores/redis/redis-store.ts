@@ -19,6 +19,8 @@ import { keySlot } from './slot.js'
  * A client you pass stays yours (`close()` leaves it open); one the store creates is closed by `close()`.
  * To create one, the store uses the app's ioredis if it is installed, else its node-redis (the
  * `redis` package); with neither it throws at construction.
+ * A store that cannot reach Redis prints one process warning (FLOODGATE_REDIS_UNAVAILABLE) and
+ * emits 'unavailable' for each outage and 'available' when Redis answers again (RedisStoreEvents).
  */
 export interface RedisStoreOptions {
   /**
