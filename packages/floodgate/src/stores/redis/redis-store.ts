@@ -11,6 +11,8 @@ import { ConnectionGate, unavailable } from './connection-gate.js'
 import { createClient, type ClusterStartupNode } from './create-client.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
+import { Outage } from './outage.js'
+import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
 import { keySlot } from './slot.js'
 
@@ -83,16 +85,6 @@ interface Call {
 }
 
 /**
- * How long (ms) the best sample of the server clock's offset is trusted before a worse one may
- * replace it: the server's clock may be stepped back (NTP), and a stale offset would then place
- * deadlines too late for that long.
- */
-const OFFSET_TRUST_MS = 10_000
-
-/** How often (ms) a Cluster's slot map is read again while the store waits for a failover. */
-const SLOT_REFRESH_MS = 250
-
-/**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
  * same event-loop turn are sent together as EVALSHA of the runner script per server (per Cluster
  * node), which decides them one after another atomically with the server's clock. Each server's
@@ -108,16 +100,10 @@ const SLOT_REFRESH_MS = 250
  * disappears before that clock says it expired.
  *
  * Deadlines: a request's `deadline` (the moment its caller stops waiting, in `performance.now()`
- * terms) travels with its call as a time on the server's clock, and the script charges nothing
- * once the server's clock has passed it (a call that waited out a paused or stopped server); its
- * callers get STORE_TIMEOUT. The mapping is learnt from replies: each reply carries the server's
- * clock at the script's run, which is at most the reply's transit earlier than the moment the
- * reply is read here, so `server clock − performance.now()` at reading is a lower bound of the
- * offset between the two clocks, whatever the skew between the machines. The best (largest) such
- * bound of the last OFFSET_TRUST_MS is used: a deadline maps to a server time no later than the
- * true one, so a call the caller gave up on is never charged because of the mapping; at worst a
- * call is refused that much (a reply's transit, well under a millisecond on a LAN) early. Before
- * the first reply no mapping exists, and calls carry no deadline.
+ * terms) travels with its call as a time on the server's clock (see server-clock.ts: the earliest
+ * of the call's requests), and the script charges nothing once the server's clock has passed it
+ * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
+ * first reply the store does not know the server's clock, and calls carry no deadline.
  */
 export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
   /** The client in use (created by the store or given to it). */
@@ -139,14 +125,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   // Calls sent and not answered yet, with their lane's `done`.
   private readonly inFlight = new Map<Call, () => void>()
   private readonly unsubscribe: (() => void)[] = []
-  // server clock − performance.now(), a lower bound (see the class comment), and when it was learnt.
-  private serverOffset: number | undefined
-  private serverOffsetAt = 0
-  private down = false
-  private warned = false
-  private slotRefresh: NodeJS.Timeout | undefined
-  // Cluster: the slot map (slotMapSignature) calls last succeeded with, read after an outage only.
-  private trustedSlotMap: string | undefined
+  private readonly serverClock = new ServerClock()
+  private readonly outage: Outage
 
   constructor(options: RedisStoreOptions) {
     super()
@@ -172,9 +152,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
       for (const item of items) answer(item, error)
     })
+    this.outage = new Outage(connection, { unavailable: (error) => this.emit('unavailable', error), available: () => this.emit('available') })
     this.unsubscribe.push(
-      connection.onDown(this.onDown),
-      connection.onReady(this.onReady),
+      connection.onDown(this.outage.connectionDown),
+      connection.onReady(this.outage.connectionReady),
       connection.onLost(this.onConnectionLost),
     )
     // A client the store creates starts connecting now, so that a Redis out of reach is reported
@@ -220,39 +201,17 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   }
 
   /**
-   * The caller saw calls fail while its breaker is open. On a Cluster whose client can be asked
-   * to, the slot map is read again every SLOT_REFRESH_MS until it differs from the one calls last
-   * succeeded with (a replica took over), and that is announced with 'available': the limiter's
-   * next call then goes to the new master instead of waiting out its cooldown on the old map.
-   * Calling it again while it reads does nothing.
+   * The caller saw calls fail while its breaker is open: a Cluster store reads its slot map again
+   * until a replica has taken over, then emits 'available' (see outage.ts).
    */
   recover(): void {
-    const refresh = this.connection.refreshSlots
-    if (refresh === undefined || this.slotRefresh !== undefined) return
-    this.markDown(
-      new FloodgateError('STORE_UNAVAILABLE', 'calls to the Redis Cluster are failing; the store reads the slot map again until a replica takes over'),
-    )
-    const before = this.trustedSlotMap ?? this.connection.slotMapSignature()
-    const check = (): void => {
-      refresh().then(() => {
-        if (this.slotRefresh === undefined) return
-        const now = this.connection.slotMapSignature()
-        if (now === before) {
-          this.slotRefresh = setTimeout(check, SLOT_REFRESH_MS).unref()
-          return
-        }
-        // The next failure waits for a change from this map, not the old one again.
-        this.trustedSlotMap = now
-        this.markUp()
-      }, nothing)
-    }
-    this.slotRefresh = setTimeout(check, 0).unref()
+    this.outage.recover()
   }
 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
-    this.stopSlotRefresh()
+    this.outage.stop()
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
     if (this.ownsClient) await this.connection.close()
   }
@@ -293,32 +252,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     const ordered = slotsTogether(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
     try {
-      const { keys, args } = encodeCall(ordered, declared, this.serverDeadline(ordered))
+      const { keys, args } = encodeCall(ordered, declared, this.serverClock.earliest(ordered, deadlineOf))
       return { items: ordered, declared, keys, args }
     } catch (error) {
       for (const item of ordered) answer(item, error)
       return undefined
-    }
-  }
-
-  // The earliest deadline of the call's requests on the server's clock, rounded down (the server's
-  // clock is whole ms); undefined when none has one or the offset is not known yet.
-  private serverDeadline(items: readonly Pending[]): number | undefined {
-    if (this.serverOffset === undefined) return undefined
-    let earliest = Infinity
-    for (const item of items) {
-      const deadline = item.request.deadline
-      if (deadline !== undefined && deadline < earliest) earliest = deadline
-    }
-    return earliest === Infinity ? undefined : Math.floor(earliest + this.serverOffset)
-  }
-
-  // A reply's server clock, read at `at` (performance.now()): a lower bound of the offset.
-  private learnOffset(serverNow: number, at: number): void {
-    const sample = serverNow - at
-    if (this.serverOffset === undefined || sample > this.serverOffset || at - this.serverOffsetAt > OFFSET_TRUST_MS) {
-      this.serverOffset = sample
-      this.serverOffsetAt = at
     }
   }
 
@@ -337,9 +275,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         if (!this.inFlight.delete(call)) return
         done()
         const serverNow = readServerClock(reply)
-        if (serverNow !== undefined) this.learnOffset(serverNow, performance.now())
-        if (this.down || this.slotRefresh !== undefined) this.answeredAfterOutage()
-        else if (this.trustedSlotMap === undefined && this.connection.isCluster) this.trustedSlotMap = this.connection.slotMapSignature()
+        if (serverNow !== undefined) this.serverClock.learn(serverNow, performance.now())
+        this.outage.answered()
         this.answerAll(call, reply)
       },
       (error: unknown) => {
@@ -372,44 +309,6 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     }
   }
 
-  private readonly onDown = (error?: Error): void => {
-    const because = error === undefined ? '' : `: ${error.message}`
-    this.markDown(new FloodgateError('STORE_UNAVAILABLE', `cannot reach Redis (${this.connection.library} client status: ${this.connection.status()})${because}`))
-  }
-
-  private readonly onReady = (): void => this.markUp()
-
-  private markDown(error: Error): void {
-    if (this.down) return
-    this.down = true
-    if (!this.warned) {
-      this.warned = true
-      process.emitWarning(
-        `RedisStore ${error.message}. Decisions are answered by the limiter's onStoreError mode until it answers; ` +
-          "listen to the store's 'unavailable' event to handle this yourself",
-        { code: 'FLOODGATE_REDIS_UNAVAILABLE' },
-      )
-    }
-    this.emit('unavailable', error)
-  }
-
-  private answeredAfterOutage(): void {
-    if (this.connection.isCluster) this.trustedSlotMap = this.connection.slotMapSignature()
-    this.markUp()
-  }
-
-  private markUp(): void {
-    this.stopSlotRefresh()
-    if (!this.down) return
-    this.down = false
-    this.emit('available')
-  }
-
-  private stopSlotRefresh(): void {
-    clearTimeout(this.slotRefresh)
-    this.slotRefresh = undefined
-  }
-
   private answerAll(call: Call, reply: unknown): void {
     let responses: EvaluateResponse[]
     try {
@@ -436,6 +335,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
 }
 
 function nothing(): void {}
+
+function deadlineOf(item: Pending): number | undefined {
+  return item.request.deadline
+}
 
 // Calls a request's callback. A callback that throws must not keep the rest of its call from their
 // answers: its error is thrown again on its own, as an uncaught exception of the caller's.
