@@ -199,6 +199,23 @@ class LazyRedisStore implements Store {
     return (this.#store ?? (await this.#ready)).reset(key, policies)
   }
 
+  // The limiter's quick way back after an outage (a reconnect, a Cluster failover), forwarded once the store exists.
+  onRecovered(listener: () => void): () => void {
+    let stop: (() => void) | undefined
+    let stopped = false
+    void this.#ready.then((store) => {
+      if (!stopped) stop = store.onRecovered?.(listener)
+    })
+    return () => {
+      stopped = true
+      stop?.()
+    }
+  }
+
+  recover(): void {
+    this.#store?.recover?.()
+  }
+
   async close() {
     return (await this.#ready).close()
   }
