@@ -9,6 +9,7 @@ import { Redis } from 'ioredis'
 import { RedisStore } from '../../src/redis.js'
 import { freePort, startRedis } from '../support/redis-server.js'
 import { startCluster } from '../support/redis-cluster.js'
+import { createCluster as createNodeRedisCluster } from 'redis'
 
 describe('RateLimiter on a RedisStore that cannot connect', () => {
   let client: Redis
@@ -100,26 +101,43 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
     }
   })
 
-  it('a Cluster master failed over: the store reads the slot map again and the probe goes to the new master', async (t) => {
-    const cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 })
-    const store = new RedisStore({ cluster: [...cluster.startupNodes] })
-    const limiter = new RateLimiter({ store, policies, timeout: '200ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
-    try {
-      assert.equal((await limiter.limit('victim')).source, 'store')
-      const killed = await cluster.killMaster('victim')
-      const available = once(store, 'available')
-      // The first call goes to the dead master and times out; the breaker opens and skips the rest.
-      assert.equal((await limiter.limit('victim')).source, 'fallback-open')
-      await available
-      const startedAt = performance.now()
-      const decision = await limiter.limit('victim')
-      t.diagnostic(`new master answered ${Math.round(performance.now() - startedAt)} ms after the slot map changed`)
-      assert.equal(decision.source, 'store')
-      assert.notEqual(await cluster.masterOf('victim'), killed.port)
-    } finally {
-      await limiter.close()
-      await store.close()
-      await cluster.stop()
-    }
-  })
+  const clusterClients: [string, (nodes: { host: string; port: number }[]) => Promise<{ store: RedisStore; end(): Promise<void> }>][] = [
+    ['ioredis (created by the store)', async (nodes) => ({ store: new RedisStore({ cluster: nodes }), end: async () => {} })],
+    [
+      'node-redis createCluster',
+      async (nodes) => {
+        const client = createNodeRedisCluster({ rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })) })
+        client.on('error', () => {})
+        await client.connect()
+        return { store: new RedisStore({ client }), end: async () => client.destroy() }
+      },
+    ],
+  ]
+  for (const [name, connect] of clusterClients) {
+    it(`a Cluster master failed over (${name}): the store reads the slot map again and the probe goes to the new master`, async (t) => {
+      const cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 })
+      const { store, end } = await connect([...cluster.startupNodes])
+      const limiter = new RateLimiter({ store, policies, timeout: '200ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+      try {
+        assert.equal((await limiter.limit('victim')).source, 'store')
+        const killed = await cluster.killMaster('victim')
+        const available = once(store, 'available')
+        // The first call goes to the dead master and fails or times out; the breaker opens and skips the rest.
+        assert.equal((await limiter.limit('victim')).source, 'fallback-open')
+        await available
+        const startedAt = performance.now()
+        const decision = await limiter.limit('victim')
+        t.diagnostic(`new master answered ${Math.round(performance.now() - startedAt)} ms after the slot map changed`)
+        assert.equal(decision.source, 'store')
+        // The node asked may learn of the promotion a little after the client did.
+        await cluster.waitUntilHealthy()
+        assert.notEqual(await cluster.masterOf('victim'), killed.port)
+      } finally {
+        await limiter.close()
+        await store.close()
+        await end()
+        await cluster.stop()
+      }
+    })
+  }
 })

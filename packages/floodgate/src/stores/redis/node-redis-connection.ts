@@ -31,6 +31,8 @@ export interface NodeRedisClientLike extends NodeRedisCommon {
 export interface NodeRedisClusterLike extends NodeRedisCommon {
   /** Each slot's shard; its master's address is `host:port`. */
   readonly slots: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>
+  /** node-redis's slot map keeper (underscored, but typed and public); `rediscover` reads the map again. */
+  readonly _slots?: { rediscover?(startWith?: undefined): Promise<unknown> }
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: { typeMapping?: object }): Promise<unknown>
 }
 
@@ -74,8 +76,12 @@ export function nodeRedisConnection(client: NodeRedisLike): Connection {
     onLost: () => ignore,
     evalBuffer: (command, script, keys, args) => send([command, script, String(keys.length), ...keys, ...args], keys[0]),
     masterOf: (slot) => cluster?.slots[slot]?.master.address,
-    // node-redis reads the slot map again by itself on MOVED and when a node fails.
-    refreshSlots: undefined,
+    // node-redis also reads the slot map again by itself on MOVED and after a node's reconnection
+    // attempts; asking sooner is what brings the limiter back right after a failover.
+    refreshSlots:
+      typeof cluster?._slots?.rediscover === 'function'
+        ? () => cluster._slots!.rediscover!(undefined).then(ignore, ignore)
+        : undefined,
     slotMapSignature: () => slotMapSignature((slot) => cluster?.slots[slot]?.master.address),
     del: (keys) => send(['DEL', ...keys], keys[0]),
     keyPrefix: () => {
