@@ -100,8 +100,9 @@ interface Call {
  * disappears before that clock says it expired.
  *
  * Deadlines: a request's `deadline` (the moment its caller stops waiting, in `performance.now()`
- * terms) travels with its call as a time on the server's clock (see server-clock.ts: the earliest
- * of the call's requests), and the script charges nothing once the server's clock has passed it
+ * terms) travels with its call as a time on that server's clock (server-clock.ts, one per lane:
+ * Cluster nodes' clocks may disagree; a call uses the earliest of its requests' deadlines), and
+ * the script charges nothing once the server's clock has passed it
  * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
  * first reply the store does not know the server's clock, and calls carry no deadline.
  */
@@ -116,16 +117,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
   // One per server (Cluster: per master; per slot while the slot map is unknown).
   private readonly lanes = new Map<string, Lane<Pending>>()
-  // A lane's call: encoded as it goes, so that it holds everything that waited for it.
-  private readonly startCall = (items: Pending[], done: () => void): void => {
-    const call = this.prepare(items)
-    if (call === undefined) return done()
-    this.run(call, true, done)
-  }
+  // Each server's clock as this process maps it (Cluster nodes' clocks may disagree), by lane.
+  private readonly clocks = new Map<string, ServerClock>()
   // Calls sent and not answered yet, with their lane's `done`.
   private readonly inFlight = new Map<Call, () => void>()
   private readonly unsubscribe: (() => void)[] = []
-  private readonly serverClock = new ServerClock()
   private readonly outage: Outage
 
   constructor(options: RedisStoreOptions) {
@@ -156,6 +152,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.unsubscribe.push(
       connection.onDown(this.outage.connectionDown),
       connection.onReady(this.outage.connectionReady),
+      // A new connection may reach another server (a Sentinel failover), with a clock of its own.
+      connection.onReady(() => this.clocks.forEach((clock) => clock.forget())),
       connection.onLost(this.onConnectionLost),
     )
     // A client the store creates starts connecting now, so that a Redis out of reach is reported
@@ -233,8 +231,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     for (const [server, group] of this.groupByServer(items)) {
       let lane = this.lanes.get(server)
       if (lane === undefined) {
-        lane = new Lane(this.startCall, this.maxBatchSize)
+        const clock = new ServerClock()
+        // A lane's call is encoded as it goes, so that it holds everything that waited for it.
+        lane = new Lane((ready: Pending[], done: () => void) => {
+          const call = this.prepare(ready, clock)
+          if (call === undefined) return done()
+          this.run(call, clock, true, done)
+        }, this.maxBatchSize)
         this.lanes.set(server, lane)
+        this.clocks.set(server, clock)
       }
       lane.submit(group)
     }
@@ -248,11 +253,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   }
 
   // Orders and encodes `items` for one call; undefined (each item rejected) if they cannot be encoded.
-  private prepare(items: Pending[]): Call | undefined {
+  private prepare(items: Pending[], clock: ServerClock): Call | undefined {
     const ordered = slotsTogether(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
     try {
-      const { keys, args } = encodeCall(ordered, declared, this.serverClock.earliest(ordered, deadlineOf))
+      const { keys, args } = encodeCall(ordered, declared, clock.earliest(ordered, deadlineOf))
       return { items: ordered, declared, keys, args }
     } catch (error) {
       for (const item of ordered) answer(item, error)
@@ -261,12 +266,12 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   }
 
   // Sends `call`; `done` runs as soon as the reply is in, before any caller is answered.
-  private run(call: Call, mayRegroup: boolean, done: () => void): void {
+  private run(call: Call, clock: ServerClock, mayRegroup: boolean, done: () => void): void {
     // A call that waited in its lane passed the connection gate before the connection dropped:
     // the client would keep it and apply it after reconnecting, long after its callers were answered.
     if (!this.connection.isReady()) {
       done()
-      this.failed(call, unavailable(this.connection.status()), false)
+      this.failed(call, clock, unavailable(this.connection.status()), false)
       return
     }
     this.inFlight.set(call, done)
@@ -275,14 +280,14 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         if (!this.inFlight.delete(call)) return
         done()
         const serverNow = readServerClock(reply)
-        if (serverNow !== undefined) this.serverClock.learn(serverNow, performance.now())
+        if (serverNow !== undefined) clock.learn(serverNow, performance.now())
         this.outage.answered()
         this.answerAll(call, reply)
       },
       (error: unknown) => {
         if (!this.inFlight.delete(call)) return
         done()
-        this.failed(call, error, mayRegroup)
+        this.failed(call, clock, error, mayRegroup)
       },
     )
   }
@@ -320,13 +325,13 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     for (let i = 0; i < call.items.length; i++) answer(call.items[i], null, responses[i])
   }
 
-  private failed(call: Call, error: unknown, mayRegroup: boolean): void {
+  private failed(call: Call, clock: ServerClock, error: unknown, mayRegroup: boolean): void {
     // The slot map changed under a multi-slot call: the script failed before writing anything,
     // so each slot is sent alone (declared keys only, which the client redirects by itself).
     if (mayRegroup && call.declared < call.items.length && isRoutingError(error)) {
       for (const group of groupBy(call.items, (item) => item.slot).values()) {
-        const retry = this.prepare(group)
-        if (retry !== undefined) this.run(retry, false, nothing)
+        const retry = this.prepare(group, clock)
+        if (retry !== undefined) this.run(retry, clock, false, nothing)
       }
       return
     }

@@ -32,6 +32,11 @@ export class ServerClock {
     }
   }
 
+  /** Forgets what was learnt: the connection may now reach another server. */
+  forget(): void {
+    this.offset = undefined
+  }
+
   /**
    * The earliest of `deadlines` (performance.now() values; undefined ones are skipped) on the
    * server's clock, rounded down (the server's clock is whole ms); undefined when there is none or

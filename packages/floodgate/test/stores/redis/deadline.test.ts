@@ -11,6 +11,7 @@ import { RateLimiter } from '../../../src/index.js'
 import { RedisStore } from '../../../src/redis.js'
 import { readRecord } from './records.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { startCluster } from '../../support/redis-cluster.js'
 
 const LIMIT = 100
 const policyOptions = [{ name: 'minute', algorithm: 'fixed-window' as const, limit: LIMIT, period: '1m' as const }]
@@ -109,3 +110,32 @@ for (const { name, hang, resume } of HANGS) {
     }
   })
 }
+
+describe('a Cluster master hung by CLIENT PAUSE', () => {
+  test('callers answered by the fallback meanwhile are not charged on it when it resumes; other masters decide as usual', async () => {
+    const cluster = await startCluster({ masters: 3, replicasPerMaster: 0, nodeTimeoutMs: 5000 })
+    const store = new RedisStore({ cluster: [...cluster.startupNodes] })
+    const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '50ms', onStoreError: 'open', breaker: { failures: 1000 } })
+    const port = await cluster.masterOf('{k}')
+    const node = new Redis(port, '127.0.0.1')
+    try {
+      // Keys on every master, so each lane has learnt its server's clock.
+      const keys = Array.from({ length: 12 }, (_, i) => `other:${i}`)
+      await Promise.all(['k', ...keys].map((key) => limiter.limit(key)))
+      await node.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+      const hung = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k')))
+      assert.ok(hung.every((decision) => decision.source === 'fallback-open'))
+      await node.call('CLIENT', 'UNPAUSE')
+      const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
+      assert.equal(peek.results[0].remaining, LIMIT - 1, 'only the call before the pause was charged')
+      const others = await Promise.all(keys.map((key) => store.evaluate([{ key, policies, cost: 0 }])))
+      assert.ok(others.every(([response]) => response.results[0].remaining === LIMIT - 1))
+    } finally {
+      await node.call('CLIENT', 'UNPAUSE').catch(() => {})
+      node.disconnect()
+      await limiter.close()
+      await store.close()
+      await cluster.stop()
+    }
+  })
+})
