@@ -101,6 +101,29 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
     }
   })
 
+  it('a hung server (SIGSTOP) that resumes: its first late answer lets the next call probe', async () => {
+    const server = await startRedis()
+    const store = new RedisStore({ url: server.url })
+    const limiter = new RateLimiter({ store, policies, timeout: '100ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+    const admin = new Redis(server.port, server.host)
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
+    try {
+      assert.equal((await limiter.limit('k')).source, 'store')
+      process.kill(pid, 'SIGSTOP')
+      assert.equal((await limiter.limit('k')).source, 'fallback-open', 'timed out: the breaker opens')
+      const available = once(store, 'available')
+      process.kill(pid, 'SIGCONT')
+      await available
+      assert.equal((await limiter.limit('k')).source, 'store')
+    } finally {
+      process.kill(pid, 'SIGCONT')
+      admin.disconnect()
+      await limiter.close()
+      await store.close()
+      await server.stop()
+    }
+  })
+
   const clusterClients: [string, (nodes: { host: string; port: number }[]) => Promise<{ store: RedisStore; end(): Promise<void> }>][] = [
     ['ioredis (created by the store)', async (nodes) => ({ store: new RedisStore({ cluster: nodes }), end: async () => {} })],
     [

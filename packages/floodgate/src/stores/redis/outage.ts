@@ -50,7 +50,8 @@ export class Outage {
   }
 
   /**
-   * Calls fail while the caller's breaker is open. On a Cluster whose client can be asked to, the
+   * Calls fail while the caller's breaker is open: an outage, which the next answer ends. On a
+   * Cluster whose client can be asked to, the
    * slot map is read again every SLOT_REFRESH_MS until it differs from the one calls last
    * succeeded with (a replica took over), which ends the outage: the limiter's next call then
    * goes to the new master instead of waiting out its cooldown on the old map. Calling it again
@@ -58,7 +59,13 @@ export class Outage {
    */
   recover(): void {
     const refresh = this.connection.refreshSlots
-    if (refresh === undefined || this.slotRefresh !== undefined) return
+    if (refresh === undefined) {
+      // A server that hangs (stopped, paused, overloaded) keeps its connection: the outage ends
+      // with the first answer to a call still in flight, which `answered` announces.
+      this.markDown(new FloodgateError('STORE_UNAVAILABLE', 'Redis is not answering in time (calls time out or fail)'))
+      return
+    }
+    if (this.slotRefresh !== undefined) return
     this.markDown(
       new FloodgateError('STORE_UNAVAILABLE', 'calls to the Redis Cluster are failing; the store reads the slot map again until a replica takes over'),
     )
