@@ -9,6 +9,7 @@ import { Redis } from 'ioredis'
 import { encodeCall, type CallRequest } from '../packages/floodgate/src/stores/redis/batch-codec.js'
 import { policyKey } from '../packages/floodgate/src/stores/redis/keys.js'
 import { runRunner, runnerScript } from '../packages/floodgate/src/stores/redis/scripts.js'
+import { toConnection } from '../packages/floodgate/src/stores/redis/connection.js'
 import { ALGORITHMS, createPolicies } from '../packages/floodgate/src/core/policy.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
 import { median, printTable } from './support.js'
@@ -65,7 +66,8 @@ function callFor(algorithm: (typeof ALGORITHMS)[number], prefix: string): Encode
 async function microsPerDecision(client: Redis, callNumbered: (call: number) => EncodedCall): Promise<number[]> {
   // Encoded ahead, so each sample spends its time in Redis, not in encoding.
   const calls = Array.from({ length: CALLS * (SAMPLES + 1) }, (_, i) => callNumbered(i))
-  const run = ({ keys, args }: EncodedCall) => runRunner(client, keys, args)
+  const connection = toConnection(client)
+  const run = ({ keys, args }: EncodedCall) => runRunner(connection, keys, args)
   for (let i = 0; i < CALLS; i++) await run(calls[i])
   const samples: number[] = []
   for (let sample = 1; sample <= SAMPLES; sample++) {

@@ -245,8 +245,8 @@ function createStore(settings: Settings): Store {
  * and the limiter needs its store at construction.
  */
 class LazyRedisStore implements Store {
-  readonly #ready: Promise<Store & { client: { status: string } }>
-  #store: (Store & { client: { status: string } }) | undefined
+  readonly #ready: Promise<Store & { connected: boolean }>
+  #store: (Store & { connected: boolean }) | undefined
 
   constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
@@ -262,7 +262,7 @@ class LazyRedisStore implements Store {
   }
 
   get connected(): boolean {
-    return this.#store?.client.status === 'ready'
+    return this.#store?.connected === true
   }
 
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
@@ -272,6 +272,23 @@ class LazyRedisStore implements Store {
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {
     return (this.#store ?? (await this.#ready)).reset(key, policies)
+  }
+
+  // The limiter's quick way back after an outage (a reconnect, a Cluster failover), forwarded once the store exists.
+  onRecovered(listener: () => void): () => void {
+    let stop: (() => void) | undefined
+    let stopped = false
+    void this.#ready.then((store) => {
+      if (!stopped) stop = store.onRecovered?.(listener)
+    })
+    return () => {
+      stopped = true
+      stop?.()
+    }
+  }
+
+  recover(): void {
+    this.#store?.recover?.()
   }
 
   async close() {

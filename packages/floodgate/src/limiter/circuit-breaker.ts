@@ -4,9 +4,10 @@
 export type BreakerTransition = 'opened' | 'closed' | undefined
 
 /**
- * Closed: every call goes to the store. Open: none does, until `cooldownMs` after opening; then
- * half-open: exactly one probe call goes through while the others still skip; the probe's
- * success closes the breaker, its failure opens it again for another cooldown.
+ * Closed: every call goes to the store. Open: none does, until `cooldownMs` after opening (or
+ * until the store reports it may answer again, see probeNow); then half-open: exactly one probe
+ * call goes through while the others still skip; the probe's success closes the breaker, its
+ * failure opens it again for another cooldown.
  */
 export class CircuitBreaker {
   readonly failures: number
@@ -35,10 +36,19 @@ export class CircuitBreaker {
     return false
   }
 
+  /**
+   * The store says it may answer again (reconnected, or its Cluster's slot map changed): an open
+   * breaker lets the next call probe at once instead of waiting out the cooldown. A probe in
+   * flight, or a closed breaker, is left as it is.
+   */
+  probeNow(): void {
+    if (this.state === 'open') this.openedAt = -Infinity
+  }
+
   /** Milliseconds until the next probe may go (0 when closed): a fair Retry-After for fail-closed. */
   waitMs(now: number): number {
     if (this.state === 'closed') return 0
-    return Math.max(1, this.openedAt + this.cooldownMs - now)
+    return Math.max(1, Math.min(this.cooldownMs, this.openedAt + this.cooldownMs - now))
   }
 
   /** A store call answered: the failure streak ends, and an open breaker closes. */

@@ -72,6 +72,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private localStore: MemoryStore | undefined
   // What in-process stores decide into; read into a Decision before anything else decides.
   private readonly evaluation = createEvaluation()
+  private readonly stopWatchingStore: (() => void) | undefined
 
   constructor(options: RateLimiterOptions = {}) {
     super()
@@ -84,6 +85,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     this.timeouts = new Timeouts(this.options.timeoutMs)
     this.denyCache = this.options.denyCacheMaxKeys > 0 ? new DenyCache(this.options.denyCacheMaxKeys) : undefined
     if (this.options.policies !== undefined) this.ownPlan = createPlan(this.options.policies, this.options.instances, '')
+    this.stopWatchingStore = this.store.onRecovered?.(() => this.breaker.probeNow())
   }
 
   /** The limiter's own validated policies (empty when every call passes its own). */
@@ -165,6 +167,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   /** Closes the store if the limiter created it, and the local fallback store. */
   async close(): Promise<void> {
+    this.stopWatchingStore?.()
     await this.localStore?.close()
     if (this.ownsStore) await this.store.close()
   }
@@ -226,10 +229,11 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   // in a defineProperty each time it is made.
   private decideRemotely(key: string, cost: number, plan: PolicyPlan, startedAt: number): Promise<Decision> {
     if (!this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED.then(() => this.decideFrom(undefined, key, cost, plan, startedAt))
-    const request = { key, policies: plan.remote.policies, cost }
     return new Promise<Decision>((resolve, reject) => {
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
       const entry = this.timeouts.start((timeout) => resolve(this.answerRemote(timeout, undefined, key, cost, plan, startedAt)))
+      // The deadline lets the store skip the charge once the timeout has answered the caller.
+      const request = { key, policies: plan.remote.policies, cost, deadline: entry.deadline }
       try {
         this.submitRemote(request, (error, response) => {
           if (this.timeouts.settle(entry)) resolve(this.answerRemote(error, response, key, cost, plan, startedAt))
@@ -421,7 +425,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   private storeFailed(error: unknown): undefined {
     this.emit('store-error', asError(error))
-    if (this.breaker.recordFailure(this.clock()) === 'opened') this.emit('breaker-open')
+    const transition = this.breaker.recordFailure(this.clock())
+    if (this.breaker.isOpen) this.store.recover?.()
+    if (transition === 'opened') this.emit('breaker-open')
     return undefined
   }
 }

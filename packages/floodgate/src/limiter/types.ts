@@ -100,7 +100,11 @@ export interface RateLimiterOptions {
   onStoreError?: OnStoreError
   /** For `local`: divide each limit by this many instances (default 1), so the fleet stays near the global limit. */
   instances?: number
-  /** Circuit breaker: consecutive failures before the store is skipped, and how long until a probe. */
+  /**
+   * Circuit breaker: consecutive failures before the store is skipped (default 5), and how long
+   * until a probe (default 5s). A store that reports it answers again (RedisStore: its client
+   * reconnected, or a Cluster's slot map changed after a failover) is probed at once instead.
+   */
   breaker?: { failures?: number; cooldown?: Duration }
   /** In-process cache of keys known to be over their limit; `false` disables it. */
   denyCache?: { maxKeys?: number } | false

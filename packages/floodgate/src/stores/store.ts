@@ -14,6 +14,12 @@ export interface EvaluateRequest {
    * `TIME`, so app servers with skewed clocks agree; memory: `Date.now()`). Tests pass it.
    */
   now?: number
+  /**
+   * When the caller stops waiting for the answer, as a `performance.now()` value (the limiter
+   * sets it from its timeout). A store that can (Redis) charges nothing for a request that reaches
+   * it later, and answers it with STORE_TIMEOUT: its caller has been answered by the fallback.
+   */
+  deadline?: number
 }
 
 export interface EvaluateResponse {
@@ -39,6 +45,17 @@ export interface Store {
    * has it, because it saves the promises of every layer on each decision.
    */
   submit?(request: EvaluateRequest, done: SubmitCallback): void
+  /**
+   * Optional: calls `listener` whenever the backend, after failing, may answer again (Redis
+   * reconnected, or a Cluster's slot map changed after a failover); returns a function that
+   * removes it. The limiter then probes at once instead of waiting out its breaker's cooldown.
+   */
+  onRecovered?(listener: () => void): () => void
+  /**
+   * Optional: the caller saw the backend fail while its breaker is open. A Redis Cluster store
+   * reads the slot map again until a replica has taken over.
+   */
+  recover?(): void
   /** Forgets all state (counters and blocks) of `key` for these policies. */
   reset(key: string, policies: readonly Policy[]): Promise<void>
   /** Releases connections and timers the store owns (not clients the caller passed in). */

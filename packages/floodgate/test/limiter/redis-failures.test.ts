@@ -1,11 +1,15 @@
-// Failure modes against a real RedisStore whose server is not there (a free port nobody listens on).
+// Failure modes against a real RedisStore whose server is not there (a free port nobody listens on),
+// and the way back: a restarted server, a Cluster master failed over.
 
 import { describe, it, after, before } from 'node:test'
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { RateLimiter } from '../../src/index.js'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../src/redis.js'
-import { freePort } from '../support/redis-server.js'
+import { freePort, startRedis } from '../support/redis-server.js'
+import { startCluster } from '../support/redis-cluster.js'
+import { createCluster as createNodeRedisCluster } from 'redis'
 
 describe('RateLimiter on a RedisStore that cannot connect', () => {
   let client: Redis
@@ -64,4 +68,99 @@ describe('RateLimiter on a RedisStore that cannot connect', () => {
     await new Promise((resolve) => setTimeout(resolve, 200))
     assert.deepEqual(unhandled, [])
   })
+})
+
+// The limiter's clock is frozen in these tests, so its breaker's one-hour cooldown never passes:
+// only the store's word that Redis answers again can bring decisions back to it.
+describe('RateLimiter back on Redis as soon as it answers again', () => {
+  const policies = [{ name: 'minute', algorithm: 'fixed-window' as const, limit: 1_000, period: '1m' as const }]
+  const frozen = () => 1_000_000
+
+  it('a restarted server: the first call after the store reconnected probes, not waiting for the cooldown', async () => {
+    const server = await startRedis()
+    const store = new RedisStore({ url: server.url })
+    const limiter = new RateLimiter({ store, policies, timeout: '500ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+    let closes = 0
+    limiter.on('breaker-close', () => closes++)
+    try {
+      assert.equal((await limiter.limit('k')).source, 'store')
+      const unavailable = once(store, 'unavailable')
+      await server.stop()
+      await unavailable
+      assert.equal((await limiter.limit('k')).source, 'fallback-open', 'refused at once: the breaker opens')
+      assert.equal((await limiter.limit('k')).source, 'fallback-open', 'the breaker is open')
+      const available = once(store, 'available')
+      await server.restart()
+      await available
+      assert.equal((await limiter.limit('k')).source, 'store')
+      assert.equal(closes, 1)
+    } finally {
+      await limiter.close()
+      await store.close()
+      await server.stop()
+    }
+  })
+
+  it('a hung server (SIGSTOP) that resumes: its first late answer lets the next call probe', async () => {
+    const server = await startRedis()
+    const store = new RedisStore({ url: server.url })
+    const limiter = new RateLimiter({ store, policies, timeout: '100ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+    const admin = new Redis(server.port, server.host)
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
+    try {
+      assert.equal((await limiter.limit('k')).source, 'store')
+      process.kill(pid, 'SIGSTOP')
+      assert.equal((await limiter.limit('k')).source, 'fallback-open', 'timed out: the breaker opens')
+      const available = once(store, 'available')
+      process.kill(pid, 'SIGCONT')
+      await available
+      assert.equal((await limiter.limit('k')).source, 'store')
+    } finally {
+      process.kill(pid, 'SIGCONT')
+      admin.disconnect()
+      await limiter.close()
+      await store.close()
+      await server.stop()
+    }
+  })
+
+  const clusterClients: [string, (nodes: { host: string; port: number }[]) => Promise<{ store: RedisStore; end(): Promise<void> }>][] = [
+    ['ioredis (created by the store)', async (nodes) => ({ store: new RedisStore({ cluster: nodes }), end: async () => {} })],
+    [
+      'node-redis createCluster',
+      async (nodes) => {
+        const client = createNodeRedisCluster({ rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })) })
+        client.on('error', () => {})
+        await client.connect()
+        return { store: new RedisStore({ client }), end: async () => client.destroy() }
+      },
+    ],
+  ]
+  for (const [name, connect] of clusterClients) {
+    it(`a Cluster master failed over (${name}): the store reads the slot map again and the probe goes to the new master`, async (t) => {
+      const cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 })
+      const { store, end } = await connect([...cluster.startupNodes])
+      const limiter = new RateLimiter({ store, policies, timeout: '200ms', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+      try {
+        assert.equal((await limiter.limit('victim')).source, 'store')
+        const killed = await cluster.killMaster('victim')
+        const available = once(store, 'available')
+        // The first call goes to the dead master and fails or times out; the breaker opens and skips the rest.
+        assert.equal((await limiter.limit('victim')).source, 'fallback-open')
+        await available
+        const startedAt = performance.now()
+        const decision = await limiter.limit('victim')
+        t.diagnostic(`new master answered ${Math.round(performance.now() - startedAt)} ms after the slot map changed`)
+        assert.equal(decision.source, 'store')
+        // The node asked may learn of the promotion a little after the client did.
+        await cluster.waitUntilHealthy()
+        assert.notEqual(await cluster.masterOf('victim'), killed.port)
+      } finally {
+        await limiter.close()
+        await store.close()
+        await end()
+        await cluster.stop()
+      }
+    })
+  }
 })

@@ -1,5 +1,6 @@
 // Encodes a batch of requests into one runner.lua call (KEYS and ARGV) and decodes its binary reply.
 
+import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { PolicyResult } from '../../core/evaluate.js'
 import type { EvaluateRequest, EvaluateResponse } from '../store.js'
@@ -22,14 +23,16 @@ export interface EncodedCall {
 const FIELDS_PER_POLICY = 6
 
 /**
- * Encodes `requests` for runner.lua. The keys of the first `declared` requests go in KEYS (on a
+ * Encodes `requests` for runner.lua. `deadline` (server ms; undefined: none) is the latest server
+ * time at which the script may still charge: past it, it answers EXPIRED_REPLY and writes nothing.
+ * The keys of the first `declared` requests go in KEYS (on a
  * Cluster: the requests of the routing slot), the rest in ARGV. Each distinct policy is sent once
  * and referred to by index, and consecutive requests alike but for their key (same clock, cost and
  * policies: the usual batch) are sent as one run, so a request usually costs the call only its key.
  * Consecutive requests of one slot form one read group, which the script reads with one MGET
  * (a Cluster node refuses one command over several slots, even inside a script).
  */
-export function encodeCall(requests: readonly CallRequest[], declared: number): EncodedCall {
+export function encodeCall(requests: readonly CallRequest[], declared: number, deadline?: number): EncodedCall {
   const keys: string[] = []
   const extraKeys: string[] = []
   const policyIndex = new Map<Policy, number>()
@@ -71,6 +74,7 @@ export function encodeCall(requests: readonly CallRequest[], declared: number): 
   }
   if (runs > 0) runArgs.push(String(runLength))
   const args = [
+    deadline === undefined ? '' : String(deadline),
     String(extraKeys.length),
     ...extraKeys,
     String(policyArgs.length / FIELDS_PER_POLICY),
@@ -100,9 +104,27 @@ const POLICY_BYTES = 1 + 4 * 8
 const REPLY_ALLOWED = 1
 const REPLY_BLOCKED = 2
 
-/** Splits the script's binary reply into one response per request, in the call's order. */
+/** What the script answers after the server clock (8 bytes) when the call's deadline had passed. */
+const EXPIRED_REPLY = 'expired'
+
+/** The server clock a reply starts with (ms), or undefined if it is not a reply of the script. */
+export function readServerClock(reply: unknown): number | undefined {
+  return Buffer.isBuffer(reply) && reply.length >= CLOCK_BYTES ? reply.readDoubleLE(0) : undefined
+}
+
+/**
+ * Splits the script's binary reply into one response per request, in the call's order. A call
+ * that reached the server after its deadline throws STORE_TIMEOUT: nothing was charged.
+ */
 export function decodeReply(reply: unknown, requests: readonly CallRequest[]): EvaluateResponse[] {
   if (!Buffer.isBuffer(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
+  if (reply.length === CLOCK_BYTES + EXPIRED_REPLY.length && reply.toString('latin1', CLOCK_BYTES) === EXPIRED_REPLY) {
+    throw new FloodgateError(
+      'STORE_TIMEOUT',
+      'the decision reached Redis after its caller stopped waiting (Redis was paused or overloaded), so it was not applied; ' +
+        "the limiter answered with its onStoreError mode. Check Redis's latency, or raise the limiter's timeout option",
+    )
+  }
   let expected = CLOCK_BYTES
   for (const { request } of requests) expected += REQUEST_BYTES + POLICY_BYTES * request.policies.length
   if (reply.length !== expected) throw new Error(`RedisStore: script reply has ${reply.length} bytes, expected ${expected}`)

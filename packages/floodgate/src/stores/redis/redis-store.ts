@@ -1,39 +1,52 @@
 // RedisStore: the Store on Redis (standalone, Sentinel or Cluster), one atomic script call per batch.
 
-import { once } from 'node:events'
-import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
-import { decodeReply, encodeCall, type CallRequest } from './batch-codec.js'
+import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
+import { toConnection, type Connection, type RedisClientLike } from './connection.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
+import { createClient, type ClusterStartupNode } from './create-client.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
+import { Outage } from './outage.js'
+import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
 import { keySlot } from './slot.js'
 
 /**
  * How to reach Redis: give exactly one of `client`, `url`, `redis` or `cluster`.
  * A client you pass stays yours (`close()` leaves it open); one the store creates is closed by `close()`.
+ * To create one, the store uses the app's ioredis if it is installed, else its node-redis (the
+ * `redis` package); with neither it throws at construction.
+ * A store that cannot reach Redis prints one process warning (FLOODGATE_REDIS_UNAVAILABLE) and
+ * emits 'unavailable' for each outage and 'available' when Redis answers again (RedisStoreEvents).
  */
 export interface RedisStoreOptions {
   /**
-   * An ioredis client: `new Redis(...)` (standalone, or Sentinel with `{ sentinels, name }`) or
-   * `new Cluster(...)`. It must not have a `keyPrefix`: use `prefix`, because ioredis would prefix
-   * only the keys a script declares, and on a Cluster the store declares only some of them.
-   * Consider `autoResendUnfulfilledCommands: false` on it (the default for clients the store
-   * creates), so a decision in flight when the connection drops is not applied again later.
+   * A client of your own, recognised by its methods (any installed copy works):
+   * - ioredis 5 or 6: `new Redis(...)` (standalone, or Sentinel with `{ sentinels, name }`) or
+   *   `new Cluster(...)`. Consider `autoResendUnfulfilledCommands: false` (the default for clients
+   *   the store creates), so a decision in flight when the connection drops is not applied again later.
+   * - node-redis (the `redis` package, version 5 or later): `createClient(...)` or
+   *   `createCluster(...)`; the store connects it if you have not. Consider `disableOfflineQueue: true`.
+   * It must not have a `keyPrefix`: use `prefix`, because a client would prefix only the keys a
+   * script declares, and on a Cluster the store declares only some of them.
    */
-  client?: Redis | Cluster
+  client?: RedisClientLike
   /** A `redis://` or `rediss://` URL; the store creates the client (with `redis` as extra options). */
   url?: string
-  /** ioredis options for a client the store creates, e.g. `{ sentinels: [...], name: 'mymaster' }`. */
-  redis?: RedisOptions
-  /** Startup nodes of a Redis Cluster, e.g. `[{ host: '10.0.0.1', port: 7000 }]`; the store creates the `Cluster`. */
-  cluster?: ClusterNode[]
-  /** ioredis `Cluster` options for a cluster the store creates. */
-  clusterOptions?: ClusterOptions
+  /**
+   * Options for a client the store creates, passed to the library that creates it: ioredis
+   * `RedisOptions` (e.g. `{ sentinels: [...], name: 'mymaster' }`) or node-redis `createClient` options.
+   */
+  redis?: object
+  /** Startup nodes of a Redis Cluster, e.g. `[{ host: '10.0.0.1', port: 7000 }]`; the store creates the cluster client. */
+  cluster?: readonly ClusterStartupNode[]
+  /** ioredis `ClusterOptions` (or node-redis `createCluster` options) for a cluster the store creates. */
+  clusterOptions?: object
   /** Put before every key (default `fg:`), so several apps or environments can share one Redis. No braces. */
   prefix?: string
   /**
@@ -42,6 +55,19 @@ export interface RedisStoreOptions {
    * Redis for long.
    */
   maxBatchSize?: number
+}
+
+/** Events a RedisStore emits (besides what its limiter reports per decision). */
+export interface RedisStoreEvents {
+  /**
+   * Redis cannot be reached: a connection attempt failed or the connection was lost (or, on a
+   * Cluster, the limiter's breaker opened). Emitted once per outage; the first one of a store also
+   * prints a process warning (code FLOODGATE_REDIS_UNAVAILABLE). Decisions meanwhile are refused
+   * at once, and the limiter answers with its `onStoreError` mode.
+   */
+  unavailable: [error: Error]
+  /** Redis may answer again after an outage: reconnected, or a Cluster's slot map changed. */
+  available: []
 }
 
 interface Pending extends CallRequest {
@@ -68,46 +94,76 @@ interface Call {
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no
- * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read and written only by the script. A request's `now`
- * (tests) replaces the server clock for the decision; a `now` ahead of the server's also keeps
- * the record that much longer, so it never disappears before that clock says it expired.
+ * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read
+ * and written only by the script. A request's `now` (tests) replaces the server clock for the
+ * decision; a `now` ahead of the server's also keeps the record that much longer, so it never
+ * disappears before that clock says it expired.
+ *
+ * Deadlines: a request's `deadline` (the moment its caller stops waiting, in `performance.now()`
+ * terms) travels with its call as a time on that server's clock (server-clock.ts, one per lane:
+ * Cluster nodes' clocks may disagree; a call uses the earliest of its requests' deadlines), and
+ * the script charges nothing once the server's clock has passed it
+ * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
+ * first reply the store does not know the server's clock, and calls carry no deadline.
  */
-export class RedisStore implements Store {
-  /** The ioredis client in use (created by the store or given to it). */
-  readonly client: Redis | Cluster
+export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
+  /** The client in use (created by the store or given to it). */
+  readonly client: RedisClientLike
   readonly prefix: string
+  private readonly connection: Connection
   private readonly ownsClient: boolean
   private readonly maxBatchSize: number
   private readonly gate: ConnectionGate<Pending>
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
   // One per server (Cluster: per master; per slot while the slot map is unknown).
   private readonly lanes = new Map<string, Lane<Pending>>()
-  // A lane's call: encoded as it goes, so that it holds everything that waited for it.
-  private readonly startCall = (items: Pending[], done: () => void): void => {
-    const call = this.prepare(items)
-    if (call === undefined) return done()
-    this.run(call, true, done)
-  }
+  // Each server's clock as this process maps it (Cluster nodes' clocks may disagree), by lane.
+  private readonly clocks = new Map<string, ServerClock>()
   // Calls sent and not answered yet, with their lane's `done`.
   private readonly inFlight = new Map<Call, () => void>()
+  private readonly unsubscribe: (() => void)[] = []
+  private readonly outage: Outage
 
   constructor(options: RedisStoreOptions) {
+    super()
     if (options === null || typeof options !== 'object') {
       throw invalidOption('options', "expected an object like { client: new Redis() } or { url: 'redis://localhost:6379' }")
     }
     this.prefix = validatePrefix(options.prefix ?? 'fg:')
     this.maxBatchSize = validateBatchSize(options.maxBatchSize ?? 512)
     const { client, owned } = connect(options)
-    rejectKeyPrefix(client)
-    // Each failure already reaches the caller as a rejected call (which the limiter turns into its
-    // failure mode); without a listener ioredis would also print every reconnect attempt.
+    const connection = toConnection(client)
+    const keyPrefix = connection.keyPrefix()
+    if (keyPrefix !== undefined) {
+      if (owned) void connection.close().catch(nothing)
+      throw invalidOption('client', `the client has keyPrefix ${JSON.stringify(keyPrefix)}; remove it and pass { prefix } to RedisStore instead`)
+    }
+    // Each failure already reaches the caller as a refused call (which the limiter turns into its
+    // failure mode) and the store's 'unavailable' event; without a listener ioredis would print
+    // every reconnection attempt, and node-redis would crash the process.
     if (owned) client.on('error', ignoreConnectionError)
     this.client = client
+    this.connection = connection
     this.ownsClient = owned
-    this.gate = new ConnectionGate(client, (items) => this.flush(items), (items, error) => {
+    this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
       for (const item of items) answer(item, error)
     })
-    if (!client.isCluster) client.on('close', this.onConnectionClosed)
+    this.outage = new Outage(connection, { unavailable: (error) => this.emit('unavailable', error), available: () => this.emit('available') })
+    this.unsubscribe.push(
+      connection.onDown(this.outage.connectionDown),
+      connection.onReady(this.outage.connectionReady),
+      // A new connection may reach another server (a Sentinel failover), with a clock of its own.
+      connection.onReady(() => this.clocks.forEach((clock) => clock.forget())),
+      connection.onLost(this.onConnectionLost),
+    )
+    // A client the store creates starts connecting now, so that a Redis out of reach is reported
+    // at start, not at the first decision.
+    if (owned && connection.isIdle()) connection.connect()
+  }
+
+  /** Whether the client is connected now (a Cluster client: reached its nodes), so calls are sent. */
+  get connected(): boolean {
+    return this.connection.isReady()
   }
 
   /** Decides each request; requests of this event-loop turn share script calls with other callers'. */
@@ -133,19 +189,29 @@ export class RedisStore implements Store {
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    await this.client.del(...policies.map((policy) => policyKey(this.prefix, key, policy)))
+    await this.connection.del(policies.map((policy) => policyKey(this.prefix, key, policy)))
+  }
+
+  /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
+  onRecovered(listener: () => void): () => void {
+    this.on('available', listener)
+    return () => this.off('available', listener)
+  }
+
+  /**
+   * The caller saw calls fail while its breaker is open: a Cluster store reads its slot map again
+   * until a replica has taken over, then emits 'available' (see outage.ts).
+   */
+  recover(): void {
+    this.outage.recover()
   }
 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
-    this.client.removeListener('close', this.onConnectionClosed)
-    if (!this.ownsClient || this.client.status === 'end') return
-    const ended = once(this.client, 'end')
-    // QUIT lets replies in flight arrive first; a client that is not connected just drops its socket.
-    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect())
-    else this.client.disconnect()
-    await ended
+    this.outage.stop()
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
+    if (this.ownsClient) await this.connection.close()
   }
 
   private enqueue(request: EvaluateRequest): Promise<EvaluateResponse> {
@@ -157,7 +223,7 @@ export class RedisStore implements Store {
   // Queues a valid request for this turn's script call.
   private queue(request: EvaluateRequest, done: SubmitCallback): void {
     const keys = request.policies.map((policy) => policyKey(this.prefix, request.key, policy))
-    const slot = this.client.isCluster ? keySlot(keys[0]) : -1
+    const slot = this.connection.isCluster ? keySlot(keys[0]) : -1
     this.batcher.add({ request, keys, slot, done })
   }
 
@@ -165,8 +231,15 @@ export class RedisStore implements Store {
     for (const [server, group] of this.groupByServer(items)) {
       let lane = this.lanes.get(server)
       if (lane === undefined) {
-        lane = new Lane(this.startCall, this.maxBatchSize)
+        const clock = new ServerClock()
+        // A lane's call is encoded as it goes, so that it holds everything that waited for it.
+        lane = new Lane((ready: Pending[], done: () => void) => {
+          const call = this.prepare(ready, clock)
+          if (call === undefined) return done()
+          this.run(call, clock, true, done)
+        }, this.maxBatchSize)
         this.lanes.set(server, lane)
+        this.clocks.set(server, clock)
       }
       lane.submit(group)
     }
@@ -175,17 +248,16 @@ export class RedisStore implements Store {
   // Standalone/Sentinel: one group. Cluster: one group per master as the client last saw the slot
   // map (per slot while it has none yet).
   private groupByServer(items: Pending[]): Map<string, Pending[]> {
-    if (!this.client.isCluster) return new Map([['', items]])
-    const slots = (this.client as Cluster).slots
-    return groupBy(items, (item) => slots[item.slot]?.[0] ?? `slot ${item.slot}`)
+    if (!this.connection.isCluster) return new Map([['', items]])
+    return groupBy(items, (item) => this.connection.masterOf(item.slot) ?? `slot ${item.slot}`)
   }
 
   // Orders and encodes `items` for one call; undefined (each item rejected) if they cannot be encoded.
-  private prepare(items: Pending[]): Call | undefined {
+  private prepare(items: Pending[], clock: ServerClock): Call | undefined {
     const ordered = slotsTogether(items)
     const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
     try {
-      const { keys, args } = encodeCall(ordered, declared)
+      const { keys, args } = encodeCall(ordered, declared, clock.earliest(ordered, deadlineOf))
       return { items: ordered, declared, keys, args }
     } catch (error) {
       for (const item of ordered) answer(item, error)
@@ -194,25 +266,28 @@ export class RedisStore implements Store {
   }
 
   // Sends `call`; `done` runs as soon as the reply is in, before any caller is answered.
-  private run(call: Call, mayRegroup: boolean, done: () => void): void {
+  private run(call: Call, clock: ServerClock, mayRegroup: boolean, done: () => void): void {
     // A call that waited in its lane passed the connection gate before the connection dropped:
-    // ioredis would keep it and apply it after reconnecting, long after its callers were answered.
-    if (this.client.status !== 'ready') {
+    // the client would keep it and apply it after reconnecting, long after its callers were answered.
+    if (!this.connection.isReady()) {
       done()
-      this.failed(call, unavailable(this.client.status), false)
+      this.failed(call, clock, unavailable(this.connection.status()), false)
       return
     }
     this.inFlight.set(call, done)
-    runRunner(this.client, call.keys, call.args).then(
+    runRunner(this.connection, call.keys, call.args).then(
       (reply) => {
         if (!this.inFlight.delete(call)) return
         done()
+        const serverNow = readServerClock(reply)
+        if (serverNow !== undefined) clock.learn(serverNow, performance.now())
+        this.outage.answered()
         this.answerAll(call, reply)
       },
       (error: unknown) => {
         if (!this.inFlight.delete(call)) return
         done()
-        this.failed(call, error, mayRegroup)
+        this.failed(call, clock, error, mayRegroup)
       },
     )
   }
@@ -224,7 +299,7 @@ export class RedisStore implements Store {
    * Either way their callers are answered now: the decision may or may not have been applied.
    * (A Cluster client fails over by itself; there the limiter's timeout answers such callers.)
    */
-  private readonly onConnectionClosed = (): void => {
+  private readonly onConnectionLost = (): void => {
     if (this.inFlight.size === 0) return
     const lost = [...this.inFlight]
     this.inFlight.clear()
@@ -250,13 +325,13 @@ export class RedisStore implements Store {
     for (let i = 0; i < call.items.length; i++) answer(call.items[i], null, responses[i])
   }
 
-  private failed(call: Call, error: unknown, mayRegroup: boolean): void {
+  private failed(call: Call, clock: ServerClock, error: unknown, mayRegroup: boolean): void {
     // The slot map changed under a multi-slot call: the script failed before writing anything,
-    // so each slot is sent alone (declared keys only, which ioredis redirects by itself).
+    // so each slot is sent alone (declared keys only, which the client redirects by itself).
     if (mayRegroup && call.declared < call.items.length && isRoutingError(error)) {
       for (const group of groupBy(call.items, (item) => item.slot).values()) {
-        const retry = this.prepare(group)
-        if (retry !== undefined) this.run(retry, false, nothing)
+        const retry = this.prepare(group, clock)
+        if (retry !== undefined) this.run(retry, clock, false, nothing)
       }
       return
     }
@@ -265,6 +340,10 @@ export class RedisStore implements Store {
 }
 
 function nothing(): void {}
+
+function deadlineOf(item: Pending): number | undefined {
+  return item.request.deadline
+}
 
 // Calls a request's callback. A callback that throws must not keep the rest of its call from their
 // answers: its error is thrown again on its own, as an uncaught exception of the caller's.
@@ -279,52 +358,37 @@ function answer(item: Pending, error: unknown, response?: EvaluateResponse): voi
 }
 
 
-/**
- * Defaults for clients the store creates: a script sent just before a connection dropped is not
- * sent again after reconnecting, because its caller has been answered by then (the script may or
- * may not have run; charging at most once is the safe side for a limiter).
- */
-const NO_REPLAY: RedisOptions = { autoResendUnfulfilledCommands: false }
-
-function connect(options: RedisStoreOptions): { client: Redis | Cluster; owned: boolean } {
+function connect(options: RedisStoreOptions): { client: RedisClientLike; owned: boolean } {
   const given = (['client', 'url', 'cluster'] as const).filter((name) => options[name] !== undefined)
   if (given.length > 1) throw invalidOption(given.join(' and '), 'give only one of client, url or cluster')
   if (options.client !== undefined) {
     if (options.redis !== undefined || options.clusterOptions !== undefined) {
       throw invalidOption('client', 'redis and clusterOptions only apply to a client the store creates; configure your client instead')
     }
-    if (!(options.client instanceof Redis) && !(options.client instanceof Cluster)) {
-      throw invalidOption('client', 'expected an ioredis Redis or Cluster instance')
-    }
     return { client: options.client, owned: false }
+  }
+  if (options.redis !== undefined && (options.redis === null || typeof options.redis !== 'object')) {
+    throw invalidOption('redis', 'expected an object of client options')
   }
   if (options.cluster !== undefined) {
     if (!Array.isArray(options.cluster) || options.cluster.length === 0) {
       throw invalidOption('cluster', "expected startup nodes like [{ host: '127.0.0.1', port: 7000 }]")
     }
-    if (options.redis !== undefined) throw invalidOption('redis', "for a cluster, pass node options as clusterOptions.redisOptions")
-    const clusterOptions = { ...options.clusterOptions, redisOptions: { ...NO_REPLAY, ...options.clusterOptions?.redisOptions } }
-    return { client: new Cluster(options.cluster, clusterOptions), owned: true }
+    if (options.redis !== undefined) throw invalidOption('redis', 'for a cluster, pass node options as clusterOptions.redisOptions')
+    return { client: createClient(options, 'cluster'), owned: true }
   }
   if (options.clusterOptions !== undefined) throw invalidOption('clusterOptions', 'only applies with cluster')
   if (options.url !== undefined) {
     if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url)) {
       throw invalidOption('url', `expected a redis:// or rediss:// URL, got ${JSON.stringify(options.url)}`)
     }
-    return { client: new Redis(options.url, { ...NO_REPLAY, ...options.redis }), owned: true }
+    return { client: createClient(options, 'url'), owned: true }
   }
-  if (options.redis !== undefined) return { client: new Redis({ ...NO_REPLAY, ...options.redis }), owned: true }
+  if (options.redis !== undefined) return { client: createClient(options, 'redis'), owned: true }
   throw invalidOption('options', "give one of client, url, redis or cluster, e.g. { url: 'redis://localhost:6379' }")
 }
 
 function ignoreConnectionError(): void {}
-
-function rejectKeyPrefix(client: Redis | Cluster): void {
-  const keyPrefix = client instanceof Cluster ? client.options.keyPrefix ?? client.options.redisOptions?.keyPrefix : client.options.keyPrefix
-  if (keyPrefix) {
-    throw invalidOption('client', `the client has keyPrefix ${JSON.stringify(keyPrefix)}; remove it and pass { prefix } to RedisStore instead`)
-  }
-}
 
 function validateBatchSize(size: unknown): number {
   if (typeof size !== 'number' || !Number.isInteger(size) || size < 1) {

@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { Command, type Cluster, type Redis } from 'ioredis'
 import { ALGORITHMS } from '../../core/policy.js'
+import type { Connection } from './connection.js'
 
 /**
  * The script's first line. With it, one call may touch keys of several slots that the node serves
@@ -40,22 +40,21 @@ function scriptsDirectory(): string {
 }
 
 /**
- * Runs the runner script by SHA, with a Buffer reply (one binary string). The command is written
- * at once, not left to autopipelining's next tick: a Lane sends the next call while handling a
- * reply, and a deferred write would wait until every caller of that reply has been answered.
+ * Runs the runner script by SHA, with a Buffer reply (one binary string). With ioredis the command
+ * is written at once, not left to autopipelining's next tick: a Lane sends the next call while
+ * handling a reply, and a deferred write would wait until every caller of that reply has been
+ * answered (node-redis writes its queue from setImmediate, later in the same loop turn).
  * A server that does not know the script (restarted, failed over, or after `SCRIPT FLUSH`)
  * answers NOSCRIPT; then the call is sent once more with the full source, which runs it and
  * caches it on that very node (a separate SCRIPT LOAD could land on another Cluster node).
  */
-export async function runRunner(client: Redis | Cluster, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runRunner(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   const script = runnerScript()
-  const send = (command: 'evalsha' | 'eval', first: string) =>
-    client.sendCommand(new Command(command, [first, keys.length, ...keys, ...args], { replyEncoding: null })) as Promise<unknown>
   try {
-    return await send('evalsha', script.sha)
+    return await connection.evalBuffer('evalsha', script.sha, keys, args)
   } catch (error) {
     if (!isNoScript(error)) throw error
-    return await send('eval', script.source)
+    return await connection.evalBuffer('eval', script.source, keys, args)
   }
 }
 

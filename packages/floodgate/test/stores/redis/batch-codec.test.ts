@@ -3,7 +3,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPolicies } from '../../../src/core/policy.js'
-import { decodeReply, type CallRequest } from '../../../src/stores/redis/batch-codec.js'
+import { decodeReply, encodeCall, readServerClock, type CallRequest } from '../../../src/stores/redis/batch-codec.js'
+import { FloodgateError } from '../../../src/core/errors.js'
 
 const two = createPolicies([
   { name: 'a', algorithm: 'fixed-window', limit: 10, period: '1m' },
@@ -60,4 +61,15 @@ test('decodeReply rejects a truncated or overlong reply, and one that is not bin
   assert.throws(() => decodeReply(Buffer.concat([good, Buffer.from([0])]), requests), /reply has 110 bytes, expected 109/)
   assert.throws(() => decodeReply(good, requests.slice(0, 1)), /expected 75/)
   assert.throws(() => decodeReply([1, 2, 3], requests), /unexpected script reply/)
+})
+
+test("a reply of the clock and 'expired' (the call ran past its deadline) is STORE_TIMEOUT for every request", () => {
+  const expired = Buffer.concat([good.subarray(0, 8), Buffer.from('expired')])
+  assert.equal(readServerClock(expired), 1_700_000_000_123)
+  assert.throws(() => decodeReply(expired, requests), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_TIMEOUT')
+})
+
+test('the deadline is the first argument of a call, empty when there is none', () => {
+  assert.equal(encodeCall(requests, requests.length, 1_700_000_000_500).args[0], '1700000000500')
+  assert.equal(encodeCall(requests, requests.length).args[0], '')
 })

@@ -33,7 +33,7 @@ function splitRecord(bytes: Buffer): { tag: string; numbers: number[] } {
 }
 
 /** The record stored under `key`, or null when there is none. */
-export async function readRecord(client: Redis, key: string): Promise<StoredRecord | null> {
+export async function readRecord(client: Pick<Redis, 'getBuffer'>, key: string): Promise<StoredRecord | null> {
   const bytes = await client.getBuffer(key)
   return bytes === null ? null : decodeStoredRecord(bytes)
 }

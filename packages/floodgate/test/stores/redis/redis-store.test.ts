@@ -246,7 +246,7 @@ test('a store made from a URL owns its client and closes it; a given client stay
   const [response] = await owned.evaluate([{ key: 'k', policies: perMinute, cost: 1 }])
   assert.equal(response.allowed, true)
   await owned.close()
-  assert.equal(owned.client.status, 'end')
+  assert.equal((owned.client as Redis).status, 'end')
   const borrowed = new RedisStore({ client })
   await borrowed.close()
   assert.equal(client.status, 'ready')
@@ -270,7 +270,7 @@ test('a server that is down is never sent a call: refused with STORE_UNAVAILABLE
       await assert.rejects(late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
     }
     lateServer = await startRedis([], port)
-    if (late.client.status !== 'ready') await once(late.client, 'ready')
+    if (!late.connected) await once(late, 'available')
     const [response] = await late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
     assert.equal(response.results[0].remaining, 9, 'none of the refused calls was charged')
   } finally {
@@ -410,7 +410,7 @@ test('a store made from Sentinel options finds the master through the sentinel',
   const config = join(dir, 'sentinel.conf')
   writeFileSync(config, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor main 127.0.0.1 ${server.port} 1\n`)
   const sentinel = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
-  const store = new RedisStore({ redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times) => (times > 100 ? null : 50) }, prefix: 'sentinel:' })
+  const store = new RedisStore({ redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times: number) => (times > 100 ? null : 50) }, prefix: 'sentinel:' })
   try {
     const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 3, now: 0 }])
     assert.equal(response.results[0].remaining, 7)
@@ -490,5 +490,39 @@ test('calls waiting behind one in flight are refused when the connection drops, 
   } finally {
     await dropping.close()
     own.disconnect()
+  }
+})
+
+test('a store that cannot reach Redis warns once, and emits unavailable and available for each outage', async () => {
+  const port = await freePort()
+  const warnings: string[] = []
+  const onWarning = (warning: Error & { code?: string }) => {
+    if (warning.code === 'FLOODGATE_REDIS_UNAVAILABLE') warnings.push(warning.message)
+  }
+  process.on('warning', onWarning)
+  const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, prefix: 'outage:' })
+  let lateServer: RedisProcess | undefined
+  try {
+    const [first] = (await once(store, 'unavailable')) as [Error]
+    assert.match(first.message, /cannot reach Redis \(ioredis client status: \w+\)/)
+    // Each event is awaited from before what causes it: it may come before that step returns.
+    let next: Promise<unknown> = once(store, 'available')
+    lateServer = await startRedis([], port)
+    await next
+    next = once(store, 'unavailable')
+    await lateServer.stop()
+    await next
+    next = once(store, 'available')
+    await lateServer.restart()
+    await next
+    const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
+    assert.equal(response.results[0].remaining, 9)
+    await new Promise((resolve) => setImmediate(resolve)) // warnings are emitted on the next tick
+    assert.equal(warnings.length, 1, 'one warning per store, not per outage or per attempt')
+    assert.match(warnings[0], /RedisStore cannot reach Redis.*'unavailable' event/)
+  } finally {
+    process.off('warning', onWarning)
+    await store.close()
+    await lateServer?.stop()
   }
 })

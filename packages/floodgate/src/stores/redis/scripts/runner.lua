@@ -4,7 +4,10 @@
 -- usual one) is decided by the main loop itself, evaluateKeyInto unrolled for one policy; the rest
 -- reads, decodes and writes.
 --
--- Keys: KEYS, then ARGV[2 .. 1 + ARGV[1]]: every policy key, request after request. On a Cluster one
+-- ARGV[1]: the call's deadline on the server clock (ms; '' = none). A call that runs after it (it
+--   waited out a paused, stopped or overloaded server) charges nothing and answers the clock and
+--   'expired': its callers were answered by their fallback already (see redis-store.ts).
+-- Keys: KEYS, then ARGV[3 .. 2 + ARGV[2]]: every policy key, request after request. On a Cluster one
 --   call serves every request of one node, but only keys of one slot may be declared in KEYS; the
 --   others travel in ARGV, which the script's allow-cross-slot-keys flag permits. All keys are read
 --   before anything is written, so a key the node does not own fails the call with no write done.
@@ -243,16 +246,21 @@ local function encodeRecord(blockedUntil, state, expiresAt)
   return table.concat(parts)
 end
 
+-- The server clock first, so that a call past its deadline reads and writes nothing.
+local time = redis.call('TIME')
+local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+if ARGV[1] ~= '' and serverNow > tonumber(ARGV[1]) then return struct.pack('<d', serverNow) .. 'expired' end
+
 -- Every key of the batch, declared ones first: KEYS itself when every key is declared (a standalone
 -- server's calls), else a copy with the others appended (KEYS is left as Redis made it).
-local extraKeys = tonumber(ARGV[1])
+local extraKeys = tonumber(ARGV[2])
 local keys = KEYS
 if extraKeys > 0 then
   keys = {}
   for i = 1, #KEYS do keys[i] = KEYS[i] end
-  for i = 1, extraKeys do keys[#keys + 1] = ARGV[1 + i] end
+  for i = 1, extraKeys do keys[#keys + 1] = ARGV[2 + i] end
 end
-local arg = 2 + extraKeys
+local arg = 3 + extraKeys
 
 local policies = {}
 local policyCount = tonumber(ARGV[arg])
@@ -296,9 +304,6 @@ for g = 1, groupCount do
   groupStart = groupEnd + 1
 end
 arg = arg + groupCount
-
-local time = redis.call('TIME')
-local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 
 -- One request's inputs and evaluation, refilled for every request (tables are the costly part):
 -- its policies, keys, records (nil when absent; else the position's record buffer, its state in the

@@ -1,0 +1,141 @@
+// A hung Redis (SIGSTOP, CLIENT PAUSE) runs the calls queued meanwhile when it resumes: those whose
+// callers were already answered by the fallback must charge nothing.
+
+import { after, before, beforeEach, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { createPolicies } from '../../../src/core/policy.js'
+import { FloodgateError } from '../../../src/core/errors.js'
+import { RateLimiter } from '../../../src/index.js'
+import { RedisStore } from '../../../src/redis.js'
+import { readRecord } from './records.js'
+import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { startCluster } from '../../support/redis-cluster.js'
+
+const LIMIT = 100
+const policyOptions = [{ name: 'minute', algorithm: 'fixed-window' as const, limit: LIMIT, period: '1m' as const }]
+const policies = createPolicies(policyOptions)
+
+let server: RedisProcess
+let admin: Redis
+let pid: number
+
+before(async () => {
+  server = await startRedis()
+  admin = new Redis(server.port, server.host)
+  pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
+})
+
+after(async () => {
+  admin.disconnect()
+  await server.stop()
+})
+
+beforeEach(async () => {
+  await admin.flushall()
+})
+
+/** A way to hang the server and to let it go again. */
+interface Hang {
+  readonly name: string
+  hang(): Promise<void>
+  resume(): Promise<void>
+}
+
+const HANGS: Hang[] = [
+  {
+    name: 'SIGSTOP',
+    hang: async () => void process.kill(pid, 'SIGSTOP'),
+    resume: async () => void process.kill(pid, 'SIGCONT'),
+  },
+  {
+    // WRITE: scripts wait, while the admin's CLIENT UNPAUSE (not a write) still goes through.
+    name: 'CLIENT PAUSE',
+    hang: async () => void (await admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')),
+    resume: async () => void (await admin.call('CLIENT', 'UNPAUSE')),
+  },
+]
+
+/** What the store charged `key` (0 when it holds no record). */
+async function charged(key: string): Promise<number> {
+  const record = await readRecord(admin, `fg:{${key}}:minute:fw`)
+  return record === null ? 0 : record.state![1]
+}
+
+for (const { name, hang, resume } of HANGS) {
+  describe(`a server hung by ${name}`, () => {
+    test('a call that reaches it after its deadline charges nothing and is answered STORE_TIMEOUT; one within its deadline is charged', async () => {
+      const store = new RedisStore({ url: server.url })
+      try {
+        await store.evaluate([{ key: 'warm', policies, cost: 1 }]) // the store learns the server's clock from the reply
+        await hang()
+        const late = store.evaluate([{ key: 'late', policies, cost: 1, deadline: performance.now() + 20 }])
+        late.catch(() => {})
+        await sleep(100) // past its deadline, on every clock
+        // Sent as a call of its own (the first never answers, so the lane stops waiting for it).
+        const patient = store.evaluate([{ key: 'patient', policies, cost: 1, deadline: performance.now() + 600_000 }])
+        await resume()
+        await assert.rejects(late, (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_TIMEOUT')
+        const [answer] = await patient
+        assert.equal(answer.results[0].remaining, LIMIT - 1)
+        assert.equal(await charged('late'), 0)
+        assert.equal(await charged('patient'), 1)
+      } finally {
+        await resume().catch(() => {})
+        await store.close()
+      }
+    })
+
+    for (const mode of ['open', 'local'] as const) {
+      test(`callers answered by the '${mode}' fallback while it hung are not charged in Redis when it resumes`, async () => {
+        const store = new RedisStore({ url: server.url })
+        const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '50ms', onStoreError: mode, breaker: { failures: 1000 } })
+        try {
+          assert.equal((await limiter.limit('k')).source, 'store')
+          await hang()
+          const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k')))
+          assert.ok(decisions.every((decision) => decision.source === `fallback-${mode}`))
+          await resume()
+          // A peek through the same connection runs after every call queued before it.
+          const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
+          assert.equal(peek.results[0].remaining, LIMIT - 1, 'only the call before the hang was charged')
+          assert.equal(await charged('k'), 1)
+        } finally {
+          await resume().catch(() => {})
+          await limiter.close()
+          await store.close()
+        }
+      })
+    }
+  })
+}
+
+describe('a Cluster master hung by CLIENT PAUSE', () => {
+  test('callers answered by the fallback meanwhile are not charged on it when it resumes; other masters decide as usual', async () => {
+    const cluster = await startCluster({ masters: 3, replicasPerMaster: 0, nodeTimeoutMs: 5000 })
+    const store = new RedisStore({ cluster: [...cluster.startupNodes] })
+    const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '50ms', onStoreError: 'open', breaker: { failures: 1000 } })
+    const port = await cluster.masterOf('{k}')
+    const node = new Redis(port, '127.0.0.1')
+    try {
+      // Keys on every master, so each lane has learnt its server's clock.
+      const keys = Array.from({ length: 12 }, (_, i) => `other:${i}`)
+      await Promise.all(['k', ...keys].map((key) => limiter.limit(key)))
+      await node.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+      const hung = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k')))
+      assert.ok(hung.every((decision) => decision.source === 'fallback-open'))
+      await node.call('CLIENT', 'UNPAUSE')
+      const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
+      assert.equal(peek.results[0].remaining, LIMIT - 1, 'only the call before the pause was charged')
+      const others = await Promise.all(keys.map((key) => store.evaluate([{ key, policies, cost: 0 }])))
+      assert.ok(others.every(([response]) => response.results[0].remaining === LIMIT - 1))
+    } finally {
+      await node.call('CLIENT', 'UNPAUSE').catch(() => {})
+      node.disconnect()
+      await limiter.close()
+      await store.close()
+      await cluster.stop()
+    }
+  })
+})
