@@ -10,6 +10,7 @@ import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import type { Store } from '../../src/stores/store.js'
 
 const POLICIES: PolicyOptions[] = [{ name: 'minute', algorithm: 'fixed-window', limit: 5, period: '1m' }]
+const SHORT_TIMEOUT = '30ms'
 
 const stores: FaultyStore[] = []
 const unhandled: unknown[] = []
@@ -28,7 +29,10 @@ function setup(style: Style, options: Partial<RateLimiterOptions> = {}) {
   const clock = new Clock()
   const store = style === 'submit' ? new FaultySubmitStore(clock) : new FaultyStore(clock)
   stores.push(store)
-  const limiter = new RateLimiter({ store, clock: clock.read, policies: POLICIES, timeout: '30ms', ...options })
+  // A store that answers must never time out here, however busy the machine: the timeout is far
+  // longer than any answer. Tests of timing out use a store that hangs or fails late, with a short
+  // timeout of their own (SHORT_TIMEOUT), which then fires whatever the load.
+  const limiter = new RateLimiter({ store, clock: clock.read, policies: POLICIES, timeout: '30s', ...options })
   const events: string[] = []
   const errors: Error[] = []
   const fallbacks: DecisionSource[] = []
@@ -79,7 +83,7 @@ for (const style of ['evaluate', 'submit'] as const) {
     })
 
     it('times out a hanging store and applies the mode', async () => {
-      const { limiter, store, errors } = setup(style, { onStoreError: 'closed' })
+      const { limiter, store, errors } = setup(style, { onStoreError: 'closed', timeout: SHORT_TIMEOUT })
       store.health = 'hang'
       const decision = await limiter.limit('k')
       assert.equal(decision.source, 'fallback-closed')
@@ -87,7 +91,7 @@ for (const style of ['evaluate', 'submit'] as const) {
     })
 
     it('leaves no unhandled rejection when the store fails after the timeout', async () => {
-      const { limiter, store } = setup(style)
+      const { limiter, store } = setup(style, { timeout: SHORT_TIMEOUT })
       store.health = 'late-reject'
       store.lateMs = 60
       const decision = await limiter.limit('k')
