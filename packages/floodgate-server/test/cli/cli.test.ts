@@ -7,10 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
+import { BIN, run } from './run.js'
 
-const BIN = fileURLToPath(new URL('../../bin/floodgate.js', import.meta.url))
 
 const GOOD_RULES = `
 domain: cli
@@ -29,22 +28,6 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 2 }
 `
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function run(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 /** Resolves when `text` has appeared in the stream (accumulated). */
 function waitForOutput(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs = 30_000): Promise<string> {

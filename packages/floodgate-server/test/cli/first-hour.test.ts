@@ -9,12 +9,11 @@ import { createHash } from 'node:crypto'
 import { connect, createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
 import { storeKeyOf } from 'floodgate/rules'
 import { listenFailure, logFormat } from '../../src/cli.js'
+import { BIN, run } from './run.js'
 
-const BIN = fileURLToPath(new URL('../../bin/floodgate.js', import.meta.url))
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 const RULES = `
@@ -24,22 +23,6 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 1 }
 `
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function run(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 /** A running `floodgate serve`, its output so far, and a way to stop it. */
 interface Served {

@@ -1,6 +1,7 @@
 // Test helpers for the service: start it on free loopback ports with a rules file in a temp dir, and call it.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
@@ -116,4 +117,16 @@ export function parseMetrics(text: string): Map<string, number> {
 export async function scrape(httpUrl: string): Promise<Map<string, number>> {
   const response = await fetch(`${httpUrl}/metrics`)
   return parseMetrics(await response.text())
+}
+
+/** A raw TCP connection, what it received so far, and a promise of everything until the server closed it. */
+export async function rawSocket(port: number): Promise<{ socket: Socket; received: () => string; closed: Promise<string> }> {
+  const socket = connect(port, '127.0.0.1')
+  let received = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => (received += chunk))
+  socket.on('error', () => {})
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
+  await new Promise((resolve) => socket.once('connect', resolve))
+  return { socket, received: () => received, closed }
 }

@@ -5,9 +5,8 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Agent, request } from 'node:http'
 import * as http2 from 'node:http2'
-import { connect, type Socket } from 'node:net'
 import type { ShutdownTimers } from '../../src/service/shutdown.js'
-import { rlsClients, startTestService, type TestService } from './helpers.js'
+import { rawSocket, rlsClients, startTestService, type TestService } from './helpers.js'
 
 /** Timers that fire only when the test says so: the shutdown deadline never passes by itself. */
 function manualTimers() {
@@ -33,17 +32,6 @@ function manualTimers() {
   }
 }
 
-/** A raw TCP connection, what it received so far, and a promise of everything until the server closed it. */
-async function rawSocket(port: number): Promise<{ socket: Socket; received: () => string; closed: Promise<string> }> {
-  const socket = connect(port, '127.0.0.1')
-  let received = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => (received += chunk))
-  socket.on('error', () => {})
-  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
-  await new Promise((resolve) => socket.once('connect', resolve))
-  return { socket, received: () => received, closed }
-}
 
 const BODY = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'user', value: 'draining' }]] })
 // With Expect: 100-continue, Node answers "100 Continue" as it hands the request to the app: the

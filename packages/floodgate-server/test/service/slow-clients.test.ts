@@ -3,20 +3,9 @@
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, type Socket } from 'node:net'
-import { postJson, rlsClients, startTestService, type TestService } from './helpers.js'
+import type { Socket } from 'node:net'
+import { postJson, rawSocket, rlsClients, startTestService, type TestService } from './helpers.js'
 
-/** A raw TCP connection and a promise of everything it received until the server closed it. */
-async function rawSocket(port: number): Promise<{ socket: Socket; closed: Promise<string> }> {
-  const socket = connect(port, '127.0.0.1')
-  let received = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => (received += chunk))
-  socket.on('error', () => {})
-  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)))
-  await new Promise((resolve) => socket.once('connect', resolve))
-  return { socket, closed }
-}
 
 /** Writes one byte of `text` per timer tick until the socket closes (a slowloris client). */
 function trickle(socket: Socket, text: string): void {
