@@ -14,7 +14,8 @@ export interface IoredisLike {
   readonly options: object
   /** Cluster only: the nodes (`host:port`, master first) serving each slot. */
   readonly slots?: ReadonlyArray<ReadonlyArray<string> | undefined>
-  callBuffer(command: string, args: (string | number)[]): Promise<unknown>
+  callBuffer(command: string, ...args: (string | number)[]): Promise<unknown>
+  del(...keys: string[]): Promise<unknown>
   connect(): Promise<void>
   quit(): Promise<unknown>
   disconnect(): void
@@ -22,6 +23,15 @@ export interface IoredisLike {
   refreshSlotsCache?(callback?: (error?: Error | null) => void): void
   on(event: string, listener: (...args: unknown[]) => void): unknown
   removeListener(event: string, listener: (...args: unknown[]) => void): unknown
+}
+
+/**
+ * Every command's Buffer variant exists at run time in ioredis 5 and 6, though 6's types leave
+ * these two out: so they are looked for, not required of the type.
+ */
+interface EvalBufferCommands {
+  evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  evalBuffer?(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
 }
 
 /** An ioredis client: ioredis alone has `callBuffer` and a string `status`. */
@@ -37,6 +47,16 @@ export function ioredisConnection(client: IoredisLike): Connection {
     return () => client.removeListener(event, listener)
   }
   const isCluster = client.isCluster === true
+  const commands = client as IoredisLike & EvalBufferCommands
+  // evalshaBuffer builds the same Command as `new Command('evalsha', args, { replyEncoding: null })`
+  // and hands it to sendCommand, which writes it to the socket at once; only a client made with
+  // `enableAutoPipelining` defers it to the next tick (as it does every command). callBuffer is the
+  // fallback only: ioredis's auto-pipeline loses a generic call's command name and sends the SHA as one.
+  const evalBuffer = (command: 'evalsha' | 'eval', script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> => {
+    const named = command === 'evalsha' ? commands.evalshaBuffer : commands.evalBuffer
+    if (typeof named === 'function') return named.call(client, script, keys.length, ...keys, ...args)
+    return client.callBuffer(command, script, keys.length, ...keys, ...args)
+  }
   return {
     client,
     library: 'ioredis',
@@ -50,17 +70,14 @@ export function ioredisConnection(client: IoredisLike): Connection {
     // reaches listeners the client's owner added.
     onDown: (listener) => listen('close', () => listener()),
     onLost: (listener) => (isCluster ? nothing : listen('close', listener)),
-    // callBuffer builds the same Command as `new Command(name, args, { replyEncoding: null })` and
-    // hands it to sendCommand, which writes it to the socket at once; only a client made with
-    // `enableAutoPipelining` defers it to the next tick (as it does every command).
-    evalBuffer: (command, script, keys, args) => client.callBuffer(command, [script, keys.length, ...keys, ...args]),
+    evalBuffer,
     masterOf: (slot) => client.slots?.[slot]?.[0],
     refreshSlots:
       isCluster && typeof client.refreshSlotsCache === 'function'
         ? () => new Promise<void>((resolve) => client.refreshSlotsCache!(() => resolve()))
         : undefined,
     slotMapSignature: () => slotMapSignature((slot) => client.slots?.[slot]?.[0]),
-    del: (keys) => client.callBuffer('del', [...keys]),
+    del: (keys) => client.del(...keys),
     keyPrefix: () => {
       const options = client.options as { keyPrefix?: string; redisOptions?: { keyPrefix?: string } }
       return options.keyPrefix || options.redisOptions?.keyPrefix || undefined
