@@ -1,6 +1,8 @@
 // The Connection adapter for ioredis (5 and 6) `Redis` and `Cluster`, recognised by shape.
 
 import { once } from 'node:events'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import type { Connection, Unsubscribe } from './connection.js'
 
 /**
@@ -25,13 +27,40 @@ export interface IoredisLike {
   removeListener(event: string, listener: (...args: unknown[]) => void): unknown
 }
 
+/** ioredis's Command class (5 and 6). */
+type CommandClass = new (name: string, args: (string | number)[], options: { replyEncoding: null }) => object
+
 /**
- * Every command's Buffer variant exists at run time in ioredis 5 and 6, though 6's types leave
- * these two out: so they are looked for, not required of the type.
+ * What the store looks for on an ioredis client at run time rather than requiring of its type:
+ * `sendCommand`, which takes a Command of the client's own copy of ioredis; and the Buffer
+ * variants of EVALSHA and EVAL, which exist in 5 and 6 though 6's types leave them out.
  */
-interface EvalBufferCommands {
+interface IoredisInternals {
+  sendCommand?(command: object): Promise<unknown>
   evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
   evalBuffer?(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+}
+
+const moduleCache = createRequire(import.meta.url).cache
+const IOREDIS_CLASS_FILE = /[\\/]ioredis[^\\/]*[\\/]built[\\/](?:Redis|cluster[\\/]index)\.js$/
+
+/**
+ * The Command class of the copy of ioredis that made `client` (the app's, whichever version and
+ * wherever installed): the loaded `Redis.js` or `cluster/index.js` whose class is the client's, and
+ * the `Command.js` beside it. ioredis mixes EventEmitter into its classes, so `client.constructor`
+ * does not lead there. Undefined if none is found; the store then sends commands by name.
+ */
+function commandClassOf(client: object): CommandClass | undefined {
+  const prototype = Object.getPrototypeOf(client)
+  for (const [file, loaded] of Object.entries(moduleCache)) {
+    if (!IOREDIS_CLASS_FILE.test(file)) continue
+    const exported = (loaded?.exports as { default?: { prototype?: unknown } } | undefined)?.default
+    if (exported?.prototype !== prototype) continue
+    const built = file.endsWith('index.js') ? dirname(dirname(file)) : dirname(file)
+    const command = (moduleCache[join(built, 'Command.js')]?.exports as { default?: unknown } | undefined)?.default
+    return typeof command === 'function' ? (command as CommandClass) : undefined
+  }
+  return undefined
 }
 
 /** An ioredis client: ioredis alone has `callBuffer` and a string `status`. */
@@ -47,13 +76,18 @@ export function ioredisConnection(client: IoredisLike): Connection {
     return () => client.removeListener(event, listener)
   }
   const isCluster = client.isCluster === true
-  const commands = client as IoredisLike & EvalBufferCommands
-  // evalshaBuffer builds the same Command as `new Command('evalsha', args, { replyEncoding: null })`
-  // and hands it to sendCommand, which writes it to the socket at once; only a client made with
-  // `enableAutoPipelining` defers it to the next tick (as it does every command). callBuffer is the
-  // fallback only: ioredis's auto-pipeline loses a generic call's command name and sends the SHA as one.
+  const internals = client as IoredisLike & IoredisInternals
+  const Command = commandClassOf(client)
+  // A Command handed to sendCommand is written to the socket at once, even on a client made with
+  // `enableAutoPipelining`, whose pipeline would hold it until the next tick: a Lane sends its next
+  // call while answering the last one, and every caller of that answer would wait for the write.
+  // Without the class, the Buffer variant of the command by name; never callBuffer first:
+  // ioredis's auto-pipeline loses a generic call's command name.
   const evalBuffer = (command: 'evalsha' | 'eval', script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> => {
-    const named = command === 'evalsha' ? commands.evalshaBuffer : commands.evalBuffer
+    if (Command !== undefined && typeof internals.sendCommand === 'function') {
+      return internals.sendCommand(new Command(command, [script, keys.length, ...keys, ...args], { replyEncoding: null }))
+    }
+    const named = command === 'evalsha' ? internals.evalshaBuffer : internals.evalBuffer
     if (typeof named === 'function') return named.call(client, script, keys.length, ...keys, ...args)
     return client.callBuffer(command, script, keys.length, ...keys, ...args)
   }
