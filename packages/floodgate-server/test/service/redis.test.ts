@@ -19,7 +19,7 @@ describe('service on Redis', () => {
   let service: TestService
   before(async () => {
     redis = await startRedis()
-    service = await startTestService(undefined, ['--redis', redis.url, '--redis-prefix', 'svc-test:'])
+    service = await startTestService(undefined, ['--redis', redis.url, '--redis-prefix', 'svc-test:', '--store-timeout', '5s'])
   })
   after(async () => {
     await service?.stop()

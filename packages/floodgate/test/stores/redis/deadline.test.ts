@@ -90,7 +90,7 @@ for (const { name, hang, resume } of HANGS) {
     for (const mode of ['open', 'local'] as const) {
       test(`callers answered by the '${mode}' fallback while it hung are not charged in Redis when it resumes`, async () => {
         const store = new RedisStore({ url: server.url })
-        const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '50ms', onStoreError: mode, breaker: { failures: 1000 } })
+        const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '1s', onStoreError: mode, breaker: { failures: 1000 } })
         try {
           assert.equal((await limiter.limit('k')).source, 'store')
           await hang()
@@ -115,7 +115,7 @@ describe('a Cluster master hung by CLIENT PAUSE', () => {
   test('callers answered by the fallback meanwhile are not charged on it when it resumes; other masters decide as usual', async () => {
     const cluster = await startCluster({ masters: 3, replicasPerMaster: 0, nodeTimeoutMs: 5000 })
     const store = new RedisStore({ cluster: [...cluster.startupNodes] })
-    const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '50ms', onStoreError: 'open', breaker: { failures: 1000 } })
+    const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '1s', onStoreError: 'open', breaker: { failures: 1000 } })
     const port = await cluster.masterOf('{k}')
     const node = new Redis(port, '127.0.0.1')
     try {
