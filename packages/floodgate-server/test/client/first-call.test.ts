@@ -76,16 +76,19 @@ describe('FloodgateClient: the first call of a process', () => {
   })
 
   const request = (value: string) => ({ domain: 'test', descriptors: [[{ key: 'user', value }]] })
+  // Long enough for any answer on a busy machine (the point is the connection, which the gate holds
+  // for as long as the test likes), short enough to keep the test quick.
+  const TIMEOUT_MS = 1_000
 
   it('is answered, not failed open, when connecting outlasts the decision timeout', async () => {
     const gate = await gateTo(service.httpPort)
-    const client = new FloodgateClient({ url: gate.url, timeout: 50, connectTimeout: '60s' })
+    const client = new FloodgateClient({ url: gate.url, timeout: TIMEOUT_MS, connectTimeout: '60s' })
     try {
       // The first check starts at once, while its connection is still held at the gate.
       const first = client.check(request('first-call'))
       await gate.arrived(1)
       // Held for three decision budgets (longer on a busy machine, which only makes the case stronger).
-      await new Promise((resolve) => AbortSignal.timeout(150).addEventListener('abort', resolve))
+      await new Promise((resolve) => AbortSignal.timeout(3 * TIMEOUT_MS).addEventListener('abort', resolve))
       gate.open()
       const result = await first
       assert.equal(result.error, undefined)
@@ -100,7 +103,7 @@ describe('FloodgateClient: the first call of a process', () => {
   it('runs on the connection opened at construction; a new one is not needed', async () => {
     const gate = await gateTo(service.httpPort)
     gate.open()
-    const client = new FloodgateClient({ url: gate.url, timeout: 50 })
+    const client = new FloodgateClient({ url: gate.url, timeout: TIMEOUT_MS })
     try {
       await client.ready()
       // From now on a new connection would wait at the gate for good, and fail the check.
