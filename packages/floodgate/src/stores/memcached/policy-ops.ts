@@ -122,6 +122,9 @@ export class PolicyOps {
     for (let attempt = 0; attempt <= this.casRetries; attempt++) {
       if (attempt > 0) {
         this.stats.retries++
+        // Lost a race: wait a random while (up to 2^attempt ms, at most 32) so colliding writers spread
+        // out instead of colliding again at once.
+        await sleep(Math.random() * Math.min(32, 2 ** attempt))
         if (deadline !== undefined && performance.now() > deadline) throw timedOut()
       }
       const { value, cas } = await this.ops.gets(key)
@@ -193,4 +196,8 @@ export function timedOut(): FloodgateError {
 }
 
 function nothing(): void {}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
 

@@ -76,7 +76,7 @@ test(`${WORKERS} processes on one hot key admit exactly the limit, for every alg
     const retries = reports.reduce((sum, report) => sum + report.retries[c.name], 0)
     const refused = reports.reduce((sum, report) => sum + report.refused[c.name], 0)
     t.diagnostic(`${c.name}: ${attempts} decisions, ${retries} CAS retries (${(retries / attempts).toFixed(2)} per decision), ${refused} refused`)
-    assert.equal(refused, 0, `${c.name}: ${refused} decisions refused`)
+    assert.equal(refused, 0, `${c.name}: ${refused} decisions refused: ${reports.flatMap((report) => report.errors).join(' | ')}`)
     const expected = c.name.includes('then') ? 25 : LIMIT
     for (const key of c.keys) {
       const perWorker = reports.map((report) => report.admitted[c.name][key])

@@ -33,11 +33,13 @@ export interface WorkerReport {
   refused: Record<string, number>
   /** CAS writes retried over the whole run, per case. */
   retries: Record<string, number>
+  /** The first few refusals' messages. */
+  errors: string[]
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as WorkerConfig
-  const report: WorkerReport = { admitted: {}, refused: {}, retries: {} }
+  const report: WorkerReport = { admitted: {}, refused: {}, retries: {}, errors: [] }
   const store = new MemcachedStore({ servers: config.servers, casRetries: config.casRetries, memjs: { timeout: 10 } })
   // Connect to every server before the start line: one request per case and key, at another instant (another window).
   for (const c of config.cases) await store.evaluate(c.keys.map((key) => ({ key: `warm:${key}`, policies: createPolicies(c.policies), cost: 0, now: 0 })))
@@ -57,8 +59,9 @@ async function main(): Promise<void> {
         try {
           const [response] = await store.evaluate([{ key, policies, cost: 1, now: config.now }])
           if (response.allowed) admitted[key]++
-        } catch {
+        } catch (error) {
           refused++
+          if (report.errors.length < 3) report.errors.push(`${c.name}: ${String(error)}`)
         }
       }
     }
