@@ -137,13 +137,25 @@ export class MemcacheUpstreamCounter implements UpstreamCounter {
       return value === null ? 0 : Number(value.toString('latin1').trim()) || 0
     }
     // Upstream never takes hits back; a refund (which its decider does not send) comes off the count.
-    const { value } = hits > 0 ? await this.client.increment(key, hits, { initial: hits, expires: unitSeconds }) : await this.client.decrement(key, -hits, {})
+    const { value } = hits > 0 ? await this.increment(key, hits, unitSeconds) : await this.client.decrement(key, -hits, {})
     if (value === null) throw new FloodgateError('STORE_UNAVAILABLE', `memcached did not count ${JSON.stringify(key)}`)
     return value
   }
 
   async close(): Promise<void> {
     this.client.close()
+  }
+
+  // Two first increments at once: memcached creates the key for one and answers the other "not
+  // stored" (upstream's add fails the same way and it increments again); the next try counts.
+  private async increment(key: string, hits: number, unitSeconds: number): Promise<{ value: number | null }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.client.increment(key, hits, { initial: hits, expires: unitSeconds })
+      } catch (error) {
+        if (attempt >= 3 || !/not stored/i.test(String(error))) throw error
+      }
+    }
   }
 }
 

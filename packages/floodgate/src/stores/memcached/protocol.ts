@@ -93,9 +93,14 @@ export class MemcachedOps {
    * in one round trip). Answers the count after the increment.
    */
   async increment(key: string, amount: number, expirySeconds: number, now: number): Promise<number> {
-    const response = await this.send(key, OP_INCREMENT, counterExtras(amount, amount, expirySeconds, now), EMPTY, undefined)
-    expectStatus(response, STATUS_OK, 'incr', key)
-    return readCounter(response.val)
+    for (let attempt = 0; ; attempt++) {
+      const response = await this.send(key, OP_INCREMENT, counterExtras(amount, amount, expirySeconds, now), EMPTY, undefined)
+      // Two first increments at once: memcached creates the key for one and answers the other
+      // "not stored"; the key exists now, so that one's next try counts.
+      if (response.header.status === STATUS_NOT_STORED && attempt < 3) continue
+      expectStatus(response, STATUS_OK, 'incr', key)
+      return readCounter(response.val)
+    }
   }
 
   /**
