@@ -65,13 +65,15 @@ async function main(): Promise<void> {
   const stores: { close(): Promise<void> | void }[] = []
   try {
     console.log(`Floodgate memcached bench: memcached on ${memcached.address} (-t 2), redis-server on ${redis.url}`)
-    console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms; long-lived limiters, warmed before the rounds`)
+    console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms`)
+    console.log('long-lived limiters and clients, warmed before the rounds; keys built per request')
 
     const contenders: Contender[] = []
     for (const algorithm of ALGORITHMS) {
       const store = new MemcachedStore({ servers: [memcached.address], memjs: { timeout: 5 } })
       stores.push(store)
-      contenders.push(limiterContender(`floodgate ${algorithm}`, new RateLimiter({ store, policies: [{ algorithm, limit: LIMIT, period: `${PERIOD_S}s` }], timeout: '5s' }), CALLERS, keyOf))
+      const limiter = new RateLimiter({ store, policies: [{ algorithm, limit: LIMIT, period: `${PERIOD_S}s` }], timeout: '5s' })
+      contenders.push(limiterContender(`floodgate ${algorithm}`, limiter, CALLERS, keyOf))
     }
     const client = new Memcached(memcached.address, { poolSize: 10 })
     stores.push({ close: () => client.end() })
@@ -82,12 +84,12 @@ async function main(): Promise<void> {
     contenders.push(rawIncrContender(raw))
 
     for (const contender of contenders) await contender.measure() // warm-up: connections, JIT
-    const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`))
+    const results = await interleavedRounds(contenders, ROUNDS, logRound)
     const rlfMedian = results.find((r) => r.name === 'rate-limiter-flexible RateLimiterMemcache')!.median
     const floor = results.find((r) => r.name === 'raw memjs incr')!.median
     printTable(
       ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs raw incr'],
-      results.map((r) => [r.name, formatCount(r.median), formatCount(Math.min(...r.samples)), formatCount(Math.max(...r.samples)), ratio(r.median, rlfMedian), ratio(r.median, floor)]),
+      results.map((r) => [...spread(r), ratio(r.median, rlfMedian), ratio(r.median, floor)]),
       'Throughput over 10k keys (median of rounds; one memcached, 2 threads; the machine has 2 cores for everything)',
     )
 
@@ -98,32 +100,34 @@ async function main(): Promise<void> {
       const store = new MemcachedStore({ servers: [memcached.address], memjs: { timeout: 5 }, casRetries: 1000 })
       stores.push(store)
       const name = `memcached ${algorithm}, one key`
-      hot.push(limiterContender(name, new RateLimiter({ store, policies: [{ algorithm, limit: LIMIT, period: `${PERIOD_S}s` }], timeout: '5s' }), HOT_CALLERS, (round) => `hot:${round}`))
+      const limiter = new RateLimiter({ store, policies: [{ algorithm, limit: LIMIT, period: `${PERIOD_S}s` }], timeout: '5s' })
+      hot.push(limiterContender(name, limiter, HOT_CALLERS, (round) => `hot:${round}`))
       retries.set(name, () => store.casStats.retries)
     }
     const redisClient = new Redis({ host: redis.host, port: redis.port, enableAutoPipelining: true })
     stores.push({ close: () => redisClient.disconnect() })
     for (const algorithm of ['gcra', 'token-bucket'] as AlgorithmName[]) {
       const policies: PolicyOptions[] = [{ algorithm, limit: LIMIT, period: `${PERIOD_S}s` }]
-      hot.push(limiterContender(`redis ${algorithm}, one key`, new RateLimiter({ store: new RedisStore({ client: redisClient }), policies, timeout: '5s' }), HOT_CALLERS, (round) => `hot:${round}`))
+      const limiter = new RateLimiter({ store: new RedisStore({ client: redisClient }), policies, timeout: '5s' })
+      hot.push(limiterContender(`redis ${algorithm}, one key`, limiter, HOT_CALLERS, (round) => `hot:${round}`))
     }
     for (const contender of hot) await contender.measure()
     const retriesBefore = new Map([...retries].map(([name, read]) => [name, read()]))
     const callsBefore = new Map(hot.map((contender) => [contender.name, failures.get(contender.name)?.calls ?? 0]))
-    const hotResults = await interleavedRounds(hot, ROUNDS, (name, round, value) => console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`))
+    const hotResults = await interleavedRounds(hot, ROUNDS, logRound)
     printTable(
       ['contender', 'median decisions/s', 'min', 'max', 'CAS retries per decision'],
       hotResults.map((r) => {
         const calls = (failures.get(r.name)?.calls ?? 0) - (callsBefore.get(r.name) ?? 0)
         const read = retries.get(r.name)
         const perDecision = read === undefined ? '-' : ((read() - (retriesBefore.get(r.name) ?? 0)) / Math.max(1, calls)).toFixed(2)
-        return [r.name, formatCount(r.median), formatCount(Math.min(...r.samples)), formatCount(Math.max(...r.samples)), perDecision]
+        return [...spread(r), perDecision]
       }),
       `One hot key, ${HOT_CALLERS} concurrent callers (median of rounds)`,
     )
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
-      [...failures].map(([name, tally]) => [name, formatCount(tally.calls), formatCount(tally.denied), formatCount(tally.failed), tally.first ?? '-']),
+      [...failures].map(([name, t]) => [name, formatCount(t.calls), formatCount(t.denied), formatCount(t.failed), t.first ?? '-']),
       'Denials and failures over all rounds and warm-ups (all should be 0)',
     )
   } finally {
@@ -131,6 +135,15 @@ async function main(): Promise<void> {
     await memcached.stop()
     await redis.stop()
   }
+}
+
+function logRound(name: string, round: number, value: number): void {
+  console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`)
+}
+
+/** A result's name, median, min and max, as table cells. */
+function spread(r: { name: string; samples: number[]; median: number }): string[] {
+  return [r.name, formatCount(r.median), formatCount(Math.min(...r.samples)), formatCount(Math.max(...r.samples))]
 }
 
 function limiterContender(name: string, limiter: RateLimiter, callers: number, key: (round: string, i: number) => string): Contender {

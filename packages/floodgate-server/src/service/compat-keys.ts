@@ -5,6 +5,7 @@ import { crc32 } from 'node:zlib'
 import { FloodgateError, type EvaluateRequest, type EvaluateResponse, type Policy, type Store, type SubmitCallback } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './decide.js'
+import type { StoreSettings } from './settings.js'
 
 /** One descriptor entry as upstream joins it into a key. */
 export interface KeyEntry {
@@ -167,7 +168,7 @@ export function createUpstreamMemcacheCounter(servers: readonly string[]): Memca
 
 /** ioredis clients for upstream's Redis (and its per-second Redis), created with the app's ioredis. */
 export function createUpstreamRedisCounter(
-  store: { kind: 'redis'; url: string } | { kind: 'cluster'; nodes: { host: string; port: number }[] } | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string },
+  store: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>,
   perSecondUrl: string | undefined,
 ): RedisUpstreamCounter {
   const { Redis, Cluster } = createRequire(import.meta.url)('ioredis') as {
@@ -187,6 +188,14 @@ export function createUpstreamRedisCounter(
         ? new Cluster(store.nodes, { redisOptions: options, enableOfflineQueue: false })
         : new Redis({ sentinels: store.sentinels, name: store.name, ...options })
   return new RedisUpstreamCounter(quiet(client), perSecondUrl === undefined ? undefined : quiet(new Redis(perSecondUrl, options)))
+}
+
+/** Where one request's upstream-style counter is, and when. */
+interface SharedCounter {
+  key: string
+  policy: Policy
+  windowStart: number
+  now: number
 }
 
 const UNIT_OF_PERIOD = new Map(ENVOY_UNITS.map((unit) => [UNIT_MS[unit], unit]))
@@ -246,12 +255,13 @@ export class EnvoyCompatStore implements Store {
 
   // Upstream's key of a request for one upstream-style counter (the decider's never-denying
   // fixed window of a unit), or undefined for anything else.
-  private upstreamKey(request: EvaluateRequest): { key: string; policy: Policy; windowStart: number; now: number } | undefined {
+  private upstreamKey(request: EvaluateRequest): SharedCounter | undefined {
     const policies = request.policies
     if (policies.length !== 1) return undefined
     const policy = policies[0]
     const unit = UNIT_OF_PERIOD.get(policy.periodMs)
-    if (unit === undefined || policy.algorithm !== 'fixed-window' || policy.limit !== COUNT_CEILING || policy.name !== envoyPolicyName(unit)) return undefined
+    if (unit === undefined || policy.algorithm !== 'fixed-window' || policy.limit !== COUNT_CEILING) return undefined
+    if (policy.name !== envoyPolicyName(unit)) return undefined
     const parsed = parseStoreKey(request.key)
     if (parsed === undefined) return undefined
     const now = request.now ?? this.clock()
@@ -262,7 +272,7 @@ export class EnvoyCompatStore implements Store {
 
   // Counts as upstream does and answers as the decider's counter policy would: allowed (it never
   // denies), with the count after the hits as what is used, and the window's end as the reset.
-  private async countShared(request: EvaluateRequest, target: { key: string; policy: Policy; windowStart: number; now: number }): Promise<EvaluateResponse> {
+  private async countShared(request: EvaluateRequest, target: SharedCounter): Promise<EvaluateResponse> {
     if (request.deadline !== undefined && performance.now() > request.deadline) {
       throw new FloodgateError('STORE_TIMEOUT', 'the decision passed its deadline before it was sent; nothing was counted')
     }

@@ -164,11 +164,11 @@ export const SERVE_OPTIONS = {
   redisCluster: { flag: 'redis-cluster', env: 'FLOODGATE_REDIS_CLUSTER', type: 'string', help: 'Redis Cluster seed nodes host:port,…' },
   redisSentinels: { flag: 'redis-sentinel', env: 'FLOODGATE_REDIS_SENTINELS', type: 'string', help: 'Redis Sentinels host:port,…' },
   sentinelName: { flag: 'sentinel-name', env: 'FLOODGATE_REDIS_SENTINEL_NAME', type: 'string', help: 'master name the Sentinels watch' },
-  redisPrefix: { flag: 'redis-prefix', env: 'FLOODGATE_REDIS_PREFIX', type: 'string', help: 'key prefix in Redis or memcached (default fg:)' },
-  memcached: { flag: 'memcached', env: 'FLOODGATE_MEMCACHED', type: 'string', help: 'memcached servers host:port,… (keys spread by consistent hashing)' },
-  compatKeys: { flag: 'compat-keys', env: 'FLOODGATE_COMPAT_KEYS', type: 'string', help: "envoy: upstream-format rules count under envoyproxy/ratelimit's keys (shared during a migration)" },
-  compatPrefix: { flag: 'compat-prefix', env: 'FLOODGATE_COMPAT_PREFIX', type: 'string', help: "with --compat-keys envoy: upstream's CACHE_KEY_PREFIX (default empty)" },
-  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: 'with --compat-keys envoy: Redis URL of per-second counters (REDIS_PERSECOND_URL)' },
+  redisPrefix: { flag: 'redis-prefix', env: 'FLOODGATE_REDIS_PREFIX', type: 'string', help: 'key prefix in Redis, memcached (fg:)' },
+  memcached: { flag: 'memcached', env: 'FLOODGATE_MEMCACHED', type: 'string', help: 'memcached servers host:port,…' },
+  compatKeys: { flag: 'compat-keys', env: 'FLOODGATE_COMPAT_KEYS', type: 'string', help: "envoy: share envoyproxy/ratelimit's counters" },
+  compatPrefix: { flag: 'compat-prefix', env: 'FLOODGATE_COMPAT_PREFIX', type: 'string', help: "upstream's CACHE_KEY_PREFIX" },
+  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: "upstream's per-second Redis URL" },
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
@@ -382,11 +382,14 @@ const schema = z
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
-    if (stores > 1) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached' })
-    if (o.memcached && /[\s#|]/.test(o.redisPrefix)) ctx.addIssue({ code: 'custom', path: ['redisPrefix'], message: "with --memcached: no spaces, '#' or '|'" })
-    if (o.compatKeys && stores === 0) ctx.addIssue({ code: 'custom', path: ['compatKeys'], message: "shares counters with envoyproxy/ratelimit, so it needs its store: add --redis (or --redis-cluster, --redis-sentinel) or --memcached" })
-    if (o.redisPerSecond && !o.compatKeys) ctx.addIssue({ code: 'custom', path: ['redisPerSecond'], message: "holds upstream's per-second counters only: add --compat-keys envoy" })
-    if (o.redisPerSecond && o.memcached) ctx.addIssue({ code: 'custom', path: ['redisPerSecond'], message: 'upstream keeps per-second counters apart only with its Redis backend, not with memcache' })
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
+    if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
+    if (o.memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
+    if (o.compatKeys && stores === 0) {
+      issue('compatKeys', 'shares counters with envoyproxy/ratelimit, so it needs its store: add --redis (or a Cluster, Sentinel) or --memcached')
+    }
+    if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
+    if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
     if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
     if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })

@@ -67,7 +67,11 @@ const HARMLESS: Readonly<Record<string, string>> = {
 
 /** Refused when set to anything but upstream's default: Floodgate cannot do what they ask, and answers would differ. */
 const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; reason: string }[] = [
-  { name: 'BACKEND_TYPE', isDefault: (v) => /^(redis|memcache)$/i.test(v), reason: 'only redis and memcache are supported (or neither: the embedded memory store)' },
+  {
+    name: 'BACKEND_TYPE',
+    isDefault: (v) => /^(redis|memcache)$/i.test(v),
+    reason: 'only redis and memcache are supported (or neither: the embedded memory store)',
+  },
   { name: 'CONFIG_TYPE', isDefault: (v) => v.toUpperCase() === 'FILE', reason: 'rules come from files only (no xDS config server)' },
   { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
   { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
@@ -75,7 +79,7 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
   { name: 'REDIS_TLS_CLIENT_CERT', isDefault: (v) => v === '', reason: 'client certificates for Redis are not supported' },
   { name: 'REDIS_TLS_CACERT', isDefault: (v) => v === '', reason: 'a custom CA for Redis is not supported' },
-  { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'memcached servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
+  { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
 function isFalse(value: string): boolean {
@@ -127,7 +131,9 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
 
   if (/^memcache$/i.test(env.BACKEND_TYPE ?? '')) {
     // As upstream: the memcache backend ignores every REDIS_* setting.
-    if (!given('MEMCACHE_HOST_PORT')) throw new FloodgateError('INVALID_OPTION', 'BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT to the servers, host:port[,host:port…]')
+    if (!given('MEMCACHE_HOST_PORT')) {
+      throw new FloodgateError('INVALID_OPTION', 'BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT to the servers, host:port[,host:port…]')
+    }
     set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
     if (given('REDIS_URL')) notes.push('REDIS_URL is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     if (isTrue(env.REDIS_PERSECOND)) notes.push('REDIS_PERSECOND is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
@@ -148,12 +154,19 @@ function readRedisPerSecond(env: NodeJS.ProcessEnv, set: (name: string, value: s
   const socket = (env.REDIS_PERSECOND_SOCKET_TYPE || 'unix').toLowerCase()
   const type = (env.REDIS_PERSECOND_TYPE || 'SINGLE').toUpperCase()
   if (socket !== 'tcp') {
-    throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_SOCKET_TYPE=${socket}: Floodgate connects to the per-second Redis over TCP only; set it to tcp and REDIS_PERSECOND_URL=host:port`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `REDIS_PERSECOND_SOCKET_TYPE=${socket}: Floodgate connects to the per-second Redis over TCP only; ` +
+        'set it to tcp and REDIS_PERSECOND_URL=host:port',
+    )
   }
-  if (type !== 'SINGLE') throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_TYPE=${type}: Floodgate supports a single per-second Redis only`)
+  if (type !== 'SINGLE') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_TYPE=${type}: Floodgate supports a single per-second Redis only`)
+  }
   if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
   const auth = env.REDIS_PERSECOND_AUTH || undefined
-  const credentials = auth === undefined ? '' : `${auth.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth)}`}@`
+  const userPassword = auth?.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth ?? '')}`
+  const credentials = auth === undefined ? '' : `${userPassword}@`
   set('FLOODGATE_REDIS_PER_SECOND', `${isTrue(env.REDIS_PERSECOND_TLS) ? 'rediss' : 'redis'}://${credentials}${url}`)
 }
 

@@ -59,7 +59,8 @@ describe('the key layout', () => {
 
   it('compat settings need a shared store; the per-second Redis needs compat mode', () => {
     assert.throws(() => readSettings(['--config', 'r', '--compat-keys', 'envoy'], {}), /needs its store/)
-    assert.throws(() => readSettings(['--config', 'r', '--redis', 'redis://a:1', '--redis-per-second', 'redis://b:2'], {}), /add --compat-keys envoy/)
+    const perSecondAlone = ['--config', 'r', '--redis', 'redis://a:1', '--redis-per-second', 'redis://b:2']
+    assert.throws(() => readSettings(perSecondAlone, {}), /add --compat-keys envoy/)
     assert.throws(() => readSettings(['--config', 'r', '--redis', 'redis://a:1', '--compat-keys', 'lyft'], {}), /expected envoy/)
     const upstream = readSettings(['r'], {
       REDIS_SOCKET_TYPE: 'tcp',
@@ -84,13 +85,15 @@ describe('on Redis, with a per-second Redis', () => {
   before(async () => {
     ;[main, perSecond] = await Promise.all([startRedis(), startRedis()])
     service = await startTestService(RULES, [
-      '--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_', '--redis-per-second', perSecond.url, '--store-timeout', '5s',
+      ...['--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_'],
+      ...['--redis-per-second', perSecond.url, '--store-timeout', '5s'],
     ])
     mainClient = new Redis(main.url)
     perSecondClient = new Redis(perSecond.url)
     // The counters' clients do not queue commands while connecting: wait until a decision reaches Redis.
     const deadline = Date.now() + 10_000
-    while ((await floodgate(service, 'user', 'warm-up'))[0] !== 'OK' || (await mainClient.get(upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'warm-up' }], dayStart()))) === null) {
+    const counted = async () => (await mainClient.get(upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'warm-up' }], dayStart()))) !== null
+    while ((await floodgate(service, 'user', 'warm-up'))[0] !== 'OK' || !(await counted())) {
       if (Date.now() > deadline) throw new Error('the service never counted in Redis')
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
@@ -147,7 +150,8 @@ describe('on memcached servers', () => {
 
   before(async () => {
     servers = await Promise.all([startMemcached(), startMemcached()])
-    service = await startTestService(RULES, ['--memcached', servers.map((s) => s.address).join(','), '--compat-keys', 'envoy', '--store-timeout', '5s'])
+    const addresses = servers.map((s) => s.address).join(',')
+    service = await startTestService(RULES, ['--memcached', addresses, '--compat-keys', 'envoy', '--store-timeout', '5s'])
   })
 
   after(async () => {

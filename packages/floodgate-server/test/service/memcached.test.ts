@@ -17,9 +17,10 @@ describe('settings', () => {
   })
 
   it("upstream's BACKEND_TYPE=memcache with MEMCACHE_HOST_PORT selects the memcached store", () => {
-    const settings = readSettings(['r.yaml'], { BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'm1:11211,m2:11211', REDIS_URL: 'ignored:6379' })
+    const env = { BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'm1:11211,m2:11211', REDIS_URL: 'ignored:6379' }
+    const settings = readSettings(['r.yaml'], env)
     assert.deepEqual(settings.store, { kind: 'memcached', servers: ['m1:11211', 'm2:11211'] })
-    const { notes } = readUpstreamEnvironment({ BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'm:1', REDIS_URL: 'r:1', MEMCACHE_MAX_IDLE_CONNS: '4' })
+    const { notes } = readUpstreamEnvironment({ ...env, MEMCACHE_MAX_IDLE_CONNS: '4' })
     assert.ok(notes.some((note) => note.startsWith('REDIS_URL is ignored')), notes.join('\n'))
     assert.ok(notes.some((note) => note.startsWith('MEMCACHE_MAX_IDLE_CONNS is accepted')), notes.join('\n'))
   })
@@ -37,9 +38,10 @@ describe('settings', () => {
 describe('service on memcached', () => {
   let servers: MemcachedProcess[]
   let service: TestService
+  const serviceArgs = () => ['--memcached', servers.map((s) => s.address).join(','), '--redis-prefix', 'svc:', '--store-timeout', '5s']
   before(async () => {
     servers = await Promise.all([startMemcached(), startMemcached()])
-    service = await startTestService(undefined, ['--memcached', servers.map((s) => s.address).join(','), '--redis-prefix', 'svc:', '--store-timeout', '5s'])
+    service = await startTestService(undefined, serviceArgs())
   })
   after(async () => {
     await service?.stop()
@@ -48,7 +50,8 @@ describe('service on memcached', () => {
 
   it('limits upstream-format and Floodgate-format rules, over HTTP and /json', async () => {
     const statuses: number[] = []
-    for (let i = 0; i < 5; i++) statuses.push((await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'mc-alice' }]))).status)
+    const alice = checkBody('test', [{ user: 'mc-alice' }])
+    for (let i = 0; i < 5; i++) statuses.push((await postJson(`${service.httpUrl}/v1/check`, alice)).status)
     assert.deepEqual(statuses, [200, 200, 200, 429, 429])
     const burst = []
     for (let i = 0; i < 3; i++) burst.push((await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ burst: 'mc-bob' }]))).status)
@@ -58,7 +61,7 @@ describe('service on memcached', () => {
   })
 
   it('a second instance on the same servers shares the counters', async () => {
-    const other = await startTestService(undefined, ['--memcached', servers.map((s) => s.address).join(','), '--redis-prefix', 'svc:', '--store-timeout', '5s'])
+    const other = await startTestService(undefined, serviceArgs())
     try {
       const body = checkBody('test', [{ user: 'mc-dave' }])
       const statuses = []

@@ -28,10 +28,13 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
   async function launch(): Promise<void> {
     // memcached refuses to run as root unless told which user to be (CI containers run as root).
     const user = process.getuid?.() === 0 ? ['-u', 'root'] : []
-    child = spawn('memcached', ['-p', String(chosen), '-l', host, '-U', '0', '-m', '64', '-t', '2', ...user], { stdio: ['ignore', 'ignore', 'inherit'] })
+    const args = ['-p', String(chosen), '-l', host, '-U', '0', '-m', '64', '-t', '2', ...user]
+    child = spawn('memcached', args, { stdio: ['ignore', 'ignore', 'inherit'] })
     child.unref()
     const started = child
-    const exited = new Promise<never>((_, reject) => started.once('error', (error) => reject(new Error(`memcached did not start (is it installed? apt-get install memcached): ${error.message}`))))
+    const exited = new Promise<never>((_, reject) =>
+      started.once('error', (error) => reject(new Error(`memcached did not start (apt-get install memcached?): ${error.message}`))),
+    )
     await Promise.race([waitForPort(host, chosen, 10_000), exited])
   }
 

@@ -49,11 +49,15 @@ export function createMemjsClient(servers: readonly string[], memjs: object | un
 export function parseServers(servers: unknown): string[] {
   const list = typeof servers === 'string' ? servers.split(',').map((part) => part.trim()) : servers
   if (!Array.isArray(list) || list.length === 0) {
-    throw new FloodgateError('INVALID_OPTION', `MemcachedStore servers: expected host:port strings like ['10.0.0.1:11211'], got ${JSON.stringify(servers)}`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `MemcachedStore servers: expected host:port strings like ['10.0.0.1:11211'], got ${JSON.stringify(servers)}`,
+    )
   }
   for (const server of list) {
     if (typeof server !== 'string' || !/^[^\s:,@]+:\d{1,5}$/.test(server) || Number(server.split(':')[1]) > 65535) {
-      throw new FloodgateError('INVALID_OPTION', `MemcachedStore servers: ${JSON.stringify(server)} is not host:port, e.g. '127.0.0.1:11211'`)
+      const problem = `${JSON.stringify(server)} is not host:port, e.g. '127.0.0.1:11211'`
+      throw new FloodgateError('INVALID_OPTION', `MemcachedStore servers: ${problem}`)
     }
   }
   if (new Set(list).size !== list.length) throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: a server is listed twice')

@@ -177,9 +177,10 @@ export class MemcachedStore implements Store {
     // The others' answers as evaluateKey gives them: the charged ones re-read with a peek, the ones
     // after the denial judged for this cost (a denial among them starts its block period too).
     const peeks = await Promise.all(
-      policies.map((policy, i) =>
-        i < denied ? this.policyOps.apply(keys[i], policy, 0, now, undefined) : i > denied ? this.policyOps.judge(keys[i], policy, cost, now) : undefined,
-      ),
+      policies.map((policy, i) => {
+        if (i < denied) return this.policyOps.apply(keys[i], policy, 0, now, undefined)
+        return i > denied ? this.policyOps.judge(keys[i], policy, cost, now) : undefined
+      }),
     )
     for (let i = 0; i < policies.length; i++) {
       const peek = peeks[i]
@@ -205,13 +206,16 @@ function nothing(): void {}
 
 function isMemjsClient(client: unknown): client is MemjsClientLike {
   const c = client as Partial<MemjsClientLike> | null
-  return c !== null && typeof c === 'object' && typeof c.perform === 'function' && typeof c.incrSeq === 'function' && typeof c.getServer === 'function'
+  if (c === null || typeof c !== 'object') return false
+  return typeof c.perform === 'function' && typeof c.incrSeq === 'function' && typeof c.getServer === 'function'
 }
 
 function requestProblem(request: EvaluateRequest): string | undefined {
   if (request === null || typeof request !== 'object') return 'each request must be an object { key, policies, cost }'
   if (typeof request.key !== 'string') return `key must be a string, got ${typeof request.key}`
-  if (!Array.isArray(request.policies) || request.policies.length === 0) return `key ${JSON.stringify(request.key)}: give at least one policy`
+  if (!Array.isArray(request.policies) || request.policies.length === 0) {
+    return `key ${JSON.stringify(request.key)}: give at least one policy`
+  }
   if (typeof request.cost !== 'number' || !Number.isFinite(request.cost)) return `cost must be a finite number, got ${String(request.cost)}`
   if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
     return `now must be a finite number of milliseconds, got ${String(request.now)}`

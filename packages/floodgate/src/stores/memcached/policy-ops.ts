@@ -25,7 +25,8 @@ export interface CasStats {
  * period (a block needs a record beside the count, which only the gets/cas path keeps).
  */
 export function countsAtomically(policy: Policy, cost: number): boolean {
-  return (policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window') && policy.blockMs === 0 && Number.isSafeInteger(cost)
+  const counted = policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window'
+  return counted && policy.blockMs === 0 && Number.isSafeInteger(cost)
 }
 
 /**
@@ -118,7 +119,14 @@ export class PolicyOps {
   }
 
   // `judgeOnly`: keep nothing but a block period the step starts (see `judge`).
-  private async casStep(key: string, policy: Policy, cost: number, now: number, deadline: number | undefined, judgeOnly: boolean): Promise<PolicyCharge> {
+  private async casStep(
+    key: string,
+    policy: Policy,
+    cost: number,
+    now: number,
+    deadline: number | undefined,
+    judgeOnly: boolean,
+  ): Promise<PolicyCharge> {
     for (let attempt = 0; attempt <= this.casRetries; attempt++) {
       if (attempt > 0) {
         this.stats.retries++
@@ -156,7 +164,15 @@ export class PolicyOps {
    * refunds the cost with a step of its own (an algorithm's refund may leave a state that differs in
    * its wait, e.g. a concurrency lease's expiry, from one never charged).
    */
-  private async restore(key: string, policy: Policy, cost: number, now: number, record: PolicyRecord | undefined, before: Buffer | null, ours: Buffer | null): Promise<void> {
+  private async restore(
+    key: string,
+    policy: Policy,
+    cost: number,
+    now: number,
+    record: PolicyRecord | undefined,
+    before: Buffer | null,
+    ours: Buffer | null,
+  ): Promise<void> {
     if (ours !== null) {
       const seconds = record === undefined ? 0 : evaluateKey([record], now, 0, [policy]).ttlMs[0] / 1000 + 1
       const undone = before === null ? await this.ops.deleteIf(key, ours) : await this.ops.cas(key, before, seconds, ours, now)
@@ -186,7 +202,10 @@ function stepCounted(policy: Policy, state: number[], now: number, cost: number)
   return evaluateKey([{ blockedUntil: 0, state }], now, cost, [policy]).results[0]
 }
 
-/** Seconds from `now` to `at` (ms), plus one: memcached's clock ticks in whole seconds, and a counter must not go before its window does. */
+/**
+ * Seconds from `now` to `at` (ms), plus one: memcached's clock ticks in whole seconds, and a counter
+ * must not go before its window does.
+ */
 function secondsUntil(at: number, now: number): number {
   return Math.ceil((at - now) / 1000) + 1
 }

@@ -103,17 +103,6 @@ export class MemcachedOps {
     }
   }
 
-  /**
-   * `incr` by `amount` with no initial value: an absent key stays absent and the answer is undefined.
-   * Upstream's memcache backend increments like this first, then `add`s when the key was missing.
-   */
-  async incrementExisting(key: string, amount: number): Promise<number | undefined> {
-    const response = await this.send(key, OP_INCREMENT, counterExtras(amount, 0, 0xffffffff, 0), EMPTY, undefined)
-    if (response.header.status === STATUS_NOT_FOUND) return undefined
-    expectStatus(response, STATUS_OK, 'incr', key)
-    return readCounter(response.val)
-  }
-
   /** `decr` by `amount` (memcached stops at 0); an absent key stays absent. Answers the count after it, or undefined. */
   async decrement(key: string, amount: number): Promise<number | undefined> {
     // Expiry 0xffffffff: never create the key (the binary protocol's "fail if absent").
@@ -208,5 +197,8 @@ function expectStatus(response: MemjsResponse, status: number, operation: string
 
 function unavailable(error: Error | null): FloodgateError {
   const reason = error === null ? 'no answer' : error.message
-  return new FloodgateError('STORE_UNAVAILABLE', `memcached did not answer (${reason}); the limiter answers with its onStoreError mode meanwhile`)
+  return new FloodgateError(
+    'STORE_UNAVAILABLE',
+    `memcached did not answer (${reason}); the limiter answers with its onStoreError mode meanwhile`,
+  )
 }

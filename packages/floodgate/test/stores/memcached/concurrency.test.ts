@@ -75,7 +75,8 @@ test(`${WORKERS} processes on one hot key admit exactly the limit, for every alg
     const attempts = WORKERS * config.requestsPerKey * c.keys.length
     const retries = reports.reduce((sum, report) => sum + report.retries[c.name], 0)
     const refused = reports.reduce((sum, report) => sum + report.refused[c.name], 0)
-    t.diagnostic(`${c.name}: ${attempts} decisions, ${retries} CAS retries (${(retries / attempts).toFixed(2)} per decision), ${refused} refused`)
+    const perDecision = (retries / attempts).toFixed(2)
+    t.diagnostic(`${c.name}: ${attempts} decisions, ${retries} CAS retries (${perDecision} per decision), ${refused} refused`)
     assert.equal(refused, 0, `${c.name}: ${refused} decisions refused: ${reports.flatMap((report) => report.errors).join(' | ')}`)
     const expected = c.name.includes('then') ? 25 : LIMIT
     for (const key of c.keys) {

@@ -1,4 +1,5 @@
-// MemcachedStore against the core: random sequential traces through a real memcached and through evaluateKey (MemoryStore) give identical decisions.
+// MemcachedStore against the core: random sequential traces through a real memcached and through
+// evaluateKey (MemoryStore) give identical decisions.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -41,8 +42,16 @@ const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x y\u0000|#%{}é'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
-  cost: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 }, { arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 }),
-  advance: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 }, { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 }),
+  cost: fc.oneof(
+    { arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 },
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 },
+  ),
+  advance: fc.oneof(
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
+    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
+  ),
 })
 
 let run = 0

@@ -42,7 +42,9 @@ async function main(): Promise<void> {
   const report: WorkerReport = { admitted: {}, refused: {}, retries: {}, errors: [] }
   const store = new MemcachedStore({ servers: config.servers, casRetries: config.casRetries, memjs: { timeout: 10 } })
   // Connect to every server before the start line: one request per case and key, at another instant (another window).
-  for (const c of config.cases) await store.evaluate(c.keys.map((key) => ({ key: `warm:${key}`, policies: createPolicies(c.policies), cost: 0, now: 0 })))
+  for (const c of config.cases) {
+    await store.evaluate(c.keys.map((key) => ({ key: `warm:${key}`, policies: createPolicies(c.policies), cost: 0, now: 0 })))
+  }
   process.stdout.write('ready\n')
   await lineFromStdin('go')
   // One case at a time across all workers' lanes, so each case's retries are its own.

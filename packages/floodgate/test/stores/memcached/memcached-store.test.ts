@@ -197,7 +197,14 @@ describe('memcached stopped and started again', () => {
   test('a paused server (SIGSTOP) times out into the failure mode; resumed, it decides again', async () => {
     const server = servers[2]
     const store = new MemcachedStore({ servers: [server.address], prefix: 'pause:', memjs: { timeout: 0.3 } })
-    const limiter = new RateLimiter({ store, policies: [{ algorithm: 'gcra', limit: 100, period: '1h' }], timeout: '100ms', onStoreError: 'open', denyCache: false, breaker: { failures: 100 } })
+    const limiter = new RateLimiter({
+      store,
+      policies: [{ algorithm: 'gcra', limit: 100, period: '1h' }],
+      timeout: '100ms',
+      onStoreError: 'open',
+      denyCache: false,
+      breaker: { failures: 100 },
+    })
     try {
       assert.equal((await limiter.limit('p')).source, 'store')
       server.pause()
