@@ -21,6 +21,8 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 5 }
   - key: ip
     rate_limit: { unit: second, requests_per_unit: 1000 }
+  - key: team
+    rate_limit: { unit: day, requests_per_unit: 100 }
   - key: own
     limits:
       - { name: own, algorithm: token-bucket, limit: 2, period: 1h }
@@ -135,6 +137,27 @@ describe('on Redis, with a per-second Redis', () => {
     assert.deepEqual(await mainClient.keys('edge_mig_ip_*'), [])
   })
 
+  it('with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, reads the shared counters first and charges only the one going over', async () => {
+    const flags = ['--compat-keys', 'envoy', '--compat-prefix', 'edge_', '--stop-increment-when-over-limit']
+    const other = await startTestService(RULES, ['--redis', main.url, ...flags])
+    try {
+      const user = upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'erin' }], dayStart())
+      const team = upstreamCacheKey('edge_', 'mig', [{ key: 'team', value: 'blue' }], dayStart())
+      // Upstream's instances already used erin's whole day.
+      await mainClient.pipeline().incrby(user, 5).expire(user, 86_400).exec()
+      const descriptors = [{ entries: [{ key: 'user', value: 'erin' }] }, { entries: [{ key: 'team', value: 'blue' }] }]
+      const deadline = Date.now() + 10_000
+      let body
+      do body = (await postJson(`${other.httpUrl}/json`, { domain: 'mig', descriptors })).body
+      while (body.statuses?.[0]?.code !== 'OVER_LIMIT' && Date.now() < deadline)
+      assert.equal(body.overallCode, 'OVER_LIMIT')
+      assert.equal(await mainClient.get(user), '6')
+      assert.equal(await mainClient.get(team), null, 'the team counter was read, not charged')
+    } finally {
+      await other.stop()
+    }
+  })
+
   it("Floodgate's own limits: rules keep Floodgate's layout", async () => {
     const statuses = []
     for (let i = 0; i < 3; i++) statuses.push((await floodgate(service, 'own', 'carol'))[0])
@@ -181,6 +204,12 @@ describe('on memcached servers', () => {
     assert.deepEqual(await floodgate(service, 'user', 'bob'), ['OVER_LIMIT', 0])
     assert.match(await textCommand(home.port, `get ${key}\r\n`), /^VALUE \S+ 0 1\r\n7\r\nEND$/)
     assert.equal(await textCommand(away.port, `get ${key}\r\n`), 'END')
+  })
+
+  it("a descriptor memcache cannot hold as a key (a space) keeps Floodgate's layout, and is still limited", async () => {
+    const codes = []
+    for (let i = 0; i < 6; i++) codes.push((await floodgate(service, 'user', 'bob smith'))[0])
+    assert.deepEqual(codes, ['OK', 'OK', 'OK', 'OK', 'OK', 'OVER_LIMIT'])
   })
 })
 
