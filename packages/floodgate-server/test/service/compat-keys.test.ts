@@ -34,10 +34,11 @@ function dayStart(): number {
   return Math.floor(now / 86_400) * 86_400
 }
 
-/** One /json decision of Floodgate for `user=<value>`: [overall code, limit remaining]. */
+/** One /json decision of Floodgate for `<key>=<value>`: [overall code, limit remaining], or ['ERROR', 0]. */
 async function floodgate(service: TestService, key: string, value: string): Promise<[string, number]> {
   const { body } = await postJson(`${service.httpUrl}/json`, { domain: 'mig', descriptors: [{ entries: [{ key, value }] }] })
-  return [body.overallCode, body.statuses[0].limitRemaining ?? 0]
+  // An error answer (the store not reached yet) has no statuses.
+  return [body.overallCode ?? 'ERROR', body.statuses?.[0]?.limitRemaining ?? 0]
 }
 
 describe('the key layout', () => {

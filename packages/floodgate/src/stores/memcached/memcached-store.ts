@@ -57,6 +57,7 @@ export class MemcachedStore implements Store {
   readonly client: MemjsClientLike
   readonly prefix: string
   private readonly ownsClient: boolean
+  private readonly ops: MemcachedOps
   private readonly policyOps: PolicyOps
   private readonly clock: () => number
 
@@ -91,7 +92,8 @@ export class MemcachedStore implements Store {
       throw invalidOption('options', "give servers (e.g. ['127.0.0.1:11211']) or client")
     }
     this.clock = options.clock ?? Date.now
-    this.policyOps = new PolicyOps(new MemcachedOps(this.client), casRetries)
+    this.ops = new MemcachedOps(this.client)
+    this.policyOps = new PolicyOps(this.ops, casRetries)
   }
 
   /** Compare-and-swap contention since the store was created (the counters are live). */
@@ -117,14 +119,14 @@ export class MemcachedStore implements Store {
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     const now = this.clock()
-    const ops = new MemcachedOps(this.client)
     const keys = policies.flatMap((policy) => {
       const base = memcachedPolicyKey(this.prefix, key, policy)
       if (policy.algorithm !== 'fixed-window' && policy.algorithm !== 'sliding-window') return [base]
       // Counted windows: this one's and the one before (a sliding window still weighs it).
-      return [base, ...this.policyOps.counterKeys(base, policy, now), ...this.policyOps.counterKeys(base, policy, now - policy.periodMs)]
+      const previous = now - policy.periodMs
+      return [base, ...this.policyOps.counterKeys(base, policy, now), ...this.policyOps.counterKeys(base, policy, previous)]
     })
-    await Promise.all([...new Set(keys)].map((k) => ops.delete(k)))
+    await Promise.all([...new Set(keys)].map((k) => this.ops.delete(k)))
   }
 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
