@@ -218,7 +218,8 @@ function requestProblem(request: EvaluateRequest): string | undefined {
   if (!Array.isArray(request.policies) || request.policies.length === 0) {
     return `key ${JSON.stringify(request.key)}: give at least one policy`
   }
-  if (typeof request.cost !== 'number' || !Number.isFinite(request.cost)) return `cost must be a finite number, got ${String(request.cost)}`
+  // Memcached counts whole units (`incr`), so every algorithm here takes whole costs, as the limiter sends them.
+  if (typeof request.cost !== 'number' || !Number.isSafeInteger(request.cost)) return `cost must be a whole number, got ${String(request.cost)}`
   if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
     return `now must be a finite number of milliseconds, got ${String(request.now)}`
   }

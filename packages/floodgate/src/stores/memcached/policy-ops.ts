@@ -21,12 +21,12 @@ export interface CasStats {
 }
 
 /**
- * Whether a policy is kept as plain counters: fixed and sliding windows, whole costs, no block
- * period (a block needs a record beside the count, which only the gets/cas path keeps).
+ * Whether a policy is kept as plain counters: fixed and sliding windows with no block period (a
+ * block needs a record beside the count, which only the gets/cas path keeps). Costs are whole
+ * numbers (the store refuses others), as `incr` counts.
  */
-export function countsAtomically(policy: Policy, cost: number): boolean {
-  const counted = policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window'
-  return counted && policy.blockMs === 0 && Number.isSafeInteger(cost)
+export function countsAtomically(policy: Policy): boolean {
+  return (policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window') && policy.blockMs === 0
 }
 
 /**
@@ -49,7 +49,7 @@ export class PolicyOps {
 
   /** Charges (`cost > 0`), peeks (0) or refunds (< 0) one policy under its base key `key` at `now`. */
   apply(key: string, policy: Policy, cost: number, now: number, deadline: number | undefined): Promise<PolicyCharge> {
-    if (!countsAtomically(policy, cost)) return this.casStep(key, policy, cost, now, deadline, false)
+    if (!countsAtomically(policy)) return this.casStep(key, policy, cost, now, deadline, false)
     return policy.algorithm === 'fixed-window' ? this.fixedWindow(key, policy, cost, now) : this.slidingWindow(key, policy, cost, now)
   }
 
@@ -59,7 +59,7 @@ export class PolicyOps {
    * period starts), else a peek's answer.
    */
   async judge(key: string, policy: Policy, cost: number, now: number): Promise<PolicyCharge> {
-    if (!countsAtomically(policy, cost)) return this.casStep(key, policy, cost, now, undefined, true)
+    if (!countsAtomically(policy)) return this.casStep(key, policy, cost, now, undefined, true)
     const keys = this.counterKeys(key, policy, now)
     const counts = await Promise.all(keys.map((counter) => this.count(counter)))
     const state = [Math.floor(now / policy.periodMs) * policy.periodMs, ...counts]

@@ -135,6 +135,26 @@ test('charges, denies without counting the denial, peeks, refunds and resets', a
   }
 })
 
+test('bad requests are refused with INVALID_REQUEST, naming the field', async () => {
+  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'bad:' })
+  try {
+    const bad: [unknown, RegExp][] = [
+      [{ key: 1, policies: perHour, cost: 1 }, /key must be a string/],
+      [{ key: 'k', policies: [], cost: 1 }, /at least one policy/],
+      [{ key: 'k', policies: perHour, cost: 1.5 }, /cost must be a whole number/],
+      [{ key: 'k', policies: perHour, cost: 1, now: Number.NaN }, /now must be a finite number/],
+    ]
+    for (const [request, message] of bad) {
+      await assert.rejects(
+        store.evaluate([request as never]),
+        (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && message.test(error.message),
+      )
+    }
+  } finally {
+    await store.close()
+  }
+})
+
 test('a request past its deadline is rejected with STORE_TIMEOUT and charges nothing', async () => {
   const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'deadline:' })
   try {
