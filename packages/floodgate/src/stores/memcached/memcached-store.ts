@@ -219,7 +219,9 @@ function requestProblem(request: EvaluateRequest): string | undefined {
     return `key ${JSON.stringify(request.key)}: give at least one policy`
   }
   // Memcached counts whole units (`incr`), so every algorithm here takes whole costs, as the limiter sends them.
-  if (typeof request.cost !== 'number' || !Number.isSafeInteger(request.cost)) return `cost must be a whole number, got ${String(request.cost)}`
+  if (typeof request.cost !== 'number' || !Number.isSafeInteger(request.cost)) {
+    return `cost must be a whole number, got ${String(request.cost)}`
+  }
   if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
     return `now must be a finite number of milliseconds, got ${String(request.now)}`
   }
