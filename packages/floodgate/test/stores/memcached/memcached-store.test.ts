@@ -9,6 +9,7 @@ import { RateLimiter, type RateLimiterOptions } from '../../../src/index.js'
 import { HashRing, MemcachedStore } from '../../../src/memcached.js'
 import { memcachedPolicyKey } from '../../../src/stores/memcached/keys.js'
 import { MemcachedOps } from '../../../src/stores/memcached/protocol.js'
+import { createMemjsClient } from '../../../src/stores/memcached/create-client.js'
 import { startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
@@ -46,6 +47,13 @@ test('options are checked, each bad one named', () => {
       JSON.stringify(options),
     )
   }
+})
+
+test('without memjs installed, a store made from servers says what to install', () => {
+  assert.throws(
+    () => createMemjsClient(['127.0.0.1:11211'], undefined, () => undefined),
+    (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && /npm i memjs/.test(error.message),
+  )
 })
 
 test('keys are printable ASCII of at most 250 bytes; long or odd user keys are hashed, and distinct keys stay distinct', () => {
