@@ -3,6 +3,8 @@
 import { pino, type Logger } from 'pino'
 import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { MemcachedStore } from 'floodgate/memcached'
+import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
@@ -235,7 +237,19 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
 }
 
 function createStore(settings: Settings): Store {
+  const store = createOwnStore(settings)
+  if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
+  const counter =
+    settings.store.kind === 'memcached'
+      ? createUpstreamMemcacheCounter(settings.store.servers)
+      : createUpstreamRedisCounter(settings.store, settings.redisPerSecondUrl)
+  return new EnvoyCompatStore(store, counter, settings.compatPrefix)
+}
+
+function createOwnStore(settings: Settings): Store {
   if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
+  // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
+  if (settings.store.kind === 'memcached') return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
   return new LazyRedisStore(settings.store, settings.redisPrefix)
 }
@@ -248,7 +262,7 @@ class LazyRedisStore implements Store {
   readonly #ready: Promise<Store & { connected: boolean }>
   #store: (Store & { connected: boolean }) | undefined
 
-  constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
+  constructor(settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>, prefix: string) {
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
       const store =
         settings.kind === 'redis'
@@ -297,6 +311,7 @@ class LazyRedisStore implements Store {
 }
 
 function storeConnected(store: Store): boolean {
+  if (store instanceof EnvoyCompatStore) return storeConnected(store.inner)
   return store instanceof LazyRedisStore ? store.connected : true
 }
 
