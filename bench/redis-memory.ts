@@ -7,7 +7,7 @@
 
 import { Redis } from 'ioredis'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
-import { createPolicies, type AlgorithmName } from '../packages/floodgate/src/core/policy.js'
+import { ALGORITHMS, createPolicies, type AlgorithmName } from '../packages/floodgate/src/core/policy.js'
 import type { EvaluateRequest } from '../packages/floodgate/src/stores/store.js'
 import { policyId, policyKey } from '../packages/floodgate/src/stores/redis/keys.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
@@ -141,7 +141,8 @@ async function main(): Promise<void> {
         const delta = (await settledUsedMemory(client)) - before
         const key = layout.sampleKey(count)
         const usage = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'))
-        rows.push([formatCount(count), layout.name, key, `${usage} B`, `${seconds.toFixed(1)} s`, formatBytes(delta), `${Math.round(delta / count)} B`])
+        const perKey = `${Math.round(delta / count)} B`
+        rows.push([formatCount(count), layout.name, key, `${usage} B`, `${seconds.toFixed(1)} s`, formatBytes(delta), perKey])
       }
     }
     await client.flushall()
@@ -160,9 +161,8 @@ async function main(): Promise<void> {
 async function printMemoryPerAlgorithm(client: Redis): Promise<void> {
   await client.flushall()
   const rows: string[][] = []
-  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency']
   const store = new RedisStore({ client, prefix: 'mem:' })
-  for (const algorithm of algorithms) {
+  for (const algorithm of ALGORITHMS) {
     const policies = createPolicies([{ algorithm, limit: 100, period: '1h' }])
     for (const charges of algorithm === 'sliding-log' ? [1, 100] : [1]) {
       const key = `${algorithm}-${charges}`
@@ -170,7 +170,8 @@ async function printMemoryPerAlgorithm(client: Redis): Promise<void> {
       const redisKey = policyKey('mem:', key, policies[0])
       const record = await client.getBuffer(redisKey)
       const bytes = Number(await client.call('MEMORY', 'USAGE', redisKey, 'SAMPLES', '0'))
-      rows.push([algorithm, charges === 1 ? '1 request' : `${charges} requests (full log)`, redisKey, `${record?.length ?? 0} B`, `${bytes} B`])
+      const after = charges === 1 ? '1 request' : `${charges} requests (full log)`
+      rows.push([algorithm, after, redisKey, `${record?.length ?? 0} B`, `${bytes} B`])
     }
   }
   await store.close()
