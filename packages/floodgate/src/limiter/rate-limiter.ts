@@ -98,7 +98,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * peeks. Rejects only for invalid arguments: store failures become the configured failure mode.
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
-    return this.observed ? this.limitObserved(key, options) : this.limitQuietly(key, options)
+    if (this.observed) return this.limitObserved(key, options)
+    try {
+      checkKey(key)
+      const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
+      return Promise.resolve(this.decideWith(this.deciderFor(options?.policies), key, cost))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /** limit() with its answer reported as a 'decision' event. */
@@ -110,6 +117,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     })
   }
 
+  // limit() without the event, for limitObserved; limit() runs the same lines itself, one call fewer
+  // on the path every unobserved decision takes.
   private limitQuietly(key: string, options: LimitOptions | undefined): Promise<Decision> {
     try {
       checkKey(key)
