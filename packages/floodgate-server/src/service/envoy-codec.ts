@@ -1,8 +1,9 @@
 // The gRPC wire codecs: RLS v3 and health messages read and written with protobufjs straight from the .proto files.
 
+import { UNIT_NUMBER } from 'floodgate/rules'
 import protobuf from 'protobufjs'
 import type { GrpcRateLimitRequest } from './envoy-request.js'
-import type { RlsCode, RlsResponse, RlsUnit } from './envoy-response.js'
+import type { RlsCode, RlsResponse } from './envoy-response.js'
 
 /**
  * protobufjs compiles an encoder and a decoder per message type from the .proto files when they are
@@ -21,7 +22,6 @@ export interface RlsCodec {
 }
 
 const CODES: Readonly<Record<RlsCode, number>> = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 }
-const UNITS: Readonly<Record<RlsUnit, number>> = { SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6, WEEK: 7 }
 const SERVING = 1
 const NOT_SERVING = 2
 
@@ -65,7 +65,7 @@ function toWire(answer: RlsResponse): Record<string, unknown> {
     const limit = status.current_limit
     statuses[i] = {
       code: CODES[status.code],
-      current_limit: limit === null ? null : { name: limit.name, requests_per_unit: limit.requests_per_unit, unit: UNITS[limit.unit] },
+      current_limit: limit === null ? null : { name: limit.name, requests_per_unit: limit.requests_per_unit, unit: UNIT_NUMBER[limit.unit] },
       limit_remaining: status.limit_remaining,
       duration_until_reset: status.duration_until_reset,
     }
