@@ -5,3 +5,6 @@ export { RedisStore, type RedisStoreEvents, type RedisStoreOptions } from './sto
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from './stores/redis/connection.js'
 export type { ClusterStartupNode } from './stores/redis/create-client.js'
 export { policyKey, escapeKeyPart } from './stores/redis/keys.js'
+export { RegionSync, type RegionSyncOptions, type RegionSyncStatus, type RegionTimers, type RegionLocal } from './regions/region-sync.js'
+export type { PeerStatus } from './regions/peer-link.js'
+export type { RegionCounters } from './regions/replicator.js'

@@ -3,6 +3,7 @@
 import { parseDuration, formatDuration, type Duration } from './duration.js'
 import { FloodgateError } from './errors.js'
 import { SYNC_DEFAULTS, SYNC_MODES, syncRefusal, type SyncMode } from './sync.js'
+import { REGION_MODES, regionRefusal, type RegionMode } from './regions.js'
 
 export const ALGORITHMS = [
   'fixed-window',
@@ -70,6 +71,13 @@ export interface PolicyOptions {
   leaseMax?: number
   /** `auto` only: decisions per second of one key on this instance above which it moves to leases (default 100). */
   hotRate?: number
+  /**
+   * How the limit is shared between regions that each keep their own store, when a RegionSync
+   * links them (see docs/regions.md): `shared` (every region counts what it heard of the others'
+   * use; bounded over-admission) or `split` (allotments that never sum above the limit). Omitted:
+   * the limit is per region. Refused with the reason for algorithms that cannot merge usage.
+   */
+  regions?: RegionMode
 }
 
 /** A validated policy: numbers only, durations in milliseconds. Immutable. */
@@ -94,6 +102,8 @@ export interface Policy {
   readonly leaseMax: number
   /** `auto`: decisions per second of one key on one instance that make it hot. */
   readonly hotRate: number
+  /** How the limit is shared between regions; absent when the limit is per region. */
+  readonly regions?: RegionMode
   /**
    * Set by callers that count with this policy and compare the count with a limit of their own
    * (envoyproxy/ratelimit-style counting: `limit` is then only the counter's ceiling). The memory
@@ -105,7 +115,7 @@ export interface Policy {
 
 const KNOWN_FIELDS = new Set([
   'name', 'algorithm', 'limit', 'period', 'burst', 'shaping', 'mode', 'overage', 'ceiling', 'blockMs', 'shadow',
-  'sync', 'flushMs', 'leaseMs', 'leaseMax', 'hotRate',
+  'sync', 'flushMs', 'leaseMs', 'leaseMax', 'hotRate', 'regions',
 ])
 
 /** Validates one policy; every error names the field (prefixed by `where`, e.g. `policies[1]`). */
@@ -174,7 +184,20 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
     blockMs,
     shadow: options.shadow ?? false,
     ...sync,
+    ...readRegions(options, where, algorithm, mode, sync.sync),
   })
+}
+
+// Present only when set, so policies without regions keep their shape.
+function readRegions(options: PolicyOptions, where: string, algorithm: AlgorithmName, mode: Mode, sync: SyncMode): { regions?: RegionMode } {
+  const regions = options.regions
+  if (regions === undefined) return {}
+  if (!REGION_MODES.includes(regions)) {
+    throw invalid(`${where}.regions`, `unknown region mode ${JSON.stringify(regions)}; use one of ${REGION_MODES.join(', ')}`)
+  }
+  const refusal = regionRefusal(regions, algorithm, mode, sync)
+  if (refusal !== undefined) throw invalid(`${where}.regions`, `${regions} is not sound for this policy: ${refusal}`)
+  return { regions }
 }
 
 type SyncFields = Pick<Policy, 'sync' | 'flushMs' | 'leaseMs' | 'leaseMax' | 'hotRate'>

@@ -1,0 +1,68 @@
+// One peer region: its Redis connection, and what this process knows of the link's health.
+
+import type { Connection } from '../stores/redis/connection.js'
+
+/** A peer's link as metrics and /readyz report it. */
+export interface PeerStatus {
+  readonly name: string
+  /** The last exchange succeeded (false after a failure or timeout, or before the first). */
+  readonly connected: boolean
+  /** Process-clock ms of the end of the last successful exchange; undefined before the first. */
+  readonly lastHeardAt: number | undefined
+  /**
+   * How old the freshest state this process holds from the peer is, in ms (now − the start of
+   * the last successful exchange); undefined before the first.
+   */
+  readonly lagMs: number | undefined
+  /** How long the last successful exchange took (ms): the link's round trips plus the peer's work. */
+  readonly exchangeMs: number | undefined
+  /** Usage hashes sent to the peer, and received from it (merged into this region), since start. */
+  readonly sent: number
+  readonly received: number
+  /** Exchanges that failed or timed out, since start. */
+  readonly failures: number
+}
+
+/** A peer's connection and counters; the replicator updates them, stats read them. */
+export class PeerLink {
+  connected = false
+  lastStartedAt: number | undefined
+  lastHeardAt: number | undefined
+  exchangeMs: number | undefined
+  sent = 0
+  received = 0
+  failures = 0
+
+  constructor(
+    readonly name: string,
+    readonly connection: Connection,
+    /** The connection was created here (closed with the sync) rather than given. */
+    readonly owned: boolean,
+  ) {}
+
+  /** Records a successful exchange that started at `startedAt` and ended at `endedAt`. */
+  heard(startedAt: number, endedAt: number): void {
+    this.connected = true
+    this.lastStartedAt = startedAt
+    this.lastHeardAt = endedAt
+    this.exchangeMs = endedAt - startedAt
+  }
+
+  failed(): void {
+    this.connected = false
+    this.failures++
+  }
+
+  status(now: number): PeerStatus {
+    return {
+      name: this.name,
+      connected: this.connected,
+      lastHeardAt: this.lastHeardAt,
+      lagMs: this.lastStartedAt === undefined ? undefined : Math.max(0, now - this.lastStartedAt),
+      exchangeMs: this.exchangeMs,
+      sent: this.sent,
+      received: this.received,
+      failures: this.failures,
+    }
+  }
+}

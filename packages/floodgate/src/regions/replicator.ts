@@ -1,0 +1,259 @@
+// The sync loop's one step (a tick): merge this process's counts into the region, hand units to short peers, exchange with peers.
+//
+// Nothing here is on a request's path: decisions read the copies this step keeps fresh. Every
+// write is a merge by maximum of grow-only counters (usage.lua), so a tick that fails half-way,
+// times out or runs twice leaves every hash as if each count had been applied exactly once; the
+// entries stay dirty and go again next tick.
+
+import type { Policy } from '../core/policy.js'
+import type { Store } from '../stores/store.js'
+import type { Connection } from '../stores/redis/connection.js'
+import { planGives, shortfall } from './allotments.js'
+import { demandOf, sharedFields } from './crdt.js'
+import type { PeerLink } from './peer-link.js'
+import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
+import type { TrackedEntry, UsageTracker } from './usage-tracker.js'
+import { mergeUsage, usageKey, type MergeReply } from './usage-script.js'
+import type { UsageViews } from './usage-views.js'
+import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
+
+/** Everything a tick works with; owned by RegionSync. */
+export interface RegionContext {
+  readonly region: string
+  /** Every region's name, sorted (this one included): the order base shares follow. */
+  readonly regions: readonly string[]
+  readonly prefix: string
+  readonly local: Connection
+  /** The region's own store (the one the limiter's decisions go to). */
+  readonly store: Store
+  readonly peers: readonly PeerLink[]
+  readonly tracker: UsageTracker
+  readonly views: UsageViews
+  readonly clock: () => number
+  readonly intervalMs: number
+  readonly timeoutMs: number
+  /** Policies seen in decisions, by name: what a peer's ask names. */
+  readonly policies: Map<string, Policy>
+  readonly counters: RegionCounters
+}
+
+/** Totals since start, for metrics. */
+export interface RegionCounters {
+  /** Usage hashes merged into the region's store from this process's counts. */
+  merged: number
+  /** Units handed to peers (split), and units of peers' use charged into this region's buckets (shared). */
+  unitsGiven: number
+  unitsClaimed: number
+  /** Decisions whose counts could not be kept (the tracker was full of unmerged entries). */
+  lost: number
+  ticks: number
+  failedTicks: number
+}
+
+/** Runs one tick. Resolves when every part has finished or failed (never rejects). */
+export async function tick(ctx: RegionContext): Promise<void> {
+  ctx.counters.ticks++
+  const now = ctx.clock()
+  let failed = false
+  const note = (): void => {
+    failed = true
+  }
+  await activateAsks(ctx, now).catch(note)
+  const entries = ctx.tracker.takeActive()
+  await Promise.all(entries.map((entry) => mergeLocal(ctx, entry).catch(note)))
+  const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
+  await Promise.all(giving.map((entry) => mergeLocal(ctx, entry).catch(note)))
+  await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
+  ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
+  if (failed) ctx.counters.failedTicks++
+}
+
+/** How long a usage hash must outlive its window: the next window still reads it (sliding weight, late claims). */
+export function usageTtlMs(policy: Policy, window: number, now: number, intervalMs: number): number {
+  return (window + 2) * policy.periodMs - now + 10 * intervalMs
+}
+
+// Merges the entry's cumulative counts (and what peers told this process) into the region's hash,
+// and refreshes this process's copy from the answer.
+async function mergeLocal(ctx: RegionContext, entry: TrackedEntry): Promise<void> {
+  const version = entry.version
+  const items: [string, number][] = []
+  if (entry.used > 0) items.push(['u', entry.used])
+  if (entry.demand > 0) items.push(['d', entry.demand])
+  for (const [peer, units] of entry.given) items.push(['g|' + peer, units])
+  const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
+  const now = ctx.clock()
+  const reply = await mergeUsage(ctx.local, usageKey(ctx.prefix, entry.key, entry.policy, entry.window), {
+    region: ctx.region,
+    origin: entry.origin,
+    entries: items,
+    fields: sharedFields(ctx.views.fields(entry.id)),
+    claim,
+    ttlMs: usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs),
+  })
+  entry.mergedVersion = version
+  ctx.counters.merged++
+  ctx.views.merge(entry.id, reply.fields, now)
+  if (claim) await chargeClaimed(ctx, entry, reply)
+}
+
+/**
+ * Charges units other regions consumed of a bucket into this region's state, once (the hash's
+ * `a|` fields record what was claimed, so only the process that claimed them charges them).
+ */
+async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, reply: MergeReply): Promise<void> {
+  let units = reply.claimed
+  if (entry.window > 0) {
+    // Use heard late, after this region moved on to the next window, still drains the bucket.
+    const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
+    const ttlMs = usageTtlMs(entry.policy, entry.window - 1, ctx.clock(), ctx.intervalMs)
+    units += (await mergeUsage(ctx.local, previous, { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs })).claimed
+  }
+  if (units <= 0) return
+  ctx.counters.unitsClaimed += units
+  const key = entry.key
+  if (entry.policy.algorithm === 'gcra') {
+    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units }])
+    return
+  }
+  // A token bucket cannot owe: take what it holds, up to the units heard.
+  const policy = { ...entry.policy, blockMs: 0, shadow: false }
+  for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
+    const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0 }])
+    const take = Math.min(units, peek.results[0].remaining)
+    if (take <= 0) return
+    const [charged] = await ctx.store.evaluate([{ key, policies: [policy], cost: take }])
+    if (charged.allowed) units -= take
+  }
+}
+
+// Split mode: hands units this region will not need to peers whose demand exceeds their
+// allotment. Each hand-over is first charged to this region's own state (atomically, like a
+// decision), and only then counted as given; the peer raises its limit when it hears of it.
+async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], now: number): Promise<TrackedEntry[]> {
+  const giving: TrackedEntry[] = []
+  for (const entry of entries) {
+    const policy = entry.policy
+    if (policy.regions !== 'split' || entry.window !== windowOf(now, policy.periodMs)) continue
+    const fields = ctx.views.fields(entry.id)
+    if (!ctx.regions.some((peer) => peer !== ctx.region && shortfall(policy.limit, ctx.regions, peer, fields) > 0)) continue
+    const regional = regionalPolicy(policy, 'split', { current: fields, previous: new Map() }, ctx.regions, ctx.region, now)
+    const [peek] = await ctx.store.evaluate([{ key: entry.key, policies: [{ ...regional, blockMs: 0, shadow: false }], cost: 0, now }])
+    const gives = planGives({
+      limit: policy.limit,
+      regions: ctx.regions,
+      self: ctx.region,
+      fields,
+      free: peek.results[0].remaining,
+      reserve: reserveFor(ctx, entry, fields, now),
+    })
+    for (const [peer, units] of gives) {
+      const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: [{ ...regional, blockMs: 0, shadow: false }], cost: units, now }])
+      if (!charged.allowed) break
+      ctx.tracker.give(entry, peer, units)
+      ctx.counters.unitsGiven += units
+      if (!giving.includes(entry)) giving.push(entry)
+    }
+  }
+  return giving
+}
+
+// What this region expects to need for the rest of the window: its demand so far this window,
+// spread over the time elapsed, times the time left (at least what its base share still covers
+// of that demand, so a region never gives away units it is being asked for right now).
+function reserveFor(ctx: RegionContext, entry: TrackedEntry, fields: ReadonlyMap<string, number>, now: number): number {
+  const periodMs = entry.policy.periodMs
+  const start = entry.window * periodMs
+  const elapsed = Math.max(ctx.intervalMs, now - start)
+  const left = Math.max(0, start + periodMs - now)
+  const rate = recentDemandRate(entry, demandOf(fields, ctx.region), now) ?? demandOf(fields, ctx.region) / elapsed
+  return Math.ceil(rate * left)
+}
+
+const lastDemand = new WeakMap<TrackedEntry, { demand: number; at: number }>()
+
+// The region's demand rate over the last tick (units/ms), once two observations exist.
+function recentDemandRate(entry: TrackedEntry, demand: number, now: number): number | undefined {
+  const before = lastDemand.get(entry)
+  lastDemand.set(entry, { demand, at: now })
+  if (before === undefined || now <= before.at) return undefined
+  return Math.max(0, demand - before.demand) / (now - before.at)
+}
+
+// Exchanges every entry of the tick with one peer: sends this region's copy, merges the peer's
+// answer into this process's copy (and into the region's hash at the next tick), and asks the
+// peer for units where this region is short (split).
+async function exchange(ctx: RegionContext, peer: PeerLink, entries: readonly TrackedEntry[]): Promise<void> {
+  if (entries.length === 0) return
+  if (!peer.connection.isReady()) {
+    if (peer.connection.isIdle()) peer.connection.connect()
+    peer.failed()
+    return
+  }
+  const startedAt = ctx.clock()
+  const asks: Ask[] = []
+  try {
+    await withTimeout(
+      Promise.all(
+        entries.map(async (entry) => {
+          const fields = sharedFields(ctx.views.fields(entry.id))
+          const reply = await mergeUsage(peer.connection, usageKey(ctx.prefix, entry.key, entry.policy, entry.window), {
+            region: '',
+            origin: '',
+            entries: [],
+            fields,
+            claim: false,
+            ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
+          })
+          peer.sent++
+          if (grew(fields, reply.fields)) {
+            peer.received++
+            ctx.views.merge(entry.id, reply.fields)
+            entry.active = true
+          }
+          if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
+            asks.push(toAsk(entry))
+          }
+        }),
+      ).then(() => (asks.length > 0 ? pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks) : undefined)),
+      ctx.timeoutMs,
+    )
+    peer.heard(startedAt, ctx.clock())
+  } catch {
+    peer.failed()
+  }
+}
+
+// Takes the asks peers left for this region and marks their entries for this tick.
+async function activateAsks(ctx: RegionContext, now: number): Promise<void> {
+  if (ctx.peers.length === 0) return
+  const asks = await popAsks(ctx.local, askKey(ctx.prefix, ctx.region))
+  for (const ask of asks) {
+    const policy = ctx.policies.get(ask.policy.name) ?? ask.policy
+    if (policy.regions !== 'split' || ask.window !== windowOf(now, policy.periodMs)) continue
+    const entry = ctx.tracker.entry(ask.key, policy, ask.window)
+    if (entry !== undefined) entry.active = true
+  }
+}
+
+function toAsk(entry: TrackedEntry): Ask {
+  return { key: entry.key, policy: entry.policy, window: entry.window }
+}
+
+// True when the peer's answer holds something this process's copy lacked.
+function grew(mine: ReadonlyMap<string, number>, theirs: ReadonlyMap<string, number>): boolean {
+  for (const [field, value] of theirs) {
+    const known = mine.get(field)
+    if (known === undefined || value > known) return true
+  }
+  return false
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms}ms`)), ms)
+    timer.unref?.()
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
