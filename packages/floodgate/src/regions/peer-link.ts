@@ -1,6 +1,10 @@
 // One peer region: its Redis connection, and what this process knows of the link's health.
 
 import type { Connection } from '../stores/redis/connection.js'
+import type { TrackedEntry } from './usage-tracker.js'
+
+/** Most entries kept for a peer that could not be reached (the oldest go first). */
+const MAX_UNSENT = 100_000
 
 /** A peer's link as metrics and /readyz report it. */
 export interface PeerStatus {
@@ -32,6 +36,8 @@ export class PeerLink {
   sent = 0
   received = 0
   failures = 0
+  /** Entries this process could not send to the peer yet (unreachable, or timed out): sent with the next exchange. */
+  private readonly unsent = new Map<string, TrackedEntry>()
 
   constructor(
     readonly name: string,
@@ -48,9 +54,24 @@ export class PeerLink {
     this.exchangeMs = endedAt - startedAt
   }
 
-  failed(): void {
+  /** Records a failed exchange; its entries go with the next one. */
+  failed(entries: readonly TrackedEntry[]): void {
     this.connected = false
     this.failures++
+    for (const entry of entries) {
+      this.unsent.delete(entry.id)
+      this.unsent.set(entry.id, entry)
+      if (this.unsent.size > MAX_UNSENT) this.unsent.delete(this.unsent.keys().next().value!)
+    }
+  }
+
+  /** The tick's entries plus those left over from failed exchanges (which are then forgotten until the next failure). */
+  withUnsent(entries: readonly TrackedEntry[]): TrackedEntry[] {
+    if (this.unsent.size === 0) return entries as TrackedEntry[]
+    const all = new Map(this.unsent)
+    this.unsent.clear()
+    for (const entry of entries) all.set(entry.id, entry)
+    return [...all.values()]
   }
 
   status(now: number): PeerStatus {

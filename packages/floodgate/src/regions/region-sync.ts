@@ -162,6 +162,8 @@ function readPeers(peers: RegionSyncOptions['peers'], region: string): PeerLink[
       if (!/^rediss?:\/\//.test(target)) throw invalid(field, `expected a redis:// or rediss:// URL, got ${JSON.stringify(target)}`)
       // No offline queue: an exchange with an unreachable peer fails at once instead of piling up.
       const client = createClient({ url: target, redis: { enableOfflineQueue: false, maxRetriesPerRequest: 0 } }, field)
+      // A peer out of reach is reported by status() and metrics, not as an unhandled 'error' event.
+      ;(client as { on?: (event: string, listener: () => void) => unknown }).on?.('error', () => undefined)
       return new PeerLink(name, connectionOf(client, field), true)
     }
     return new PeerLink(name, connectionOf(target, field), false)

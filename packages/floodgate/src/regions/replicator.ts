@@ -112,17 +112,19 @@ async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, reply: Mer
   if (units <= 0) return
   ctx.counters.unitsClaimed += units
   const key = entry.key
+  // On the clock decisions use (RegionStore decides regional policies on it), not the store's.
+  const now = ctx.clock()
   if (entry.policy.algorithm === 'gcra') {
-    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units }])
+    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units, now }])
     return
   }
   // A token bucket cannot owe: take what it holds, up to the units heard.
   const policy = { ...entry.policy, blockMs: 0, shadow: false }
   for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
-    const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0 }])
+    const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0, now }])
     const take = Math.min(units, peek.results[0].remaining)
     if (take <= 0) return
-    const [charged] = await ctx.store.evaluate([{ key, policies: [policy], cost: take }])
+    const [charged] = await ctx.store.evaluate([{ key, policies: [policy], cost: take, now }])
     if (charged.allowed) units -= take
   }
 }
@@ -183,16 +185,18 @@ function recentDemandRate(entry: TrackedEntry, demand: number, now: number): num
 // Exchanges every entry of the tick with one peer: sends this region's copy, merges the peer's
 // answer into this process's copy (and into the region's hash at the next tick), and asks the
 // peer for units where this region is short (split).
-async function exchange(ctx: RegionContext, peer: PeerLink, entries: readonly TrackedEntry[]): Promise<void> {
-  if (entries.length === 0) return
+async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonly TrackedEntry[]): Promise<void> {
+  const entries = peer.withUnsent(tickEntries)
   if (!peer.connection.isReady()) {
     if (peer.connection.isIdle()) peer.connection.connect()
-    peer.failed()
+    peer.failed(entries)
     return
   }
   const startedAt = ctx.clock()
   const asks: Ask[] = []
   try {
+    // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
+    if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
     await withTimeout(
       Promise.all(
         entries.map(async (entry) => {
@@ -220,7 +224,7 @@ async function exchange(ctx: RegionContext, peer: PeerLink, entries: readonly Tr
     )
     peer.heard(startedAt, ctx.clock())
   } catch {
-    peer.failed()
+    peer.failed(entries)
   }
 }
 
