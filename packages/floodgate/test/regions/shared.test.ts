@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { createPolicies, createPolicy } from '../../src/core/policy.js'
+import { createPolicies, createPolicy, type PolicyOptions } from '../../src/core/policy.js'
 import { usageKey } from '../../src/regions/usage-script.js'
 import { windowOf } from '../../src/regions/region-policy.js'
 import { burst, startRegions, usageFields, type TestRegions } from './support.js'
@@ -20,7 +20,7 @@ const clock = () => now
 
 describe('shared: two regions, one fixed-window limit', () => {
   let net: TestRegions
-  const policy = { name: 'api', algorithm: 'fixed-window' as const, limit: LIMIT, period: PERIOD, regions: 'shared' as const }
+  const policy: PolicyOptions = { name: 'api', algorithm: 'fixed-window', limit: LIMIT, period: PERIOD, regions: 'shared' }
 
   before(async () => {
     net = await startRegions(['eu', 'us'], [policy], clock)
