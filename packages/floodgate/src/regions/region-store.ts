@@ -77,9 +77,23 @@ export class RegionStore implements Store {
       return regionalPolicy(policy, policy.regions, view, ctx.regions, ctx.region, now)
     })
     submitTo(ctx.store, { ...request, policies, now }, (error, response) => {
-      if (error == null && response !== undefined && request.cost > 0) this.count(request, response.allowed, now)
+      if (error == null && response !== undefined && request.cost > 0) {
+        this.count(request, response.allowed, now)
+        if (!response.allowed) this.shortenSplitWaits(request.policies, response)
+      }
       done(error, response)
     })
+  }
+
+  // A split allotment can grow at the next tick (a peer hands units over), so a denial's wait is
+  // at most one interval: a deny cache or a client waiting longer would leave those units unused,
+  // and the region's demand, which tells peers to hand them over, would go unseen.
+  private shortenSplitWaits(policies: readonly Policy[], response: EvaluateResponse): void {
+    const cap = this.ctx.intervalMs
+    for (let i = 0; i < policies.length; i++) {
+      const result = response.results[i]
+      if (policies[i].regions === 'split' && !result.allowed && result.retryAfterMs > cap) result.retryAfterMs = cap
+    }
   }
 
   // Counts what the request asked for and, when admitted, charged, per regional policy.

@@ -147,7 +147,7 @@ async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], n
       self: ctx.region,
       fields,
       free: peek.results[0].remaining,
-      reserve: reserveFor(ctx, entry, fields, now),
+      reserve: reserveFor(entry, fields, ctx.region, now),
     })
     for (const [peer, units] of gives) {
       const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: [{ ...regional, blockMs: 0, shadow: false }], cost: units, now }])
@@ -160,16 +160,13 @@ async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], n
   return giving
 }
 
-// What this region expects to need for the rest of the window: its demand so far this window,
-// spread over the time elapsed, times the time left (at least what its base share still covers
-// of that demand, so a region never gives away units it is being asked for right now).
-function reserveFor(ctx: RegionContext, entry: TrackedEntry, fields: ReadonlyMap<string, number>, now: number): number {
-  const periodMs = entry.policy.periodMs
-  const start = entry.window * periodMs
-  const elapsed = Math.max(ctx.intervalMs, now - start)
-  const left = Math.max(0, start + periodMs - now)
-  const rate = recentDemandRate(entry, demandOf(fields, ctx.region), now) ?? demandOf(fields, ctx.region) / elapsed
-  return Math.ceil(rate * left)
+// What this region expects to need for the rest of the window: its demand rate over the last
+// tick times the time left. Before a second look at the entry the rate is unknown, and nothing is
+// given: a region must not hand away units its own clients are about to ask for.
+function reserveFor(entry: TrackedEntry, fields: ReadonlyMap<string, number>, region: string, now: number): number {
+  const left = Math.max(0, (entry.window + 1) * entry.policy.periodMs - now)
+  const rate = recentDemandRate(entry, demandOf(fields, region), now)
+  return rate === undefined ? Infinity : Math.ceil(rate * left)
 }
 
 const lastDemand = new WeakMap<TrackedEntry, { demand: number; at: number }>()
