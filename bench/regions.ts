@@ -28,6 +28,8 @@ async function main(): Promise<void> {
   const toUs = await startProxy(usRedis.port, LATENCY_MS)
   const toEu = await startProxy(euRedis.port, LATENCY_MS)
   const euStore = new RedisStore({ url: euRedis.url })
+  // Every contender's limiter listens on the store (its breaker's quick way back).
+  euStore.setMaxListeners(100)
   const usStore = new RedisStore({ url: usRedis.url })
   const eu = new RegionSync({ region: 'eu', local: euStore, peers: { us: toUs.url }, interval: INTERVAL_MS })
   const us = new RegionSync({ region: 'us', local: usStore, peers: { eu: toEu.url }, interval: INTERVAL_MS })

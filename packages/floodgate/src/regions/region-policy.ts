@@ -48,8 +48,25 @@ export function regionalPolicy(policy: Policy, mode: RegionMode, view: RegionVie
     }
     limit = Math.max(0, policy.limit - Math.ceil(heard))
   }
+  return withLimit(policy, limit)
+}
+
+// Regional policies by base policy and limit: a limit changes at most once a tick, so decisions
+// between ticks share one object (the store keeps per-policy work, such as key suffixes, by object).
+const regional = new WeakMap<Policy, Map<number, Policy>>()
+const MAX_LIMITS_PER_POLICY = 64
+
+function withLimit(policy: Policy, limit: number): Policy {
   if (limit === policy.limit) return policy
-  return { ...policy, limit }
+  let byLimit = regional.get(policy)
+  if (byLimit === undefined) regional.set(policy, (byLimit = new Map()))
+  let made = byLimit.get(limit)
+  if (made === undefined) {
+    if (byLimit.size >= MAX_LIMITS_PER_POLICY) byLimit.delete(byLimit.keys().next().value!)
+    made = Object.freeze({ ...policy, limit })
+    byLimit.set(limit, made)
+  }
+  return made
 }
 
 /**

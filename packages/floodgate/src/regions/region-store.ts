@@ -16,8 +16,8 @@ const MAX_POLICIES = 10_000
  * regional limit (region-policy.ts), on this process's clock (so the window a decision counts in
  * is the window its usage is recorded in), and what it asked and admitted is counted for the next
  * tick. Nothing crosses regions here: the usage copies it reads are kept fresh by the sync loop,
- * and a copy older than two intervals (a key not decided lately) is first read from the region's
- * own Redis.
+ * and a copy older than two intervals and a tick (a key not decided lately) is first read from the
+ * region's own Redis.
  */
 export class RegionStore implements Store {
   readonly onRecovered: Store['onRecovered']
@@ -113,7 +113,9 @@ export class RegionStore implements Store {
   // and the previous one's for a shared sliding window (its weight still counts).
   private staleIds(request: EvaluateRequest, now: number): [string, Policy, number][] {
     const stale: [string, Policy, number][] = []
-    const oldest = now - 2 * this.ctx.intervalMs
+    // A tick refreshes the copies of every key decided since the one before; one that runs long
+    // (many keys) must not send every decision to Redis for its copy meanwhile.
+    const oldest = now - 2 * this.ctx.intervalMs - this.ctx.lastTickMs
     for (const policy of request.policies) {
       if (policy.regions === undefined) continue
       const window = windowOf(now, policy.periodMs)

@@ -108,6 +108,7 @@ export class RegionSync {
       timeoutMs: Math.max(1, timeoutMs),
       policies: new Map<string, Policy>(),
       counters: { merged: 0, unitsGiven: 0, unitsClaimed: 0, lost: 0, ticks: 0, failedTicks: 0 },
+      lastTickMs: 0,
     }
     this.store = new RegionStore(this.ctx)
     this.schedule()

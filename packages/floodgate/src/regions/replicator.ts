@@ -13,7 +13,7 @@ import { demandOf, sharedFields } from './crdt.js'
 import type { PeerLink } from './peer-link.js'
 import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
 import type { TrackedEntry, UsageTracker } from './usage-tracker.js'
-import { mergeUsage, usageKey, type MergeReply } from './usage-script.js'
+import { mergeUsageBatch, usageKey, type MergeItem } from './usage-script.js'
 import type { UsageViews } from './usage-views.js'
 import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
 
@@ -35,6 +35,8 @@ export interface RegionContext {
   /** Policies seen in decisions, by name: what a peer's ask names. */
   readonly policies: Map<string, Policy>
   readonly counters: RegionCounters
+  /** How long the last tick took (ms): a copy older than two intervals plus this is stale. */
+  lastTickMs: number
 }
 
 /** Totals since start, for metrics. */
@@ -54,18 +56,20 @@ export interface RegionCounters {
 export async function tick(ctx: RegionContext): Promise<void> {
   ctx.counters.ticks++
   const now = ctx.clock()
+  const started = performance.now()
   let failed = false
   const note = (): void => {
     failed = true
   }
   await activateAsks(ctx, now).catch(note)
   const entries = ctx.tracker.takeActive()
-  await Promise.all(entries.map((entry) => mergeLocal(ctx, entry).catch(note)))
+  await mergeLocal(ctx, entries).catch(note)
   const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
-  await Promise.all(giving.map((entry) => mergeLocal(ctx, entry).catch(note)))
+  await mergeLocal(ctx, giving).catch(note)
   await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
   ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
   if (failed) ctx.counters.failedTicks++
+  ctx.lastTickMs = performance.now() - started
 }
 
 /** How long a usage hash must outlive its window: the next window still reads it (sliding weight, late claims). */
@@ -73,43 +77,49 @@ export function usageTtlMs(policy: Policy, window: number, now: number, interval
   return (window + 2) * policy.periodMs - now + 10 * intervalMs
 }
 
-// Merges the entry's cumulative counts (and what peers told this process) into the region's hash,
-// and refreshes this process's copy from the answer.
-async function mergeLocal(ctx: RegionContext, entry: TrackedEntry): Promise<void> {
-  const version = entry.version
-  const items: [string, number][] = []
-  if (entry.used > 0) items.push(['u', entry.used])
-  if (entry.demand > 0) items.push(['d', entry.demand])
-  for (const [peer, units] of entry.given) items.push(['g|' + peer, units])
-  const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
+// Merges the entries' cumulative counts (and what peers told this process) into the region's
+// hashes, in as few script calls as the store allows, and refreshes this process's copies from
+// the answers. Token-bucket and GCRA entries in shared mode also claim the other regions' use, of
+// their window and the one before (use heard late, after this region moved on, still counts).
+async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]): Promise<void> {
+  if (entries.length === 0) return
   const now = ctx.clock()
-  const reply = await mergeUsage(ctx.local, usageKey(ctx.prefix, entry.key, entry.policy, entry.window), {
-    region: ctx.region,
-    origin: entry.origin,
-    entries: items,
-    fields: sharedFields(ctx.views.fields(entry.id)),
-    claim,
-    ttlMs: usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs),
+  const items: MergeItem[] = []
+  const claims: [TrackedEntry, number][] = []
+  const versions = entries.map((entry) => entry.version)
+  for (const entry of entries) {
+    const subs: [string, number][] = []
+    if (entry.used > 0) subs.push(['u', entry.used])
+    if (entry.demand > 0) subs.push(['d', entry.demand])
+    for (const [peer, units] of entry.given) subs.push(['g|' + peer, units])
+    const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
+    const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
+    const hashKey = usageKey(ctx.prefix, entry.key, entry.policy, entry.window)
+    items.push({ hashKey, merge: { region: ctx.region, origin: entry.origin, entries: subs, fields: sharedFields(ctx.views.fields(entry.id)), claim, ttlMs } })
+    if (claim && entry.window > 0) {
+      const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
+      const merge = { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs: usageTtlMs(entry.policy, entry.window - 1, now, ctx.intervalMs) }
+      claims.push([entry, items.push({ hashKey: previous, merge }) - 1])
+    }
+  }
+  const replies = await mergeUsageBatch(ctx.local, ctx.region, items)
+  const claimed = new Map<TrackedEntry, number>()
+  entries.forEach((entry, i) => {
+    entry.mergedVersion = versions[i]
+    ctx.counters.merged++
+    ctx.views.merge(entry.id, replies[i].fields, now)
+    if (replies[i].claimed > 0) claimed.set(entry, replies[i].claimed)
   })
-  entry.mergedVersion = version
-  ctx.counters.merged++
-  ctx.views.merge(entry.id, reply.fields, now)
-  if (claim) await chargeClaimed(ctx, entry, reply)
+  for (const [entry, index] of claims) if (replies[index].claimed > 0) claimed.set(entry, (claimed.get(entry) ?? 0) + replies[index].claimed)
+  await Promise.all([...claimed].map(([entry, units]) => chargeClaimed(ctx, entry, units)))
 }
 
 /**
  * Charges units other regions consumed of a bucket into this region's state, once (the hash's
  * `a|` fields record what was claimed, so only the process that claimed them charges them).
  */
-async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, reply: MergeReply): Promise<void> {
-  let units = reply.claimed
-  if (entry.window > 0) {
-    // Use heard late, after this region moved on to the next window, still drains the bucket.
-    const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
-    const ttlMs = usageTtlMs(entry.policy, entry.window - 1, ctx.clock(), ctx.intervalMs)
-    units += (await mergeUsage(ctx.local, previous, { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs })).claimed
-  }
-  if (units <= 0) return
+async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, claimed: number): Promise<void> {
+  let units = claimed
   ctx.counters.unitsClaimed += units
   const key = entry.key
   // On the clock decisions use (RegionStore decides regional policies on it), not the store's.
@@ -194,31 +204,24 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
   try {
     // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
     if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
-    await withTimeout(
-      Promise.all(
-        entries.map(async (entry) => {
-          const fields = sharedFields(ctx.views.fields(entry.id))
-          const reply = await mergeUsage(peer.connection, usageKey(ctx.prefix, entry.key, entry.policy, entry.window), {
-            region: '',
-            origin: '',
-            entries: [],
-            fields,
-            claim: false,
-            ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
-          })
-          peer.sent++
-          if (grew(fields, reply.fields)) {
-            peer.received++
-            ctx.views.merge(entry.id, reply.fields)
-            entry.active = true
-          }
-          if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
-            asks.push(toAsk(entry))
-          }
-        }),
-      ).then(() => (asks.length > 0 ? pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks) : undefined)),
-      ctx.timeoutMs,
-    )
+    const sent = entries.map((entry) => sharedFields(ctx.views.fields(entry.id)))
+    const items = entries.map((entry, i): MergeItem => ({
+      hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
+      merge: { region: '', origin: '', entries: [], fields: sent[i], claim: false, ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs) },
+    }))
+    const replies = await withTimeout(mergeUsageBatch(peer.connection, '', items), ctx.timeoutMs)
+    entries.forEach((entry, i) => {
+      peer.sent++
+      if (grew(sent[i], replies[i].fields)) {
+        peer.received++
+        ctx.views.merge(entry.id, replies[i].fields)
+        entry.active = true
+      }
+      if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
+        asks.push(toAsk(entry))
+      }
+    })
+    if (asks.length > 0) await withTimeout(pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks), ctx.timeoutMs)
     peer.heard(startedAt, ctx.clock())
   } catch {
     peer.failed(entries)

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import type { Policy } from '../core/policy.js'
 import type { Connection } from '../stores/redis/connection.js'
 import { escapeKeyPart } from '../stores/redis/keys.js'
+import { keySlot } from '../stores/redis/slot.js'
 
 /** What one merge sends: this process's cumulative entries, shared fields to merge by maximum, and whether to claim. */
 export interface MergeArgs {
@@ -44,21 +45,69 @@ export function usageKey(prefix: string, key: string, policy: Policy, window: nu
   return `${prefix}{${escapeKeyPart(key)}}:${escapeKeyPart(policy.name)}:rg:${window}`
 }
 
+/** One hash to merge into, and what to merge. */
+export interface MergeItem {
+  readonly hashKey: string
+  readonly merge: MergeArgs
+}
+
+/** Most hashes in one script call, so one call never holds Redis for long. */
+const MAX_PER_CALL = 256
+
 /** Merges into one usage hash atomically (EVALSHA, then EVAL once if the server lacks the script). */
 export async function mergeUsage(connection: Connection, hashKey: string, merge: MergeArgs): Promise<MergeReply> {
-  const args: string[] = [String(Math.max(1, Math.ceil(merge.ttlMs))), merge.region, merge.origin, String(merge.entries.length)]
-  for (const [sub, cumulative] of merge.entries) args.push(sub, String(cumulative))
-  for (const [field, value] of merge.fields) args.push(field, String(value))
-  args.push(merge.claim ? '1' : '0')
+  return (await mergeUsageBatch(connection, merge.region, [{ hashKey, merge }]))[0]
+}
+
+/**
+ * Merges into many usage hashes, each atomically, in as few script calls as the server allows: up
+ * to MAX_PER_CALL hashes per call, and on a Cluster one call per slot (a script's keys must share
+ * one). Every item's `merge.region` must be `region`. Replies come in the items' order.
+ */
+export async function mergeUsageBatch(connection: Connection, region: string, items: readonly MergeItem[]): Promise<MergeReply[]> {
+  const groups = new Map<number | string, number[]>()
+  items.forEach((item, index) => {
+    const group = connection.isCluster ? keySlot(item.hashKey) : Math.floor(index / MAX_PER_CALL)
+    let members = groups.get(group)
+    if (members === undefined) groups.set(group, (members = []))
+    members.push(index)
+  })
+  const replies: MergeReply[] = new Array(items.length)
+  await Promise.all(
+    [...groups.values()].flatMap((members) => chunks(members, MAX_PER_CALL)).map(async (members) => {
+      const keys: string[] = []
+      const args: string[] = [region]
+      for (const index of members) {
+        const { hashKey, merge } = items[index]
+        keys.push(hashKey)
+        args.push(String(Math.max(1, Math.ceil(merge.ttlMs))), merge.origin, String(merge.entries.length))
+        for (const [sub, cumulative] of merge.entries) args.push(sub, String(cumulative))
+        args.push(String(merge.fields.size))
+        for (const [field, value] of merge.fields) args.push(field, String(value))
+        args.push(merge.claim ? '1' : '0')
+      }
+      const reply = await runScript(connection, keys, args)
+      if (!Array.isArray(reply) || reply.length !== members.length) throw new Error(`usage.lua answered ${String(reply)}; expected one reply per hash`)
+      members.forEach((index, j) => (replies[index] = decodeReply(reply[j])))
+    }),
+  )
+  return replies
+}
+
+async function runScript(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   const { source, sha } = script()
-  let reply: unknown
   try {
-    reply = await connection.evalBuffer('evalsha', sha, [hashKey], args)
+    return await connection.evalBuffer('evalsha', sha, keys, args)
   } catch (error) {
     if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
-    reply = await connection.evalBuffer('eval', source, [hashKey], args)
+    return await connection.evalBuffer('eval', source, keys, args)
   }
-  return decodeReply(reply)
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
 }
 
 function decodeReply(reply: unknown): MergeReply {
