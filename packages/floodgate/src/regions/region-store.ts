@@ -2,7 +2,7 @@
 
 import type { Policy } from '../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
-import { regionalPolicy, windowOf, type RegionView } from './region-policy.js'
+import { isWindowed, regionalPolicy, windowOf, type RegionView } from './region-policy.js'
 import { entryId } from './usage-tracker.js'
 import { mergeUsage, usageKey } from './usage-script.js'
 import { usageTtlMs, type RegionContext } from './replicator.js'
@@ -68,7 +68,7 @@ export class RegionStore implements Store {
   private decide(request: EvaluateRequest, now: number, done: SubmitCallback): void {
     const { ctx } = this
     const policies = request.policies.map((policy) => {
-      if (policy.regions === undefined) return policy
+      if (policy.regions === undefined || !isWindowed(policy.algorithm)) return policy
       const window = windowOf(now, policy.periodMs)
       const view: RegionView = {
         current: ctx.views.fields(entryId(request.key, policy, window)),
@@ -109,15 +109,16 @@ export class RegionStore implements Store {
     }
   }
 
-  // Copies a decision needs that are missing or older than two intervals: the current window's,
-  // and the previous one's for a shared sliding window (its weight still counts).
+  // Copies a decision needs that are missing or older than two intervals and a tick: the current
+  // window's, and the previous one's for a shared sliding window (its weight still counts).
   private staleIds(request: EvaluateRequest, now: number): [string, Policy, number][] {
     const stale: [string, Policy, number][] = []
     // A tick refreshes the copies of every key decided since the one before; one that runs long
     // (many keys) must not send every decision to Redis for its copy meanwhile.
     const oldest = now - 2 * this.ctx.intervalMs - this.ctx.lastTickMs
     for (const policy of request.policies) {
-      if (policy.regions === undefined) continue
+      // A bucket decides on its own state, into which the ticks charge what other regions used.
+      if (policy.regions === undefined || !isWindowed(policy.algorithm)) continue
       const window = windowOf(now, policy.periodMs)
       const windows = policy.regions === 'shared' && policy.algorithm === 'sliding-window' ? [window, window - 1] : [window]
       for (const w of windows) {
