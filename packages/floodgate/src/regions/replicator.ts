@@ -9,11 +9,11 @@ import type { Policy } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
 import type { Connection } from '../stores/redis/connection.js'
 import { planGives, shortfall } from './allotments.js'
-import { demandOf, sharedFields } from './crdt.js'
+import { demandOf, isSharedField, mergeInto } from './crdt.js'
 import type { PeerLink } from './peer-link.js'
 import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
 import type { TrackedEntry, UsageTracker } from './usage-tracker.js'
-import { mergeUsageBatch, usageKey, type MergeItem } from './usage-script.js'
+import { mergeUsageBatch, usageKey, type MergeItem, type MergeReply } from './usage-script.js'
 import type { UsageViews } from './usage-views.js'
 import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
 
@@ -87,7 +87,13 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
   const items: MergeItem[] = []
   const claims: [TrackedEntry, number][] = []
   const versions = entries.map((entry) => entry.version)
-  for (const entry of entries) {
+  // What peers told this process goes to the region's store once; on failure it goes again.
+  const learned = entries.map((entry) => {
+    const fields = entry.learned
+    entry.learned = new Map()
+    return fields
+  })
+  for (const [i, entry] of entries.entries()) {
     const subs: [string, number][] = []
     if (entry.used > 0) subs.push(['u', entry.used])
     if (entry.demand > 0) subs.push(['d', entry.demand])
@@ -95,14 +101,20 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
     const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
     const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
     const hashKey = usageKey(ctx.prefix, entry.key, entry.policy, entry.window)
-    items.push({ hashKey, merge: { region: ctx.region, origin: entry.origin, entries: subs, fields: sharedFields(ctx.views.fields(entry.id)), claim, ttlMs } })
+    items.push({ hashKey, merge: { region: ctx.region, origin: entry.origin, entries: subs, fields: learned[i], claim, ttlMs } })
     if (claim && entry.window > 0) {
       const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
       const merge = { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs: usageTtlMs(entry.policy, entry.window - 1, now, ctx.intervalMs) }
       claims.push([entry, items.push({ hashKey: previous, merge }) - 1])
     }
   }
-  const replies = await mergeUsageBatch(ctx.local, ctx.region, items)
+  let replies: MergeReply[]
+  try {
+    replies = await mergeUsageBatch(ctx.local, ctx.region, items)
+  } catch (error) {
+    entries.forEach((entry, i) => mergeInto(entry.learned, learned[i]))
+    throw error
+  }
   const claimed = new Map<TrackedEntry, number>()
   entries.forEach((entry, i) => {
     entry.mergedVersion = versions[i]
@@ -204,7 +216,8 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
   try {
     // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
     if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
-    const sent = entries.map((entry) => sharedFields(ctx.views.fields(entry.id)))
+    // The peer is the authority on its own entries: sending them back would only cost bytes.
+    const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
     const items = entries.map((entry, i): MergeItem => ({
       hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
       merge: { region: '', origin: '', entries: [], fields: sent[i], claim: false, ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs) },
@@ -212,9 +225,11 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
     const replies = await withTimeout(mergeUsageBatch(peer.connection, '', items), ctx.timeoutMs)
     entries.forEach((entry, i) => {
       peer.sent++
-      if (grew(sent[i], replies[i].fields)) {
+      const news = newer(ctx.views.fields(entry.id), replies[i].fields)
+      if (news.size > 0) {
         peer.received++
-        ctx.views.merge(entry.id, replies[i].fields)
+        ctx.views.merge(entry.id, news)
+        mergeInto(entry.learned, news)
         entry.active = true
       }
       if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
@@ -244,13 +259,26 @@ function toAsk(entry: TrackedEntry): Ask {
   return { key: entry.key, policy: entry.policy, window: entry.window }
 }
 
-// True when the peer's answer holds something this process's copy lacked.
-function grew(mine: ReadonlyMap<string, number>, theirs: ReadonlyMap<string, number>): boolean {
+// The fields of the peer's answer this process's copy lacked (or held smaller).
+function newer(mine: ReadonlyMap<string, number>, theirs: ReadonlyMap<string, number>): Map<string, number> {
+  const news = new Map<string, number>()
   for (const [field, value] of theirs) {
     const known = mine.get(field)
-    if (known === undefined || value > known) return true
+    if (known === undefined || value > known) news.set(field, value)
   }
-  return false
+  return news
+}
+
+// The shared fields of a copy but the peer's own (u|peer, d|peer, g|peer|…).
+function fieldsFor(peer: string, fields: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const [field, value] of fields) {
+    if (!isSharedField(field)) continue
+    const second = field.indexOf('|', 2)
+    const owner = second < 0 ? field.slice(2) : field.slice(2, second)
+    if (owner !== peer) out.set(field, value)
+  }
+  return out
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -51,8 +51,10 @@ export interface MergeItem {
   readonly merge: MergeArgs
 }
 
-/** Most hashes in one script call, so one call never holds Redis for long. */
-const MAX_PER_CALL = 256
+/** Most hashes in one script call, so one call never holds Redis for long (well under a millisecond). */
+const MAX_PER_CALL = 64
+/** Merge calls in flight at once on a Cluster (one call per slot there, so many small ones). */
+const CLUSTER_CALLS_IN_FLIGHT = 8
 
 /** Merges into one usage hash atomically (EVALSHA, then EVAL once if the server lacks the script). */
 export async function mergeUsage(connection: Connection, hashKey: string, merge: MergeArgs): Promise<MergeReply> {
@@ -62,7 +64,10 @@ export async function mergeUsage(connection: Connection, hashKey: string, merge:
 /**
  * Merges into many usage hashes, each atomically, in as few script calls as the server allows: up
  * to MAX_PER_CALL hashes per call, and on a Cluster one call per slot (a script's keys must share
- * one). Every item's `merge.region` must be `region`. Replies come in the items' order.
+ * one). The calls go one after another (a few at once on a Cluster), not all together: the
+ * connection is the one decisions use, and a burst of merge calls written at once would hold every
+ * decision behind all of them.
+ * Every item's `merge.region` must be `region`. Replies come in the items' order.
  */
 export async function mergeUsageBatch(connection: Connection, region: string, items: readonly MergeItem[]): Promise<MergeReply[]> {
   const groups = new Map<number | string, number[]>()
@@ -73,8 +78,11 @@ export async function mergeUsageBatch(connection: Connection, region: string, it
     members.push(index)
   })
   const replies: MergeReply[] = new Array(items.length)
-  await Promise.all(
-    [...groups.values()].flatMap((members) => chunks(members, MAX_PER_CALL)).map(async (members) => {
+  const calls = [...groups.values()].flatMap((group) => chunks(group, MAX_PER_CALL))
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < calls.length) {
+      const members = calls[next++]
       const keys: string[] = []
       const args: string[] = [region]
       for (const index of members) {
@@ -89,8 +97,10 @@ export async function mergeUsageBatch(connection: Connection, region: string, it
       const reply = await runScript(connection, keys, args)
       if (!Array.isArray(reply) || reply.length !== members.length) throw new Error(`usage.lua answered ${String(reply)}; expected one reply per hash`)
       members.forEach((index, j) => (replies[index] = decodeReply(reply[j])))
-    }),
-  )
+    }
+  }
+  // One call at a time on a single server; a few at once on a Cluster, whose slots spread over nodes.
+  await Promise.all(Array.from({ length: connection.isCluster ? CLUSTER_CALLS_IN_FLIGHT : 1 }, worker))
   return replies
 }
 

@@ -25,6 +25,8 @@ export interface TrackedEntry {
   mergedVersion: number
   /** Asked for by a peer short of units (split), or touched by a decision, since the last tick. */
   active: boolean
+  /** Shared fields peers told this process about, not yet merged into the region's store. */
+  learned: Map<string, number>
 }
 
 /** True while the entry has counts not yet merged into the region's store. */
@@ -61,7 +63,7 @@ export class UsageTracker {
     let entry = this.entries.get(id)
     if (entry !== undefined) return entry
     if (this.entries.size >= this.maxEntries && !this.dropOneMerged()) return undefined
-    entry = { id, key, policy, window, origin: `${this.processId}.${(++this.serial).toString(36)}`, used: 0, demand: 0, given: new Map(), version: 0, mergedVersion: 0, active: false }
+    entry = { id, key, policy, window, origin: `${this.processId}.${(++this.serial).toString(36)}`, used: 0, demand: 0, given: new Map(), version: 0, mergedVersion: 0, active: false, learned: new Map() }
     this.entries.set(id, entry)
     return entry
   }
