@@ -52,6 +52,14 @@ export interface RegionCounters {
   failedTicks: number
 }
 
+/**
+ * The merge primitive of stores that have it (write-back's `Store.merge`): units charged into a
+ * key's state past the limit. Named by shape, so a store without it is used as before.
+ */
+interface MergeCapable {
+  merge?(batch: readonly { key: string; policies: readonly Policy[]; units: number; now?: number }[]): Promise<unknown>
+}
+
 /** Runs one tick. Resolves when every part has finished or failed (never rejects). */
 export async function tick(ctx: RegionContext): Promise<void> {
   ctx.counters.ticks++
@@ -136,11 +144,17 @@ async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, claimed: n
   const key = entry.key
   // On the clock decisions use (RegionStore decides regional policies on it), not the store's.
   const now = ctx.clock()
+  // A store with the merge primitive (write-back's Store.merge) charges them past the limit: the key owes them.
+  const { merge } = ctx.store as MergeCapable
+  if (typeof merge === 'function') {
+    await merge.call(ctx.store, [{ key, policies: [entry.policy], units, now }])
+    return
+  }
   if (entry.policy.algorithm === 'gcra') {
     await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units, now }])
     return
   }
-  // A token bucket cannot owe: take what it holds, up to the units heard.
+  // Without it a token bucket cannot owe: take what it holds, up to the units heard.
   const policy = { ...entry.policy, blockMs: 0, shadow: false }
   for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
     const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0, now }])
