@@ -36,6 +36,8 @@ export class PeerLink {
   sent = 0
   received = 0
   failures = 0
+  /** An exchange that outlived its timeout and still runs; the next waits for it rather than pile on. */
+  pending: Promise<unknown> | undefined
   /** Entries this process could not send to the peer yet (unreachable, or timed out): sent with the next exchange. */
   private readonly unsent = new Map<string, TrackedEntry>()
 
@@ -58,6 +60,11 @@ export class PeerLink {
   failed(entries: readonly TrackedEntry[]): void {
     this.connected = false
     this.failures++
+    this.defer(entries)
+  }
+
+  /** Keeps entries for the next exchange without counting a failure (the link is busy, not down). */
+  defer(entries: readonly TrackedEntry[]): void {
     for (const entry of entries) {
       this.unsent.delete(entry.id)
       this.unsent.set(entry.id, entry)
@@ -65,12 +72,20 @@ export class PeerLink {
     }
   }
 
-  /** The tick's entries plus those left over from failed exchanges (which are then forgotten until the next failure). */
-  withUnsent(entries: readonly TrackedEntry[]): TrackedEntry[] {
-    if (this.unsent.size === 0) return entries as TrackedEntry[]
-    const all = new Map(this.unsent)
-    this.unsent.clear()
-    for (const entry of entries) all.set(entry.id, entry)
+  /**
+   * The tick's entries plus those left over from earlier exchanges, at most `max`: the newest go
+   * first (the tick's own), and what does not fit waits for the next exchange.
+   */
+  withUnsent(entries: readonly TrackedEntry[], max: number): TrackedEntry[] {
+    if (this.unsent.size === 0 && entries.length <= max) return entries as TrackedEntry[]
+    const all = new Map<string, TrackedEntry>()
+    for (const entry of entries) if (all.size < max) all.set(entry.id, entry)
+    for (const [id, entry] of this.unsent) {
+      if (all.size >= max) break
+      if (!all.has(id)) all.set(id, entry)
+      this.unsent.delete(id)
+    }
+    for (const entry of entries) if (!all.has(entry.id)) this.defer([entry])
     return [...all.values()]
   }
 

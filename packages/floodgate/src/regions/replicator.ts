@@ -39,6 +39,11 @@ export interface RegionContext {
   lastTickMs: number
 }
 
+/** Most keys sent to one peer per tick; the rest wait for the next (so a backlog drains, never times out). */
+const MAX_PER_EXCHANGE = 8192
+/** Merge calls in flight at once on a peer's link (64 keys each): a tick costs about one round trip. */
+const PEER_CALLS_IN_FLIGHT = 32
+
 /** Totals since start, for metrics. */
 export interface RegionCounters {
   /** Usage hashes merged into the region's store from this process's counts. */
@@ -219,7 +224,12 @@ function recentDemandRate(entry: TrackedEntry, demand: number, now: number): num
 // answer into this process's copy (and into the region's hash at the next tick), and asks the
 // peer for units where this region is short (split).
 async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonly TrackedEntry[]): Promise<void> {
-  const entries = peer.withUnsent(tickEntries)
+  if (peer.pending !== undefined) {
+    // The last exchange outlived its timeout and still runs: these wait for the next tick.
+    peer.defer(tickEntries)
+    return
+  }
+  const entries = peer.withUnsent(tickEntries, MAX_PER_EXCHANGE)
   if (!peer.connection.isReady()) {
     if (peer.connection.isIdle()) peer.connection.connect()
     peer.failed(entries)
@@ -236,7 +246,13 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
       hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
       merge: { region: '', origin: '', entries: [], fields: sent[i], claim: false, ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs) },
     }))
-    const replies = await withTimeout(mergeUsageBatch(peer.connection, '', items), ctx.timeoutMs)
+    const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
+    peer.pending = merging
+    const clear = () => {
+      if (peer.pending === merging) peer.pending = undefined
+    }
+    merging.then(clear, clear)
+    const replies = await withTimeout(merging, ctx.timeoutMs)
     entries.forEach((entry, i) => {
       peer.sent++
       const news = newer(ctx.views.fields(entry.id), replies[i].fields)

@@ -64,12 +64,13 @@ export async function mergeUsage(connection: Connection, hashKey: string, merge:
 /**
  * Merges into many usage hashes, each atomically, in as few script calls as the server allows: up
  * to MAX_PER_CALL hashes per call, and on a Cluster one call per slot (a script's keys must share
- * one). The calls go one after another (a few at once on a Cluster), not all together: the
- * connection is the one decisions use, and a burst of merge calls written at once would hold every
- * decision behind all of them.
+ * one). At most `inFlight` calls at once: by default one (a few on a Cluster, whose slots spread
+ * over nodes), because the region's connection is the one decisions use, and a burst of merge calls
+ * written at once would hold every decision behind all of them. A peer's link, far away and used
+ * by nothing else, takes many at once, so a tick costs about one round trip, not one per call.
  * Every item's `merge.region` must be `region`. Replies come in the items' order.
  */
-export async function mergeUsageBatch(connection: Connection, region: string, items: readonly MergeItem[]): Promise<MergeReply[]> {
+export async function mergeUsageBatch(connection: Connection, region: string, items: readonly MergeItem[], inFlight = connection.isCluster ? CLUSTER_CALLS_IN_FLIGHT : 1): Promise<MergeReply[]> {
   const groups = new Map<number | string, number[]>()
   items.forEach((item, index) => {
     const group = connection.isCluster ? keySlot(item.hashKey) : Math.floor(index / MAX_PER_CALL)
@@ -99,8 +100,7 @@ export async function mergeUsageBatch(connection: Connection, region: string, it
       members.forEach((index, j) => (replies[index] = decodeReply(reply[j])))
     }
   }
-  // One call at a time on a single server; a few at once on a Cluster, whose slots spread over nodes.
-  await Promise.all(Array.from({ length: connection.isCluster ? CLUSTER_CALLS_IN_FLIGHT : 1 }, worker))
+  await Promise.all(Array.from({ length: Math.max(1, inFlight) }, worker))
   return replies
 }
 
