@@ -68,7 +68,8 @@ async function throughput(euStore: RedisStore, eu: RegionSync, limiterOn: Limite
     return variants.map(([name, limiter]) => ({
       name: `${workload}: ${name}`,
       measure: async () =>
-        (await runLoad({ callers: CALLERS, durationMs: ROUND_MS, maxOps: MAX_OPS_PER_ROUND, op: (i) => limiter.limit(keyOf(i)).then(() => undefined) })).perSecond,
+        (await runLoad({ callers: CALLERS, durationMs: ROUND_MS, maxOps: MAX_OPS_PER_ROUND, op: (i) => limiter.limit(keyOf(i)).then(nothing) }))
+          .perSecond,
     }))
   }
   for (const [workload, keyOf] of [
@@ -80,7 +81,8 @@ async function throughput(euStore: RedisStore, eu: RegionSync, limiterOn: Limite
     printTable(
       ['contender', 'decisions/s (median)', 'vs the same region alone'],
       results.map((r) => [r.name, formatCount(r.median), ratio(r.median, alone(r.name.slice(workload.length + 2)))]),
-      `One region, ${CALLERS} callers, ${workload}, sync every ${INTERVAL_MS} ms to a peer ${LATENCY_MS} ms away (${ROUNDS} rounds of ${ROUND_MS} ms)`,
+      `One region, ${CALLERS} callers, ${workload}, sync every ${INTERVAL_MS} ms to a peer ${LATENCY_MS} ms away ` +
+        `(${ROUNDS} rounds of ${ROUND_MS} ms)`,
     )
   }
 }
@@ -142,9 +144,12 @@ async function accuracy(eu: RegionSync, us: RegionSync, limiterOn: LimiterOn): P
   printTable(
     ['policy', 'limit', 'admitted', 'of limit', 'over', 'bound', 'lag ms (median / max)', 'ρ max /s'],
     rows,
-    `Two regions under load at once (${CALLERS / 2} callers each, one key, 4 s), ${LATENCY_MS} ms each way, sync every ${INTERVAL_MS} ms; ` +
+    `Two regions under load at once (${CALLERS / 2} callers each, one key, 4 s), ${LATENCY_MS} ms each way, ` +
+      `sync every ${INTERVAL_MS} ms; ` +
       'shared bound = (R − 1) × ρ × λ, λ = interval + the largest lag sampled; split bound = 0',
   )
 }
+
+function nothing(): void {}
 
 await main()

@@ -34,10 +34,12 @@ export function registerRegionMetrics(registry: Registry, status: () => RegionSy
   peerGauge('floodgate_region_replication_lag_seconds', 'Age of the freshest usage held from each peer region (seconds).', (peer) =>
     peer.lagMs === undefined ? undefined : peer.lagMs / 1000,
   )
-  peerGauge('floodgate_region_peer_last_heard_seconds', 'Time since the last successful exchange with each peer region (seconds).', (peer, now) =>
+  peerGauge('floodgate_region_peer_last_heard_seconds', 'Time since the last successful exchange with each peer region (s).', (peer, now) =>
     peer.lastHeardAt === undefined ? undefined : Math.max(0, now - peer.lastHeardAt) / 1000,
   )
-  peerGauge('floodgate_region_peer_up', 'Whether the last exchange with each peer region succeeded (1) or not (0).', (peer) => (peer.connected ? 1 : 0))
+  peerGauge('floodgate_region_peer_up', 'Whether the last exchange with each peer region succeeded (1) or not (0).', (peer) =>
+    peer.connected ? 1 : 0,
+  )
 
   // Counters from totals the sync keeps: each scrape adds what grew since the last one.
   const seen = new Map<string, number>()
@@ -52,8 +54,8 @@ export function registerRegionMetrics(registry: Registry, status: () => RegionSy
       },
     })
   peerCounter('floodgate_region_deltas_sent_total', 'Usage hashes sent to each peer region.', (peer) => peer.sent)
-  peerCounter('floodgate_region_deltas_received_total', 'Usage hashes received from each peer region that held news.', (peer) => peer.received)
-  peerCounter('floodgate_region_exchange_failures_total', 'Exchanges with each peer region that failed or timed out.', (peer) => peer.failures)
+  peerCounter('floodgate_region_deltas_received_total', 'Usage hashes received from each peer region with news.', (p) => p.received)
+  peerCounter('floodgate_region_exchange_failures_total', 'Exchanges with each peer region that failed or timed out.', (p) => p.failures)
   const counter = (name: string, help: string, read: (counters: RegionSyncStatus['counters']) => number) =>
     new Counter({
       name,
@@ -65,8 +67,8 @@ export function registerRegionMetrics(registry: Registry, status: () => RegionSy
       },
     })
   counter('floodgate_region_units_given_total', 'Units of split limits handed to peer regions.', (c) => c.unitsGiven)
-  counter('floodgate_region_units_claimed_total', "Units of peer regions' use charged into this region's token buckets and GCRA states.", (c) => c.unitsClaimed)
-  counter('floodgate_region_counts_lost_total', 'Decisions whose usage could not be kept for the sync (memory bound reached).', (c) => c.lost)
+  counter('floodgate_region_units_claimed_total', "Units of peer regions' use charged into this region's buckets.", (c) => c.unitsClaimed)
+  counter('floodgate_region_counts_lost_total', 'Decisions whose usage the sync could not keep (memory bound).', (c) => c.lost)
 
   function grow(target: Counter<string>, id: string, total: number, labels?: Record<string, string>): void {
     const delta = total - (seen.get(id) ?? 0)

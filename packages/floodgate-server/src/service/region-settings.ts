@@ -20,7 +20,8 @@ export const REGION_NAME = /^[A-Za-z0-9._-]{1,64}$/
 export const peerEntry = z.string().transform((item, ctx): [string, string] => {
   const match = /^([^=]+)=(rediss?:\/\/.+)$/.exec(item)
   if (!match || !REGION_NAME.test(match[1])) {
-    ctx.addIssue({ code: 'custom', message: `expected NAME=redis://host:port (a region name, then its Redis URL), got ${JSON.stringify(item)}` })
+    const message = `expected NAME=redis://host:port (a region name, then its Redis URL), got ${JSON.stringify(item)}`
+    ctx.addIssue({ code: 'custom', message })
     return z.NEVER
   }
   return [match[1], match[2]]
@@ -29,7 +30,10 @@ export const peerEntry = z.string().transform((item, ctx): [string, string] => {
 const regionsFileSchema = z
   .object({
     region: z.string().regex(REGION_NAME, "expected a region name: letters, digits, '.', '_' or '-'"),
-    peers: z.record(z.string().regex(REGION_NAME, 'expected a region name'), z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')),
+    peers: z.record(
+      z.string().regex(REGION_NAME, 'expected a region name'),
+      z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL'),
+    ),
     interval: z.union([z.string(), z.number()]).optional(),
   })
   .strict()
@@ -48,7 +52,9 @@ export function readRegionsFile(path: string): RegionSettings {
     throw new FloodgateError('INVALID_OPTION', `${path}: ${issue.path.join('.') || 'file'}: ${issue.message}`)
   }
   const { region, peers, interval } = parsed.data
-  if (region in peers) throw new FloodgateError('INVALID_OPTION', `${path}: peers.${region}: is this region itself; list only the other regions`)
+  if (region in peers) {
+    throw new FloodgateError('INVALID_OPTION', `${path}: peers.${region}: is this region itself; list only the other regions`)
+  }
   let intervalMs = 100
   try {
     if (interval !== undefined) intervalMs = parseDuration(interval, 'interval')

@@ -17,10 +17,15 @@ export const REGION_MODES: readonly RegionMode[] = ['shared', 'split']
 /** Why `regions: mode` is unsound for a policy, or undefined when it is sound. */
 export function regionRefusal(mode: RegionMode, algorithm: AlgorithmName, policyMode: Mode, sync: string): string | undefined {
   if (algorithm === 'sliding-log') {
-    return 'sliding-log keeps one timestamp per request; usage heard later from another region has no timestamps to merge. Use sliding-window'
+    return 'sliding-log keeps one timestamp per request; usage heard later from another region has no timestamps to merge. ' +
+      'Use sliding-window'
   }
-  if (algorithm === 'leaky-bucket') return 'a leaky bucket orders requests by their arrival at one store, which regions apart cannot share. Use token-bucket'
-  if (algorithm === 'concurrency') return 'concurrency counts requests in flight, and a release in another region is not a unit consumed. Keep it per region'
+  if (algorithm === 'leaky-bucket') {
+    return 'a leaky bucket orders requests by their arrival at one store, which regions apart cannot share. Use token-bucket'
+  }
+  if (algorithm === 'concurrency') {
+    return 'concurrency counts requests in flight, and a release in another region is not a unit consumed. Keep it per region'
+  }
   if (mode === 'split' && (algorithm === 'token-bucket' || algorithm === 'gcra')) {
     return 'split hands out units of a window, and a bucket has no window to hold them in. Use shared, or fixed-window/sliding-window'
   }

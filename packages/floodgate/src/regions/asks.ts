@@ -23,7 +23,9 @@ export function askKey(prefix: string, region: string): string {
   return `${prefix}rg-asks:{${region}}`
 }
 
-const PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV)) redis.call('LTRIM', KEYS[1], -${MAX_QUEUED}, -1) redis.call('PEXPIRE', KEYS[1], 600000) return 1`
+const PUSH =
+  `redis.call('RPUSH', KEYS[1], unpack(ARGV)) redis.call('LTRIM', KEYS[1], -${MAX_QUEUED}, -1) ` +
+  `redis.call('PEXPIRE', KEYS[1], 600000) return 1`
 const POP = `local items = redis.call('LRANGE', KEYS[1], 0, ${MAX_TAKEN - 1}) redis.call('LTRIM', KEYS[1], ${MAX_TAKEN}, -1) return items`
 
 /** Leaves `asks` for a peer (at most MAX_TAKEN per call). */
@@ -50,7 +52,13 @@ function parseAsk(text: string): Ask | undefined {
   try {
     const [key, name, algorithm, limit, periodMs, window] = JSON.parse(text) as unknown[]
     if (typeof key !== 'string' || typeof window !== 'number' || !Number.isInteger(window)) return undefined
-    const policy = createPolicy({ name: name as string, algorithm: algorithm as Policy['algorithm'], limit: limit as number, period: periodMs as number, regions: 'split' })
+    const policy = createPolicy({
+      name: name as string,
+      algorithm: algorithm as Policy['algorithm'],
+      limit: limit as number,
+      period: periodMs as number,
+      regions: 'split',
+    })
     return { key, policy, window }
   } catch {
     return undefined

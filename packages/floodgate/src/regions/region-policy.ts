@@ -33,7 +33,14 @@ export interface RegionView {
  * (sorted); `self` is this one. Token-bucket and GCRA policies come back unchanged (their others'
  * usage is charged into the state instead). The limit never goes below 0 (deny everything).
  */
-export function regionalPolicy(policy: Policy, mode: RegionMode, view: RegionView, regions: readonly string[], self: string, now: number): Policy {
+export function regionalPolicy(
+  policy: Policy,
+  mode: RegionMode,
+  view: RegionView,
+  regions: readonly string[],
+  self: string,
+  now: number,
+): Policy {
   if (!isWindowed(policy.algorithm)) return policy
   let limit: number
   if (mode === 'split') {

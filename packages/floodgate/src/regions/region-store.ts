@@ -52,7 +52,9 @@ export class RegionStore implements Store {
     return Promise.all(
       batch.map(
         (request) =>
-          new Promise<EvaluateResponse>((resolve, reject) => this.submit(request, (error, response) => (error == null && response ? resolve(response) : reject(error)))),
+          new Promise<EvaluateResponse>((resolve, reject) =>
+            this.submit(request, (error, response) => (error == null && response ? resolve(response) : reject(error))),
+          ),
       ),
     )
   }
@@ -105,7 +107,8 @@ export class RegionStore implements Store {
         if (ctx.policies.size >= MAX_POLICIES) ctx.policies.delete(ctx.policies.keys().next().value!)
         ctx.policies.set(policy.name, policy)
       }
-      if (!ctx.tracker.record(request.key, policy, windowOf(now, policy.periodMs), request.cost, allowed ? request.cost : 0)) ctx.counters.lost++
+      const counted = ctx.tracker.record(request.key, policy, windowOf(now, policy.periodMs), request.cost, allowed ? request.cost : 0)
+      if (!counted) ctx.counters.lost++
     }
   }
 

@@ -66,7 +66,10 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/
  * ```ts
  * const local = new RedisStore({ url: 'redis://eu-redis:6379' })
  * const sync = new RegionSync({ region: 'eu', local, peers: { us: 'redis://us-redis:6379' } })
- * const limiter = new RateLimiter({ store: sync.store, policies: [{ algorithm: 'fixed-window', limit: 1000, period: '1m', regions: 'split' }] })
+ * const limiter = new RateLimiter({
+ *   store: sync.store,
+ *   policies: [{ algorithm: 'fixed-window', limit: 1000, period: '1m', regions: 'split' }],
+ * })
  * ```
  */
 export class RegionSync {
@@ -93,7 +96,10 @@ export class RegionSync {
     const maxKeys = options.maxKeys ?? 100_000
     if (!Number.isInteger(maxKeys) || maxKeys < 1) throw invalid('maxKeys', `must be a whole number ≥ 1, got ${JSON.stringify(maxKeys)}`)
     this.region = region
-    this.timers = options.timers ?? { setTimeout: (callback, ms) => setTimeout(callback, ms).unref(), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) }
+    this.timers = options.timers ?? {
+      setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    }
     this.ctx = {
       region,
       regions: [region, ...peers.map((peer) => peer.name)].sort(),
@@ -130,7 +136,8 @@ export class RegionSync {
     const now = this.ctx.clock()
     const peers = this.ctx.peers.map((peer) => peer.status(now))
     const horizon = 3 * this.ctx.intervalMs + this.ctx.timeoutMs
-    const degraded = peers.filter((peer) => !peer.connected || peer.lastHeardAt === undefined || now - peer.lastHeardAt > horizon).map((peer) => peer.name)
+    const quiet = (peer: PeerStatus) => !peer.connected || peer.lastHeardAt === undefined || now - peer.lastHeardAt > horizon
+    const degraded = peers.filter(quiet).map((peer) => peer.name)
     return { region: this.region, peers, degraded, counters: { ...this.ctx.counters } }
   }
 

@@ -117,7 +117,8 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
     items.push({ hashKey, merge: { region: ctx.region, origin: entry.origin, entries: subs, fields: learned[i], claim, ttlMs } })
     if (claim && entry.window > 0) {
       const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
-      const merge = { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs: usageTtlMs(entry.policy, entry.window - 1, now, ctx.intervalMs) }
+      const ttlMs = usageTtlMs(entry.policy, entry.window - 1, now, ctx.intervalMs)
+      const merge = { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs }
       claims.push([entry, items.push({ hashKey: previous, merge }) - 1])
     }
   }
@@ -135,7 +136,9 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
     ctx.views.merge(entry.id, replies[i].fields, now)
     if (replies[i].claimed > 0) claimed.set(entry, replies[i].claimed)
   })
-  for (const [entry, index] of claims) if (replies[index].claimed > 0) claimed.set(entry, (claimed.get(entry) ?? 0) + replies[index].claimed)
+  for (const [entry, index] of claims) {
+    if (replies[index].claimed > 0) claimed.set(entry, (claimed.get(entry) ?? 0) + replies[index].claimed)
+  }
   await Promise.all([...claimed].map(([entry, units]) => chargeClaimed(ctx, entry, units)))
 }
 
@@ -181,7 +184,8 @@ async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], n
     const fields = ctx.views.fields(entry.id)
     if (!ctx.regions.some((peer) => peer !== ctx.region && shortfall(policy.limit, ctx.regions, peer, fields) > 0)) continue
     const regional = regionalPolicy(policy, 'split', { current: fields, previous: new Map() }, ctx.regions, ctx.region, now)
-    const [peek] = await ctx.store.evaluate([{ key: entry.key, policies: [{ ...regional, blockMs: 0, shadow: false }], cost: 0, now }])
+    const charging = [{ ...regional, blockMs: 0, shadow: false }]
+    const [peek] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: 0, now }])
     const gives = planGives({
       limit: policy.limit,
       regions: ctx.regions,
@@ -191,7 +195,7 @@ async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], n
       reserve: reserveFor(entry, fields, ctx.region, now),
     })
     for (const [peer, units] of gives) {
-      const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: [{ ...regional, blockMs: 0, shadow: false }], cost: units, now }])
+      const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: units, now }])
       if (!charged.allowed) break
       ctx.tracker.give(entry, peer, units)
       ctx.counters.unitsGiven += units
@@ -244,7 +248,14 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
     const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
     const items = entries.map((entry, i): MergeItem => ({
       hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
-      merge: { region: '', origin: '', entries: [], fields: sent[i], claim: false, ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs) },
+      merge: {
+        region: '',
+        origin: '',
+        entries: [],
+        fields: sent[i],
+        claim: false,
+        ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
+      },
     }))
     const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
     peer.pending = merging

@@ -70,7 +70,12 @@ export async function mergeUsage(connection: Connection, hashKey: string, merge:
  * by nothing else, takes many at once, so a tick costs about one round trip, not one per call.
  * Every item's `merge.region` must be `region`. Replies come in the items' order.
  */
-export async function mergeUsageBatch(connection: Connection, region: string, items: readonly MergeItem[], inFlight = connection.isCluster ? CLUSTER_CALLS_IN_FLIGHT : 1): Promise<MergeReply[]> {
+export async function mergeUsageBatch(
+  connection: Connection,
+  region: string,
+  items: readonly MergeItem[],
+  inFlight = connection.isCluster ? CLUSTER_CALLS_IN_FLIGHT : 1,
+): Promise<MergeReply[]> {
   const groups = new Map<number | string, number[]>()
   items.forEach((item, index) => {
     const group = connection.isCluster ? keySlot(item.hashKey) : Math.floor(index / MAX_PER_CALL)
@@ -96,7 +101,9 @@ export async function mergeUsageBatch(connection: Connection, region: string, it
         args.push(merge.claim ? '1' : '0')
       }
       const reply = await runScript(connection, keys, args)
-      if (!Array.isArray(reply) || reply.length !== members.length) throw new Error(`usage.lua answered ${String(reply)}; expected one reply per hash`)
+      if (!Array.isArray(reply) || reply.length !== members.length) {
+        throw new Error(`usage.lua answered ${String(reply)}; expected one reply per hash`)
+      }
       members.forEach((index, j) => (replies[index] = decodeReply(reply[j])))
     }
   }
@@ -121,7 +128,9 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 }
 
 function decodeReply(reply: unknown): MergeReply {
-  if (!Array.isArray(reply) || reply.length % 2 !== 1) throw new Error(`usage.lua answered ${String(reply)}; expected { claimed, field, value, ... }`)
+  if (!Array.isArray(reply) || reply.length % 2 !== 1) {
+    throw new Error(`usage.lua answered ${String(reply)}; expected { claimed, field, value, ... }`)
+  }
   const fields = new Map<string, number>()
   for (let i = 1; i < reply.length; i += 2) fields.set(String(reply[i]), Number(String(reply[i + 1])))
   return { claimed: Number(reply[0]), fields }

@@ -63,7 +63,12 @@ export class UsageTracker {
     let entry = this.entries.get(id)
     if (entry !== undefined) return entry
     if (this.entries.size >= this.maxEntries && !this.dropOneMerged()) return undefined
-    entry = { id, key, policy, window, origin: `${this.processId}.${(++this.serial).toString(36)}`, used: 0, demand: 0, given: new Map(), version: 0, mergedVersion: 0, active: false, learned: new Map() }
+    const origin = `${this.processId}.${(++this.serial).toString(36)}`
+    entry = {
+      id, key, policy, window, origin,
+      used: 0, demand: 0, given: new Map(),
+      version: 0, mergedVersion: 0, active: false, learned: new Map(),
+    }
     this.entries.set(id, entry)
     return entry
   }
