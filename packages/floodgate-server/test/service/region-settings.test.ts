@@ -24,7 +24,8 @@ describe('region settings', () => {
   })
 
   it('come from --region and repeated --peer flags', () => {
-    const settings = readSettings([...REDIS, '--region', 'eu', '--peer', 'us=redis://us-redis:6379', '--peer', 'ap=rediss://ap:6380', '--region-interval', '50ms'], {})
+    const flags = ['--region', 'eu', '--peer', 'us=redis://us-redis:6379', '--peer', 'ap=rediss://ap:6380', '--region-interval', '50ms']
+    const settings = readSettings([...REDIS, ...flags], {})
     assert.deepEqual(settings.regions, { region: 'eu', peers: { us: 'redis://us-redis:6379', ap: 'rediss://ap:6380' }, intervalMs: 50 })
     for (const flag of ['--region', '--peer', '--region-interval', '--regions-file']) assert.ok(serveUsage().includes(flag), flag)
   })
@@ -39,7 +40,8 @@ describe('region settings', () => {
     try {
       const file = join(dir, 'regions.yaml')
       writeFileSync(file, 'region: ap\ninterval: 200ms\npeers:\n  eu: redis://eu:6379\n  us: redis://us:6379\n')
-      assert.deepEqual(readSettings([...REDIS, '--regions-file', file], {}).regions, { region: 'ap', peers: { eu: 'redis://eu:6379', us: 'redis://us:6379' }, intervalMs: 200 })
+      const expected = { region: 'ap', peers: { eu: 'redis://eu:6379', us: 'redis://us:6379' }, intervalMs: 200 }
+      assert.deepEqual(readSettings([...REDIS, '--regions-file', file], {}).regions, expected)
       writeFileSync(file, 'region: ap\npeers:\n  eu: http://eu\n')
       rejects([...REDIS, '--regions-file', file], {}, /regions\.yaml: peers\.eu: expected a redis:\/\/ or rediss:\/\/ URL/)
       writeFileSync(file, 'region: ap\npeers: { ap: redis://x:1 }\n')
@@ -54,7 +56,8 @@ describe('region settings', () => {
   it('refuse what cannot work, naming the flag and the variable', () => {
     rejects([...REDIS, '--peer', 'us=redis://x:1'], {}, /--region \/ FLOODGATE_REGION: required with --peer/)
     rejects([...REDIS, '--region', 'eu', '--peer', 'us'], {}, /--peer \/ FLOODGATE_PEERS: expected NAME=redis:\/\/host:port/)
-    rejects([...REDIS, '--region', 'eu', '--peer', 'us=redis://a:1', '--peer', 'us=redis://b:1'], {}, /--peer \/ FLOODGATE_PEERS: peer us is given twice/)
+    const twice = ['--region', 'eu', '--peer', 'us=redis://a:1', '--peer', 'us=redis://b:1']
+    rejects([...REDIS, ...twice], {}, /--peer \/ FLOODGATE_PEERS: peer us is given twice/)
     rejects([...REDIS, '--region', 'eu', '--peer', 'eu=redis://a:1'], {}, /peer eu is this region itself/)
     rejects([...REDIS, '--region', 'e u'], {}, /--region \/ FLOODGATE_REGION: expected a region name/)
     rejects(['--config', 'r.yaml', '--region', 'eu'], {}, /--region \/ FLOODGATE_REGION: regions keep their usage in Redis/)

@@ -38,8 +38,10 @@ describe('floodgate serve with --region and --peer', () => {
   before(async () => {
     redis = [await startRedis(), await startRedis()]
     links = [await startProxy(redis[1].port, 50), await startProxy(redis[0].port, 50)]
-    eu = await startTestService(RULES, ['--redis', redis[0].url, '--store-timeout', '5s', '--region', 'eu', '--peer', `us=${links[0].url}`, '--region-interval', '50ms'])
-    us = await startTestService(RULES, ['--redis', redis[1].url, '--store-timeout', '5s', '--region', 'us', '--peer', `eu=${links[1].url}`, '--region-interval', '50ms'])
+    const flags = (redisUrl: string, region: string, peer: string) =>
+      ['--redis', redisUrl, '--store-timeout', '5s', '--region', region, '--peer', peer, '--region-interval', '50ms']
+    eu = await startTestService(RULES, flags(redis[0].url, 'eu', `us=${links[0].url}`))
+    us = await startTestService(RULES, flags(redis[1].url, 'us', `eu=${links[1].url}`))
   })
   after(async () => {
     await eu?.stop()
@@ -57,8 +59,10 @@ describe('floodgate serve with --region and --peer', () => {
     for (let i = 0; i < 5; i++) assert.equal((await postJson(`${eu.httpUrl}/v1/check`, body)).status, 200)
     for (let i = 0; i < 5; i++) assert.equal((await postJson(`${us.httpUrl}/v1/check`, body)).status, 200)
     // Each region used 5 of 10 itself; once it has heard the other's 5, both deny.
-    await eventually(async () => (await postJson(`${eu.httpUrl}/v1/check`, checkBody('test', [{ tenant: 'acme' }], 0))).body?.results?.[0]?.remaining === 0, 'eu hears us')
-    await eventually(async () => (await postJson(`${us.httpUrl}/v1/check`, checkBody('test', [{ tenant: 'acme' }], 0))).body?.results?.[0]?.remaining === 0, 'us hears eu')
+    const peek = checkBody('test', [{ tenant: 'acme' }], 0)
+    const spent = async (service: TestService) => (await postJson(`${service.httpUrl}/v1/check`, peek)).body?.results?.[0]?.remaining === 0
+    await eventually(() => spent(eu), 'eu hears us')
+    await eventually(() => spent(us), 'us hears eu')
     assert.equal((await postJson(`${eu.httpUrl}/v1/check`, body)).status, 429)
     assert.equal((await postJson(`${us.httpUrl}/v1/check`, body)).status, 429)
   })

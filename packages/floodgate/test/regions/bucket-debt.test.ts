@@ -12,7 +12,9 @@ const HOUR = 3_600_000
 let now = Math.floor(Date.now() / HOUR) * HOUR + 1_000
 const hasMerge = typeof (RedisStore.prototype as { merge?: unknown }).merge === 'function'
 
-describe('shared token bucket on a store with Store.merge', { skip: hasMerge ? false : 'RedisStore has no merge primitive on this branch' }, () => {
+const skip = hasMerge ? false : 'RedisStore has no merge primitive on this branch'
+
+describe('shared token bucket on a store with Store.merge', { skip }, () => {
   let net: TestRegions
 
   before(async () => {

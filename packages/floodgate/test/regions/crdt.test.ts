@@ -22,11 +22,15 @@ describe('mergeFields', () => {
   })
 
   it('associates', () => {
-    fc.assert(fc.property(arbFields, arbFields, arbFields, (a, b, c) => same(mergeFields(mergeFields(a, b), c), mergeFields(a, mergeFields(b, c)))))
+    fc.assert(
+      fc.property(arbFields, arbFields, arbFields, (a, b, c) => same(mergeFields(mergeFields(a, b), c), mergeFields(a, mergeFields(b, c)))),
+    )
   })
 
   it('is idempotent: a copy merged twice counts once', () => {
-    fc.assert(fc.property(arbFields, arbFields, (a, b) => same(mergeFields(mergeFields(a, b), b), mergeFields(a, b)) && same(mergeFields(a, a), a)))
+    fc.assert(
+      fc.property(arbFields, arbFields, (a, b) => same(mergeFields(mergeFields(a, b), b), mergeFields(a, b)) && same(mergeFields(a, a), a)),
+    )
   })
 
   it('never loses a value: the merge is at least each side, field by field', () => {

@@ -13,7 +13,11 @@ const REGIONS = ['eu', 'us']
 function rejects(options: PolicyOptions, field: string, pattern: RegExp): void {
   assert.throws(
     () => createPolicies([options]),
-    (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_POLICY' && error.message.startsWith(`${field}: `) && pattern.test(error.message),
+    (error: unknown) =>
+      error instanceof FloodgateError &&
+      error.code === 'INVALID_POLICY' &&
+      error.message.startsWith(`${field}: `) &&
+      pattern.test(error.message),
   )
 }
 
@@ -25,16 +29,18 @@ describe('the regions option', () => {
   })
 
   it('names the field for an unknown mode', () => {
-    rejects({ algorithm: 'fixed-window', limit: 10, period: '1s', regions: 'global' as never }, 'policies[0].regions', /unknown region mode "global"; use one of shared, split/)
+    const options: PolicyOptions = { algorithm: 'fixed-window', limit: 10, period: '1s', regions: 'global' as never }
+    rejects(options, 'policies[0].regions', /unknown region mode "global"; use one of shared, split/)
   })
 
   it('refuses algorithms whose usage cannot be merged, with the reason', () => {
-    rejects({ algorithm: 'sliding-log', limit: 10, period: '1s', regions: 'shared' }, 'policies[0].regions', /sliding-log keeps one timestamp/)
+    rejects({ algorithm: 'sliding-log', limit: 10, period: '1s', regions: 'shared' }, 'policies[0].regions', /one timestamp/)
     rejects({ algorithm: 'leaky-bucket', limit: 10, period: '1s', regions: 'shared' }, 'policies[0].regions', /Use token-bucket/)
     rejects({ algorithm: 'concurrency', limit: 10, period: '1s', regions: 'split' }, 'policies[0].regions', /in flight/)
     rejects({ algorithm: 'token-bucket', limit: 10, period: '1s', regions: 'split' }, 'policies[0].regions', /a bucket has no window/)
     rejects({ algorithm: 'gcra', limit: 10, period: '1s', regions: 'split' }, 'policies[0].regions', /a bucket has no window/)
-    rejects({ algorithm: 'fixed-window', limit: 10, period: '1s', mode: 'elastic', ceiling: 20, regions: 'shared' }, 'policies[0].regions', /elastic/)
+    const elastic: PolicyOptions = { algorithm: 'fixed-window', limit: 10, period: '1s', mode: 'elastic', ceiling: 20, regions: 'shared' }
+    rejects(elastic, 'policies[0].regions', /elastic/)
   })
 })
 
@@ -69,7 +75,8 @@ describe('regionalPolicy', () => {
 
   it('leaves buckets unchanged, and a forced GCRA charge always goes in as a debt', () => {
     const policy = createPolicy({ algorithm: 'gcra', limit: 10, period: '1s', regions: 'shared' })
-    assert.equal(regionalPolicy(policy, 'shared', { current: new Map([[usedField('us'), 5]]), previous: new Map() }, REGIONS, 'eu', now), policy)
+    const heard = { current: new Map([[usedField('us'), 5]]), previous: new Map() }
+    assert.equal(regionalPolicy(policy, 'shared', heard, REGIONS, 'eu', now), policy)
     const full = gcra.step(undefined, now, 10, policy)
     const forced = gcra.step(full.state, now, 25, forcedChargePolicy(policy))
     assert.equal(forced.allowed, true)

@@ -52,13 +52,15 @@ describe('split: two regions, one limit in allotments', () => {
         assert.ok(admitted <= LIMIT, `admitted ${admitted} > ${LIMIT} after round ${rounds}`)
       }
       const [eu, us] = net.regions
-      console.log(`split ${algorithm}: admitted ${admitted} of ${LIMIT} (${((100 * admitted) / LIMIT).toFixed(1)}%) after demand moved; given by us ${us.sync.status().counters.unitsGiven}`)
+      const share = ((100 * admitted) / LIMIT).toFixed(1)
+      const given = us.sync.status().counters.unitsGiven
+      console.log(`split ${algorithm}: admitted ${admitted} of ${LIMIT} (${share}%) after demand moved; given by us ${given}`)
       assert.ok(admitted >= 0.9 * LIMIT, `admitted ${admitted} < 90% of ${LIMIT}`)
       assert.ok(eu.sync.status().counters.unitsGiven === 0)
     })
   }
 
-  it('a partition: both sides serve within their last allotment, never more than the limit together; converges after the heal', async () => {
+  it('a partition: both sides serve within their last allotment, never above the limit together; converge after the heal', async () => {
     const policies = createPolicies([{ name: 'split-partition', algorithm: 'fixed-window', limit: LIMIT, period: '1h', regions: 'split' }])
     const key = 'partitioned'
     const admitted = { eu: 0, us: 0 }

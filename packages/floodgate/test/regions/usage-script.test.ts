@@ -54,7 +54,9 @@ describe('usage.lua', () => {
         const claims = new Map<string, number>()
         for (const merge of merges) {
           for (let copy = 0; copy < 2; copy++) {
-            const reply = await mergeUsage(connection, key, { region: 'eu', origin: merge.origin, entries: merge.entries, fields: new Map(merge.fields), claim: merge.claim, ttlMs: 60_000 })
+            const fields = new Map(merge.fields)
+            const args = { region: 'eu', origin: merge.origin, entries: merge.entries, fields, claim: merge.claim, ttlMs: 60_000 }
+            const reply = await mergeUsage(connection, key, args)
             if (copy === 0) {
               // The model: process entries rolled up, shared fields merged by maximum, claims once per unit.
               for (const [sub, cumulative] of merge.entries) fold(model, 'eu', merge.origin, sub, cumulative)
