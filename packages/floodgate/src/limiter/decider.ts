@@ -117,6 +117,12 @@ export class ExactDecider implements Decider {
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
       return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, backend.source), key, cost, startedAt)
     }
+    return this.decideEnforcedAlone(backend, first, key, cost, startedAt)
+  }
+
+  // Apart from decideFrom, which every decision runs, so that the common path stays small.
+  private decideEnforcedAlone(backend: Backend, first: EvaluateResponse, key: string, cost: number, startedAt: number): MaybeDecision {
+    const plan = this.plan
     // Only shadow policies denied: the enforced ones are decided again alone. The first answer may
     // be the store's scratch object, which the second call overwrites: its results are copied.
     const firstResults = first.results.map(copyResult)
@@ -151,7 +157,7 @@ export class ExactDecider implements Decider {
   }
 
   private admit(backend: Backend, decision: Decision, key: string, cost: number, startedAt: number): MaybeDecision {
-    if (backend.source === 'fallback-local') this.context.events.emit('fallback', decision.source)
+    if (backend.source !== 'store') this.context.events.emit('fallback', decision.source)
     if (cost > 0 && this.plan.hasElastic && elasticOver(this.plan, decision)) {
       return this.confirmWithPool(backend, decision, key, cost, startedAt)
     }

@@ -3,7 +3,7 @@
 
 import type { EventEmitter } from 'node:events'
 import type { Policy } from '../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, Store } from '../stores/store.js'
+import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
 import { CircuitBreaker } from './circuit-breaker.js'
 import type { PolicyPlan, Tier } from './policy-plan.js'
 import { REAL_TIMERS, Timeouts, type TimeoutEntry, type Timers } from './timeout.js'
@@ -25,6 +25,12 @@ export interface Backend {
   /** Decides one request (cost > 0 charges, 0 peeks, < 0 refunds). */
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer
 }
+
+/**
+ * Starts one request on whatever answers it (the store's submit, or another engine over the store)
+ * and calls `done` once. May return a function that abandons the request: the timeout calls it.
+ */
+export type Starter = (request: EvaluateRequest, done: SubmitCallback) => (() => void) | void
 
 /** How a GuardedStore bounds its calls (from the limiter's resolved options). */
 export interface GuardOptions {
@@ -76,7 +82,7 @@ export class GuardedStore implements Backend {
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer {
     // An open breaker skips the store until it lets a probe through (closed, it allows everything).
     if (this.breaker.isOpen && !this.breaker.allows(this.clock())) return this.synchronous ? undefined : RESOLVED_UNDEFINED
-    if (!this.synchronous) return this.callLater(key, policies, cost)
+    if (!this.synchronous) return this.callLater(key, policies, cost, this.submit)
     const request = this.request
     request.key = key
     request.policies = policies
@@ -108,17 +114,31 @@ export class GuardedStore implements Backend {
     return this.breaker.isOpen ? this.breaker.waitMs(this.clock()) : this.breaker.cooldownMs
   }
 
+  /**
+   * `call`, answered by `start` instead of the store's own submit (a sync mode's engine over the
+   * store), with the same timeout, breaker and events; the timeout abandons it through the function
+   * `start` returned.
+   */
+  callVia(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
+    if (this.breaker.isOpen && !this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED
+    return this.callLater(key, policies, cost, start)
+  }
+
   // One promise per call, answered from the store's callback or by the timeout. Closures live only
   // in functions of the asynchronous path: a function that makes one allocates its context on every
   // call, also on the paths that never make it.
-  private callLater(key: string, policies: readonly Policy[], cost: number): Promise<EvaluateResponse | undefined> {
+  private callLater(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
     return new Promise<EvaluateResponse | undefined>((resolve, reject) => {
+      let abandon: (() => void) | void = undefined
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
-      const entry = this.timeouts.start((timeout) => this.answer(resolve, reject, timeout, undefined))
+      const entry = this.timeouts.start((timeout) => {
+        abandon?.()
+        this.answer(resolve, reject, timeout, undefined)
+      })
       // The deadline lets the store skip the charge once the timeout has answered the caller.
       const request: EvaluateRequest = { key, policies, cost, deadline: this.deadlineOf(entry) }
       try {
-        this.submit(request, (error, response) => {
+        abandon = start(request, (error, response) => {
           if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, response)
         })
       } catch (error) {
@@ -127,7 +147,8 @@ export class GuardedStore implements Backend {
     })
   }
 
-  private submit(request: EvaluateRequest, done: (error: unknown, response?: EvaluateResponse) => void): void {
+  // The store's own way to answer one request: submit, or evaluate when it has none.
+  private readonly submit: Starter = (request, done) => {
     if (this.store.submit !== undefined) return this.store.submit(request, done)
     this.store.evaluate([request]).then(
       (responses) => done(null, responses[0]),

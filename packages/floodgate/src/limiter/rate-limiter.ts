@@ -19,7 +19,8 @@ import type { Decision, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptio
 
 /**
  * Decides requests for keys: `await limiter.limit('user:42')`. Every policy of the set is decided
- * together, all-or-nothing. Emits 'store-error', 'breaker-open', 'breaker-close' and 'fallback'.
+ * together, all-or-nothing. Emits 'store-error', 'breaker-open', 'breaker-close', 'fallback' and,
+ * while something listens to it, 'decision'.
  *
  * Shadow and elastic policies are decided as `ExactDecider` describes; store calls are bounded as
  * `GuardedStore` describes; leases are kept by `Leases`.
@@ -44,6 +45,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly decidersBySignature = new Map<string, Decider>()
   private planCount = 0
   private readonly stopWatchingStore: (() => void) | undefined
+  // Whether 'decision' has listeners, kept as a field so an unwatched call pays one boolean check.
+  private observed = false
 
   constructor(options: RateLimiterOptions = {}) {
     super()
@@ -67,6 +70,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       this.ownDecider = createDecider(createPlan(this.options.policies, this.options.instances, '', this.clock()), this.context)
     }
     this.stopWatchingStore = this.store.onRecovered?.(() => this.remote.breaker.probeNow())
+    // 'newListener' and 'removeListener' are EventEmitter's own events, outside RateLimiterEvents.
+    const emitter = this as EventEmitter
+    emitter.on('newListener', (event: string | symbol) => {
+      if (event === 'decision') this.observed = true
+    })
+    emitter.on('removeListener', (event: string | symbol) => {
+      if (event === 'decision') this.observed = this.listenerCount('decision') > 0
+    })
   }
 
   /** The limiter's own validated policies (empty when every call passes its own). */
@@ -87,6 +98,28 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * peeks. Rejects only for invalid arguments: store failures become the configured failure mode.
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
+    if (this.observed) return this.limitObserved(key, options)
+    try {
+      checkKey(key)
+      const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
+      return Promise.resolve(this.decideWith(this.deciderFor(options?.policies), key, cost))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** limit() with its answer reported as a 'decision' event. */
+  private limitObserved(key: string, options: LimitOptions | undefined): Promise<Decision> {
+    const started = this.options.timers.now()
+    return this.limitQuietly(key, options).then((decision) => {
+      this.emit('decision', key, decision, options?.cost ?? 1, this.options.timers.now() - started)
+      return decision
+    })
+  }
+
+  // limit() without the event, for limitObserved; limit() runs the same lines itself, one call fewer
+  // on the path every unobserved decision takes.
+  private limitQuietly(key: string, options: LimitOptions | undefined): Promise<Decision> {
     try {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
@@ -104,6 +137,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * cannot; throws for invalid arguments as `limit` rejects.
    */
   limitSync(key: string, options?: LimitOptions): Decision {
+    if (!this.observed) return this.limitSyncQuietly(key, options)
+    const started = this.options.timers.now()
+    const decision = this.limitSyncQuietly(key, options)
+    this.emit('decision', key, decision, options?.cost ?? 1, this.options.timers.now() - started)
+    return decision
+  }
+
+  private limitSyncQuietly(key: string, options: LimitOptions | undefined): Decision {
     checkKey(key)
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
     const decider = this.deciderFor(options?.policies)

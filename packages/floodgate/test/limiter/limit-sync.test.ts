@@ -121,6 +121,20 @@ describe('limitSync on the MemoryStore', () => {
     assert.deepEqual(decisions.map((d) => [d.allowed, d.over]), [[true, false], [true, true], [false, false]])
   })
 
+  it("reports each answer as a 'decision' event while something listens, as limit() does", async () => {
+    const clock = new Clock()
+    const limiter = new RateLimiter({ policies: POLICIES, timers: clock.timers })
+    const seen: [string, boolean, number, number][] = []
+    const listener = (key: string, decision: Decision, cost: number, elapsedMs: number) => seen.push([key, decision.allowed, cost, elapsedMs])
+    limiter.limitSync('quiet')
+    limiter.on('decision', listener)
+    limiter.limitSync('a', { cost: 2 })
+    await limiter.limit('b')
+    limiter.off('decision', listener)
+    limiter.limitSync('quiet')
+    assert.deepEqual(seen, [['a', true, 2, 0], ['b', true, 1, 0]])
+  })
+
   it('rejects bad arguments as limit() does', () => {
     const limiter = new RateLimiter({ policies: POLICIES })
     const invalid = (field: RegExp) => (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && field.test(error.message)
