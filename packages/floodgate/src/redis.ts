@@ -4,3 +4,6 @@
 export { RedisStore, type RedisStoreEvents, type RedisStoreOptions } from './stores/redis/redis-store.js'
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from './stores/redis/connection.js'
 export type { ClusterStartupNode } from './stores/redis/create-client.js'
+export { RegionSync, type RegionSyncOptions, type RegionSyncStatus, type RegionTimers, type RegionLocal } from './regions/region-sync.js'
+export type { PeerStatus } from './regions/peer-link.js'
+export type { RegionCounters } from './regions/replicator.js'

@@ -24,6 +24,11 @@ export interface HealthReport {
   rules: string[]
   /** Issues of the latest failed reload (the previous rules keep serving); absent when the files are valid. */
   rulesError?: string[]
+  /**
+   * Peer regions not heard from lately (partitioned or down); absent without regions. This region
+   * keeps deciding (within the bounds of docs/regions.md), so it is degraded, never down.
+   */
+  peersUnreachable?: readonly string[]
 }
 
 export interface HttpServerOptions {
@@ -59,16 +64,18 @@ export interface HttpServerOptions {
 }
 
 /** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
-export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'rules_reload_failed'
+export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'peer_unreachable' | 'rules_reload_failed'
 
 /**
  * `ready` (rules loaded, store reachable), `degraded` (the store is unreachable and decisions follow
- * the failure mode) or `not_ready` (starting or shutting down), and the reason: the most severe of
- * shutting down, store unreachable, and a failed reload (the previous rules keep serving).
+ * the failure mode, or a peer region is unreachable and this one decides on what it last heard) or
+ * `not_ready` (starting or shutting down), and the reason: the most severe of shutting down, store
+ * unreachable, peer unreachable, and a failed reload (the previous rules keep serving).
  */
 export function readiness(health: HealthReport): { status: 'ready' | 'degraded' | 'not_ready'; reason: ReadinessReason } {
   if (!health.ready) return { status: 'not_ready', reason: 'shutting_down' }
   if (!health.storeReachable) return { status: 'degraded', reason: 'store_unreachable' }
+  if (health.peersUnreachable !== undefined && health.peersUnreachable.length > 0) return { status: 'degraded', reason: 'peer_unreachable' }
   return { status: 'ready', reason: health.rulesError === undefined ? 'ok' : 'rules_reload_failed' }
 }
 

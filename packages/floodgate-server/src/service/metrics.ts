@@ -1,6 +1,8 @@
 // Prometheus metrics of the service: per-rule hit counters (as envoyproxy/ratelimit names them), latency, store health, reloads.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { RegionSyncStatus } from 'floodgate/redis'
+import { registerRegionMetrics } from './region-metrics.js'
 
 /** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
 export const OTHER_RULE = '_other'
@@ -208,6 +210,11 @@ export class ServiceMetrics {
     this.#reloads.inc({ result })
     this.#upstream?.configLoads[result].inc()
     if (ruleCount !== undefined) this.#rules.set(ruleCount)
+  }
+
+  /** Exports the links to peer regions (replication lag, time since heard, usage exchanged); see region-metrics.ts. */
+  watchRegions(status: () => RegionSyncStatus | undefined): void {
+    registerRegionMetrics(this.registry, status)
   }
 
   /** The exposition text and its content type, for `GET /metrics`. */

@@ -10,7 +10,8 @@ import { createGrpcServer } from './grpc-server.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
 import { ServiceMetrics } from './metrics.js'
 import { countRules } from './rule-count.js'
-import type { Settings, StoreSettings } from './settings.js'
+import { LazyRedisStore } from './lazy-redis-store.js'
+import type { Settings } from './settings.js'
 import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
@@ -68,6 +69,12 @@ export async function startService(settings: Settings, options: StartOptions = {
   for (const note of settings.upstreamNotes) logger.info(note)
   const rules = openRules(settings, logger, metrics)
   const store = createStore(settings)
+  const regionStatus = () => (store instanceof LazyRedisStore ? store.regionStatus() : undefined)
+  if (store instanceof LazyRedisStore && settings.regions !== undefined) {
+    // Made now, not at the first decision: the sync loop and /readyz's view of the peers start with the service.
+    await store.start()
+    metrics.watchRegions(regionStatus)
+  }
   // `error` is decided by the Decider from the limiter's fail-open answer (marked as a fallback).
   const limiterMode = (mode: Settings['onStoreError']) => (mode === 'error' ? 'open' : mode)
   const limiter = new RateLimiter({ store, onStoreError: limiterMode(settings.onStoreError), instances: settings.instances, timeout: settings.storeTimeoutMs })
@@ -95,6 +102,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     onStoreError: settings.onStoreError,
     rules: [...rules.current.files],
     rulesError: rules.lastError?.issues.map(formatIssue),
+    peersUnreachable: regionStatus()?.degraded,
   })
   const http = createHttpServer({
     decider,
@@ -251,63 +259,7 @@ function createOwnStore(settings: Settings): Store {
   // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
   if (settings.store.kind === 'memcached') return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings.store, settings.redisPrefix)
-}
-
-/**
- * A RedisStore created on first use: `import('floodgate/redis')` is asynchronous,
- * and the limiter needs its store at construction.
- */
-class LazyRedisStore implements Store {
-  readonly #ready: Promise<Store & { connected: boolean }>
-  #store: (Store & { connected: boolean }) | undefined
-
-  constructor(settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>, prefix: string) {
-    this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
-      const store =
-        settings.kind === 'redis'
-          ? new RedisStore({ url: settings.url, prefix })
-          : settings.kind === 'cluster'
-            ? new RedisStore({ cluster: settings.nodes, prefix })
-            : new RedisStore({ redis: { sentinels: settings.sentinels, name: settings.name }, prefix })
-      this.#store = store
-      return store
-    })
-  }
-
-  get connected(): boolean {
-    return this.#store?.connected === true
-  }
-
-  // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
-  evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
-    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
-  }
-
-  async reset(key: string, policies: Parameters<Store['reset']>[1]) {
-    return (this.#store ?? (await this.#ready)).reset(key, policies)
-  }
-
-  // The limiter's quick way back after an outage (a reconnect, a Cluster failover), forwarded once the store exists.
-  onRecovered(listener: () => void): () => void {
-    let stop: (() => void) | undefined
-    let stopped = false
-    void this.#ready.then((store) => {
-      if (!stopped) stop = store.onRecovered?.(listener)
-    })
-    return () => {
-      stopped = true
-      stop?.()
-    }
-  }
-
-  recover(): void {
-    this.#store?.recover?.()
-  }
-
-  async close() {
-    return (await this.#ready).close()
-  }
+  return new LazyRedisStore(settings.store, settings.redisPrefix, settings.regions)
 }
 
 function storeConnected(store: Store): boolean {

@@ -5,6 +5,9 @@ import { z } from 'zod'
 import { FloodgateError, parseDuration } from 'floodgate'
 import type { ResponseHeaderNames } from './envoy-response.js'
 import { readUpstreamEnvironment } from './upstream-env.js'
+import { peerEntry, readRegionsFile, REGION_NAME, type RegionSettings } from './region-settings.js'
+
+export type { RegionSettings } from './region-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -91,7 +94,11 @@ export interface Settings extends AbuseBounds {
   grpc: boolean
   /** `pretty` (human-readable) or `json` (one object per line); undefined: pretty on a terminal, JSON otherwise. */
   logFormat: 'pretty' | 'json' | undefined
+
+  /** This service's region and its peers (docs/regions.md); undefined when the service is alone. */
+  regions: RegionSettings | undefined
 }
+
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
 interface OptionSpec {
@@ -99,6 +106,8 @@ interface OptionSpec {
   env: string
   type: 'string' | 'boolean'
   help: string
+  /** The flag may be given several times (its variable then holds a comma-separated list). */
+  multiple?: boolean
 }
 
 // ── Abuse bounds: slow clients, connection floods, memory. One block, kept apart from the rest. ──
@@ -202,10 +211,16 @@ export const SERVE_OPTIONS = {
   noHttp: { flag: 'no-http', env: 'FLOODGATE_NO_HTTP', type: 'boolean', help: 'serve gRPC only (no HTTP API, no /metrics)' },
   noGrpc: { flag: 'no-grpc', env: 'FLOODGATE_NO_GRPC', type: 'boolean', help: 'serve HTTP only (no Envoy gRPC API)' },
   logFormat: { flag: 'log-format', env: 'FLOODGATE_LOG_FORMAT', type: 'string', help: 'pretty | json (default pretty on a terminal, else json)' },
+
+  // Several regions (docs/regions.md).
+  region: { flag: 'region', env: 'FLOODGATE_REGION', type: 'string', help: "this region's name; policies with regions: shared|split limit across regions" },
+  peer: { flag: 'peer', env: 'FLOODGATE_PEERS', type: 'string', multiple: true, help: 'another region as NAME=redis://… (repeat; the variable: a comma-separated list)' },
+  regionInterval: { flag: 'region-interval', env: 'FLOODGATE_REGION_INTERVAL', type: 'string', help: 'how often usage is exchanged with peers (default 100ms)' },
+  regionsFile: { flag: 'regions-file', env: 'FLOODGATE_REGIONS_FILE', type: 'string', help: 'YAML with region, peers and interval (instead of the three above)' },
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
-type RawOptions = Partial<Record<OptionName, string | boolean>>
+type RawOptions = Partial<Record<OptionName, string | boolean | string[]>>
 
 /**
  * Reads the settings from `argv` (the arguments after `serve`) and `env`; a flag wins over its
@@ -236,12 +251,12 @@ export function serveUsage(): string {
 }
 
 function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions {
-  const options = Object.fromEntries(Object.values(SERVE_OPTIONS).map((o) => [o.flag, { type: o.type }]))
-  let values: Record<string, string | boolean | undefined>
+  const options = Object.fromEntries(Object.values(SERVE_OPTIONS).map((o: OptionSpec) => [o.flag, { type: o.type, multiple: o.multiple ?? false }]))
+  let values: Record<string, string | boolean | string[] | undefined>
   let positionals: string[]
   try {
     ;({ values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true }) as {
-      values: Record<string, string | boolean | undefined>
+      values: Record<string, string | boolean | string[] | undefined>
       positionals: string[]
     })
   } catch (error) {
@@ -255,7 +270,9 @@ function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions
     const fromFlag = values[spec.flag]
     const fromEnv = env[spec.env]
     if (fromFlag !== undefined) raw[name] = fromFlag
-    else if (fromEnv !== undefined && fromEnv !== '') raw[name] = spec.type === 'boolean' ? parseBooleanEnv(fromEnv, spec.env) : fromEnv
+    else if (fromEnv !== undefined && fromEnv !== '') {
+      raw[name] = spec.type === 'boolean' ? parseBooleanEnv(fromEnv, spec.env) : spec.multiple ? fromEnv.split(',').map((item) => item.trim()).filter(Boolean) : fromEnv
+    }
   }
   if (raw.config === undefined && positionals[0] !== undefined) raw.config = positionals[0]
   return raw
@@ -379,6 +396,12 @@ const schema = z
     noHttp: z.boolean().optional(),
     noGrpc: z.boolean().optional(),
     logFormat: z.enum(['pretty', 'json'], { error: 'expected pretty or json' }).optional(),
+
+    // Several regions.
+    region: z.string().regex(REGION_NAME, "expected a region name: letters, digits, '.', '_' or '-'").optional(),
+    peer: z.array(peerEntry).optional(),
+    regionInterval: durationMs(100),
+    regionsFile: z.string().min(1).optional(),
   })
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
@@ -393,6 +416,15 @@ const schema = z
     if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
     if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
+    if (o.regionsFile && (o.region || o.peer)) ctx.addIssue({ code: 'custom', path: ['regionsFile'], message: 'give either --regions-file or --region/--peer, not both' })
+    if (o.peer && !o.region) ctx.addIssue({ code: 'custom', path: ['region'], message: "required with --peer: this region's name" })
+    if ((o.region || o.regionsFile) && !o.redisUrl && !o.redisCluster && !o.redisSentinels) {
+      ctx.addIssue({ code: 'custom', path: [o.region ? 'region' : 'regionsFile'], message: 'regions keep their usage in Redis: give --redis, --redis-cluster or --redis-sentinel' })
+    }
+    const names = (o.peer ?? []).map(([name]) => name)
+    const repeated = names.find((name, i) => names.indexOf(name) !== i)
+    if (repeated) ctx.addIssue({ code: 'custom', path: ['peer'], message: `peer ${repeated} is given twice` })
+    if (o.region && names.includes(o.region)) ctx.addIssue({ code: 'custom', path: ['peer'], message: `peer ${o.region} is this region itself; list only the other regions` })
   })
   .transform(
     (o): Omit<Settings, 'upstreamNotes'> => ({
@@ -442,5 +474,7 @@ const schema = z
       http: !o.noHttp,
       grpc: !o.noGrpc,
       logFormat: o.logFormat,
+
+      regions: o.regionsFile ? readRegionsFile(o.regionsFile) : o.region ? { region: o.region, peers: Object.fromEntries(o.peer ?? []), intervalMs: o.regionInterval } : undefined,
     }),
   )

@@ -2,6 +2,8 @@
 
 import { parseDuration, formatDuration, type Duration } from './duration.js'
 import { FloodgateError } from './errors.js'
+import { SYNC_DEFAULTS, SYNC_MODES, syncRefusal, type SyncMode } from './sync.js'
+import { REGION_MODES, regionRefusal, type RegionMode } from './regions.js'
 
 /**
  * The algorithms, by name: the one list of them. The registry (`algorithms/index.ts`) and the Redis
@@ -52,6 +54,34 @@ export interface PolicyOptions {
   blockMs?: Duration
   /** Decide and report, but never deny. */
   shadow?: boolean
+  /**
+   * How the state is kept (see `SyncMode` and docs/sync.md): `always` (default: exact, in the store),
+   * `lease`, `write-back` or `auto`. Every policy of one key must use the same mode, because they
+   * are decided together. Modes a policy's algorithm cannot honour are refused with the reason.
+   */
+  sync?: SyncMode
+  /** `write-back` only: how often deltas are flushed to the store (default 50 ms). */
+  flushMs?: Duration
+  /**
+   * `lease` and `auto` only: the longest a lease lives (default 1 s, and never past a window's end).
+   * Its unused units go back to the store when it ends; shorter wastes fewer units on an instance
+   * that goes quiet, longer calls the store less often.
+   */
+  leaseMs?: Duration
+  /**
+   * `lease` and `auto` only: the most units one instance holds of one key at once (default: an
+   * eighth of what a fresh key may spend at once, at least 1). Bounds the units idle instances keep.
+   */
+  leaseMax?: number
+  /** `auto` only: decisions per second of one key on this instance above which it moves to leases (default 100). */
+  hotRate?: number
+  /**
+   * How the limit is shared between regions that each keep their own store, when a RegionSync
+   * links them (see docs/regions.md): `shared` (every region counts what it heard of the others'
+   * use; bounded over-admission) or `split` (allotments that never sum above the limit). Omitted:
+   * the limit is per region. Refused with the reason for algorithms that cannot merge usage.
+   */
+  regions?: RegionMode
 }
 
 /** A validated policy: numbers only, durations in milliseconds. Immutable. */
@@ -67,6 +97,17 @@ export interface Policy {
   readonly ceiling: number
   readonly blockMs: number
   readonly shadow: boolean
+  readonly sync: SyncMode
+  /** `write-back`: flush interval in ms (SYNC_DEFAULTS.flushMs for other modes, unused). */
+  readonly flushMs: number
+  /** `lease`/`auto`: the longest a lease lives, in ms. */
+  readonly leaseMs: number
+  /** `lease`/`auto`: the most units one instance holds of one key. */
+  readonly leaseMax: number
+  /** `auto`: decisions per second of one key on one instance that make it hot. */
+  readonly hotRate: number
+  /** How the limit is shared between regions; absent when the limit is per region. */
+  readonly regions?: RegionMode
   /**
    * Set by callers that count with this policy and compare the count with a limit of their own
    * (envoyproxy/ratelimit-style counting: `limit` is then only the counter's ceiling). The memory
@@ -78,6 +119,7 @@ export interface Policy {
 
 const KNOWN_FIELDS = new Set([
   'name', 'algorithm', 'limit', 'period', 'burst', 'shaping', 'mode', 'overage', 'ceiling', 'blockMs', 'shadow',
+  'sync', 'flushMs', 'leaseMs', 'leaseMax', 'hotRate', 'regions',
 ])
 
 /** Validates one policy; every error names the field (prefixed by `where`, e.g. `policies[1]`). */
@@ -131,19 +173,68 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
   }
   const name = options.name ?? `${algorithm}-${limit}-per-${formatDuration(periodMs)}`
   if (typeof name !== 'string' || name.length === 0) throw invalid(`${where}.name`, 'must be a non-empty string')
+  const shaping = options.shaping ?? false
+  const sync = readSync(options, where, algorithm, shaping, mode, blockMs, limit)
   return Object.freeze({
     name,
     algorithm,
     limit,
     periodMs,
     burst,
-    shaping: options.shaping ?? false,
+    shaping,
     mode,
     overage,
     ceiling,
     blockMs,
     shadow: options.shadow ?? false,
+    ...sync,
+    ...readRegions(options, where, algorithm, mode, sync.sync),
   })
+}
+
+// Present only when set, so policies without regions keep their shape.
+function readRegions(options: PolicyOptions, where: string, algorithm: AlgorithmName, mode: Mode, sync: SyncMode): { regions?: RegionMode } {
+  const regions = options.regions
+  if (regions === undefined) return {}
+  if (!REGION_MODES.includes(regions)) {
+    throw invalid(`${where}.regions`, `unknown region mode ${JSON.stringify(regions)}; use one of ${REGION_MODES.join(', ')}`)
+  }
+  const refusal = regionRefusal(regions, algorithm, mode, sync)
+  if (refusal !== undefined) throw invalid(`${where}.regions`, `${regions} is not sound for this policy: ${refusal}`)
+  return { regions }
+}
+
+type SyncFields = Pick<Policy, 'sync' | 'flushMs' | 'leaseMs' | 'leaseMax' | 'hotRate'>
+
+// The sync mode and its knobs; a knob given for a mode that does not use it is an error, not ignored.
+function readSync(options: PolicyOptions, where: string, algorithm: AlgorithmName, shaping: boolean, mode: Mode, blockMs: number, limit: number): SyncFields {
+  const sync = options.sync ?? 'always'
+  if (!SYNC_MODES.includes(sync)) {
+    throw invalid(`${where}.sync`, `unknown sync mode ${JSON.stringify(sync)}; use one of ${SYNC_MODES.join(', ')}`)
+  }
+  const refusal = syncRefusal(sync, algorithm, shaping, mode, blockMs)
+  if (refusal !== undefined) throw invalid(`${where}.sync`, `${sync} is not sound for this policy: ${refusal}`)
+  const leases = sync === 'lease' || sync === 'auto'
+  const onlyFor = (field: keyof PolicyOptions, allowed: boolean, modes: string): void => {
+    if (options[field] !== undefined && !allowed) throw invalid(`${where}.${field}`, `only applies to sync ${modes}, not ${sync}`)
+  }
+  onlyFor('flushMs', sync === 'write-back', "'write-back'")
+  onlyFor('leaseMs', leases, "'lease' and 'auto'")
+  onlyFor('leaseMax', leases, "'lease' and 'auto'")
+  onlyFor('hotRate', sync === 'auto', "'auto'")
+  const flushMs = options.flushMs === undefined ? SYNC_DEFAULTS.flushMs : parseDuration(options.flushMs, `${where}.flushMs`)
+  const leaseMs = options.leaseMs === undefined ? SYNC_DEFAULTS.leaseMs : parseDuration(options.leaseMs, `${where}.leaseMs`)
+  const capacity = Math.max(1, algorithm === 'token-bucket' || algorithm === 'gcra' ? options.burst ?? limit : limit)
+  const leaseMax = options.leaseMax === undefined ? Math.max(1, Math.floor(capacity / 8)) : positiveInteger(options.leaseMax, `${where}.leaseMax`)
+  if (leaseMax > capacity) throw invalid(`${where}.leaseMax`, `must be at most what a fresh key may spend at once (${capacity}), got ${leaseMax}`)
+  let hotRate: number = SYNC_DEFAULTS.hotRate
+  if (options.hotRate !== undefined) {
+    if (typeof options.hotRate !== 'number' || !Number.isFinite(options.hotRate) || options.hotRate <= 0) {
+      throw invalid(`${where}.hotRate`, `must be a number of decisions per second greater than 0, got ${JSON.stringify(options.hotRate)}`)
+    }
+    hotRate = options.hotRate
+  }
+  return { sync, flushMs, leaseMs, leaseMax, hotRate }
 }
 
 /** Validates a list of policies for one key: at least one, names unique. */
@@ -159,7 +250,24 @@ export function createPolicies(options: readonly PolicyOptions[], where = 'polic
     }
     seen.add(policy.name)
   }
+  const mixed = syncMismatch(policies)
+  if (mixed !== undefined) throw invalid(`${where}[${mixed}].sync`, syncMismatchMessage(policies, mixed))
   return policies
+}
+
+/**
+ * The index of the first policy whose `sync` differs from the first one's, or undefined. Policies
+ * of one key are decided together (all-or-nothing), so they must be kept the same way.
+ */
+export function syncMismatch(policies: readonly Policy[]): number | undefined {
+  for (let i = 1; i < policies.length; i++) if (policies[i].sync !== policies[0].sync) return i
+  return undefined
+}
+
+/** Says what is wrong with the policy at `index` (see `syncMismatch`). */
+export function syncMismatchMessage(policies: readonly Policy[], index: number): string {
+  return `is ${policies[index].sync} but ${policies[0].name} is ${policies[0].sync}; policies of one key are decided together, ` +
+    'all-or-nothing, so give them the same sync mode'
 }
 
 function positiveInteger(value: unknown, field: string, message = 'must be a whole number greater than 0'): number {

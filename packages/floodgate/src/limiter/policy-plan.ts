@@ -83,7 +83,7 @@ function createTier(nominal: readonly Policy[], original: readonly Policy[], now
 export function planSignature(policies: readonly Policy[]): string {
   let signature = ''
   for (const p of policies) {
-    signature += `${p.name}\u0000${p.algorithm}\u0000${p.limit}\u0000${p.periodMs}\u0000${p.burst}\u0000${p.shaping}\u0000${p.mode}\u0000${p.overage}\u0000${p.ceiling}\u0000${p.blockMs}\u0000${p.shadow}\u0000${p.nominalLimit}\n`
+    signature += `${p.name}\u0000${p.algorithm}\u0000${p.limit}\u0000${p.periodMs}\u0000${p.burst}\u0000${p.shaping}\u0000${p.mode}\u0000${p.overage}\u0000${p.ceiling}\u0000${p.blockMs}\u0000${p.shadow}\u0000${p.nominalLimit}\u0000${p.regions}\n`
   }
   return signature
 }

@@ -2,7 +2,7 @@
 
 import type { Node } from 'yaml'
 import { FloodgateError } from '../core/errors.js'
-import { createPolicy, type Policy, type PolicyOptions } from '../core/policy.js'
+import { createPolicy, syncMismatch, syncMismatchMessage, type Policy, type PolicyOptions } from '../core/policy.js'
 import { ENVOY_UNITS, UNIT_MS, parseUnit, type EnvoyUnit } from './units.js'
 import type { MapEntry, YamlSource } from './yaml-source.js'
 
@@ -324,7 +324,13 @@ function readLimits(src: YamlSource, entry: MapEntry, path: string, shadow: bool
     seen.set(policy.name, i)
     policies.push(policy)
   })
-  return policies.length === items.length ? Object.freeze(policies) : undefined
+  if (policies.length !== items.length) return undefined
+  const mixed = syncMismatch(policies)
+  if (mixed !== undefined) {
+    src.report(items[mixed], `${path}[${mixed}].sync`, syncMismatchMessage(policies, mixed))
+    return undefined
+  }
+  return Object.freeze(policies)
 }
 
 /** Runs core `createPolicy` and maps its error ("<path>.<field>: message") back onto the YAML node. */

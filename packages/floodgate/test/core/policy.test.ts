@@ -37,6 +37,11 @@ describe('createPolicy: valid policies', () => {
       ceiling: 10,
       blockMs: 0,
       shadow: false,
+      sync: 'always',
+      flushMs: 50,
+      leaseMs: 1000,
+      leaseMax: 1,
+      hotRate: 100,
     })
   })
 
@@ -182,5 +187,50 @@ describe('createPolicies', () => {
       /duplicate policy name "api"; give each policy its own name/,
     )
     assertRejects(() => createPolicies([base, base], 'limits'), 'limits[1].name', /duplicate policy name "token-bucket-10-per-1s"/)
+  })
+})
+
+describe('createPolicy: sync', () => {
+  it('defaults to always and reads each mode with its knobs', () => {
+    assert.equal(createPolicy(base).sync, 'always')
+    const lease = createPolicy({ ...base, limit: 100, sync: 'lease', leaseMs: '200ms' })
+    assert.deepEqual([lease.sync, lease.leaseMs, lease.leaseMax], ['lease', 200, 12])
+    const auto = createPolicy({ ...base, sync: 'auto', hotRate: 500, leaseMax: 5 })
+    assert.deepEqual([auto.sync, auto.hotRate, auto.leaseMax], ['auto', 500, 5])
+    assert.equal(createPolicy({ ...base, sync: 'write-back', flushMs: '100ms' }).flushMs, 100)
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'concurrency'] as const) {
+      assert.equal(createPolicy({ algorithm, limit: 10, period: '1s', sync: 'lease' }).sync, 'lease')
+    }
+  })
+
+  it('refuses an unknown mode and knobs of another mode, naming the field', () => {
+    assertRejects(policyWith({ sync: 'sometimes' }), 'policy.sync', /unknown sync mode "sometimes"; use one of always, lease, write-back, auto/)
+    assertRejects(policyWith({ flushMs: 10 }), 'policy.flushMs', /only applies to sync 'write-back', not always/)
+    assertRejects(policyWith({ sync: 'write-back', leaseMs: 10 }), 'policy.leaseMs', /only applies to sync 'lease' and 'auto'/)
+    assertRejects(policyWith({ sync: 'lease', hotRate: 10 }), 'policy.hotRate', /only applies to sync 'auto', not lease/)
+    assertRejects(policyWith({ sync: 'auto', hotRate: 0 }), 'policy.hotRate', /greater than 0, got 0/)
+    assertRejects(policyWith({ sync: 'lease', leaseMax: 11 }), 'policy.leaseMax', /at most .* \(10\), got 11/)
+    assertRejects(policyWith({ sync: 'lease', leaseMax: 1.5 }), 'policy.leaseMax', /whole number/)
+    assertRejects(policyWith({ sync: 'lease', leaseMs: 'soon' }), 'policy.leaseMs', /./, 'INVALID_DURATION')
+  })
+
+  it('refuses lease and auto where a block spent later would break the guarantee, with the reason', () => {
+    for (const sync of ['lease', 'auto'] as const) {
+      assertRejects(policyWith({ algorithm: 'sliding-log', sync }), 'policy.sync', new RegExp(`${sync} is not sound for this policy: sliding-log`))
+      assertRejects(policyWith({ algorithm: 'leaky-bucket', sync }), 'policy.sync', /use token-bucket \(the same policing\)/)
+      assertRejects(policyWith({ algorithm: 'leaky-bucket', shaping: true, sync }), 'policy.sync', /only the store can hand out/)
+      assertRejects(policyWith({ mode: 'elastic', ceiling: 20, sync }), 'policy.sync', /shared pool/)
+      assertRejects(policyWith({ blockMs: '1s', sync }), 'policy.sync', /block period/)
+    }
+  })
+})
+
+describe('createPolicies: sync', () => {
+  it('refuses policies of one key kept by different sync modes', () => {
+    assertRejects(
+      () => createPolicies([{ ...base, name: 'a', sync: 'lease' }, { ...base, name: 'b' }]),
+      'policies[1].sync',
+      /is always but a is lease; .* give them the same sync mode/,
+    )
   })
 })

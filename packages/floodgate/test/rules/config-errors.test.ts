@@ -264,6 +264,28 @@ describe('config errors', () => {
     assert.match(both.message, /either `rate_limit` \(Envoy style\) or `limits` \(Floodgate policies\), not both/)
   })
 
+  it('`sync` in limits: a mode unsound for the algorithm, and mixed modes on one key', () => {
+    const issues = issuesOf(
+      lines(
+        'domain: edge',
+        'descriptors:',
+        '  - key: a',
+        '    limits:',
+        '      - { algorithm: sliding-log, limit: 10, period: 1s, sync: lease }', // 5
+        '  - key: b',
+        '    limits:',
+        '      - { name: x, algorithm: gcra, limit: 10, period: 1s, sync: lease, leaseMs: 200ms }',
+        '      - { name: y, algorithm: fixed-window, limit: 100, period: 1m }', // 9
+      ),
+    )
+    const unsound = issueAt(issues, 'descriptors[0].limits[0].sync')
+    assert.equal(unsound.line, 5)
+    assert.match(unsound.message, /lease is not sound for this policy: sliding-log/)
+    const mixed = issueAt(issues, 'descriptors[1].limits[1].sync')
+    assert.equal(mixed.line, 9)
+    assert.match(mixed.message, /is always but x is lease/)
+  })
+
   it('bad `limits:` values: each mapped to its field and line by the core policy validation', () => {
     const issues = issuesOf(
       lines(

@@ -1,0 +1,83 @@
+// The service's Redis store, made on first use; linked to peer regions by a RegionSync when --region is set.
+
+import type { Store } from 'floodgate'
+import type { RegionSync, RegionSyncStatus } from 'floodgate/redis'
+import type { RegionSettings, StoreSettings } from './settings.js'
+
+type Connected = Store & { connected: boolean }
+
+/**
+ * A RedisStore created on first use: `import('floodgate/redis')` is asynchronous, and the limiter
+ * needs its store at construction. With regions, decisions go through the RegionSync's store
+ * (regional limits, usage counted) and the sync loop runs until `close()`.
+ */
+export class LazyRedisStore implements Store {
+  readonly #ready: Promise<Store>
+  #store: Store | undefined
+  #redis: Connected | undefined
+  #sync: RegionSync | undefined
+
+  constructor(settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>, prefix: string, regions?: RegionSettings) {
+    this.#ready = import('floodgate/redis').then(({ RedisStore, RegionSync }) => {
+      const redis =
+        settings.kind === 'redis'
+          ? new RedisStore({ url: settings.url, prefix })
+          : settings.kind === 'cluster'
+            ? new RedisStore({ cluster: settings.nodes, prefix })
+            : new RedisStore({ redis: { sentinels: settings.sentinels, name: settings.name }, prefix })
+      this.#redis = redis
+      if (regions !== undefined) {
+        this.#sync = new RegionSync({ region: regions.region, local: redis, peers: regions.peers, interval: regions.intervalMs })
+      }
+      this.#store = this.#sync?.store ?? redis
+      return this.#store
+    })
+  }
+
+  /** The region store has started: this makes it now, so the sync loop runs before the first decision. */
+  start(): Promise<unknown> {
+    return this.#ready
+  }
+
+  get connected(): boolean {
+    return this.#redis?.connected === true
+  }
+
+  /** The links to peer regions; undefined without regions (or before the store exists). */
+  regionStatus(): RegionSyncStatus | undefined {
+    return this.#sync?.status()
+  }
+
+  // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
+  evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
+    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+  }
+
+  async reset(key: string, policies: Parameters<Store['reset']>[1]) {
+    return (this.#store ?? (await this.#ready)).reset(key, policies)
+  }
+
+  // The limiter's quick way back after an outage (a reconnect, a Cluster failover), forwarded once the store exists.
+  onRecovered(listener: () => void): () => void {
+    let stop: (() => void) | undefined
+    let stopped = false
+    void this.#ready.then((store) => {
+      if (!stopped) stop = store.onRecovered?.(listener)
+    })
+    return () => {
+      stopped = true
+      stop?.()
+    }
+  }
+
+  recover(): void {
+    this.#store?.recover?.()
+  }
+
+  /** Stops the sync loop (merging and sending what is left once), then closes the Redis store. */
+  async close() {
+    await this.#ready
+    await this.#sync?.close()
+    await this.#redis?.close()
+  }
+}

@@ -1,0 +1,91 @@
+// Two `floodgate serve` regions on real redis-servers, linked through a 50 ms proxy: a shared limit
+// counts both regions' hits, /metrics shows the links, and /readyz says degraded (not down) while
+// the link is cut, and ready again after the heal.
+
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { startRedis, type RedisProcess } from '../../../floodgate/test/support/redis-server.js'
+import { startProxy, type LinkProxy } from '../../../floodgate/test/regions/support.js'
+import { checkBody, postJson, scrape, startTestService, type TestService } from './helpers.js'
+
+const RULES = `
+domain: test
+descriptors:
+  - key: tenant
+    limits:
+      - { name: tenant-hourly, algorithm: fixed-window, limit: 10, period: 1h, regions: shared }
+`
+
+async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await probe()) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  assert.fail(`timed out waiting for ${what}`)
+}
+
+async function readyz(service: TestService): Promise<{ status: string; reason: string }> {
+  return (await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string; reason: string }
+}
+
+describe('floodgate serve with --region and --peer', () => {
+  let redis: RedisProcess[]
+  let links: LinkProxy[]
+  let eu: TestService
+  let us: TestService
+
+  before(async () => {
+    redis = [await startRedis(), await startRedis()]
+    links = [await startProxy(redis[1].port, 50), await startProxy(redis[0].port, 50)]
+    const flags = (redisUrl: string, region: string, peer: string) =>
+      ['--redis', redisUrl, '--store-timeout', '5s', '--region', region, '--peer', peer, '--region-interval', '50ms']
+    eu = await startTestService(RULES, flags(redis[0].url, 'eu', `us=${links[0].url}`))
+    us = await startTestService(RULES, flags(redis[1].url, 'us', `eu=${links[1].url}`))
+  })
+  after(async () => {
+    await eu?.stop()
+    await us?.stop()
+    for (const link of links ?? []) await link.close()
+    for (const server of redis ?? []) await server.stop()
+  })
+
+  it('is ready once both regions hear each other', async () => {
+    await eventually(async () => (await readyz(eu)).status === 'ready' && (await readyz(us)).status === 'ready', 'both ready')
+  })
+
+  it('a shared limit counts the hits of both regions', async () => {
+    const body = checkBody('test', [{ tenant: 'acme' }])
+    for (let i = 0; i < 5; i++) assert.equal((await postJson(`${eu.httpUrl}/v1/check`, body)).status, 200)
+    for (let i = 0; i < 5; i++) assert.equal((await postJson(`${us.httpUrl}/v1/check`, body)).status, 200)
+    // Each region used 5 of 10 itself; once it has heard the other's 5, both deny.
+    const peek = checkBody('test', [{ tenant: 'acme' }], 0)
+    const spent = async (service: TestService) => (await postJson(`${service.httpUrl}/v1/check`, peek)).body?.results?.[0]?.remaining === 0
+    await eventually(() => spent(eu), 'eu hears us')
+    await eventually(() => spent(us), 'us hears eu')
+    assert.equal((await postJson(`${eu.httpUrl}/v1/check`, body)).status, 429)
+    assert.equal((await postJson(`${us.httpUrl}/v1/check`, body)).status, 429)
+  })
+
+  it('exports the links to peers in /metrics', async () => {
+    const metrics = await scrape(eu.httpUrl)
+    assert.ok((metrics.get('floodgate_region_deltas_sent_total{peer="us"}') ?? 0) > 0)
+    assert.ok(metrics.has('floodgate_region_replication_lag_seconds{peer="us"}'))
+    assert.ok(metrics.has('floodgate_region_peer_last_heard_seconds{peer="us"}'))
+    assert.equal(metrics.get('floodgate_region_peer_up{peer="us"}'), 1)
+  })
+
+  it('a cut link makes /readyz degraded with peer_unreachable, decisions go on; the heal makes it ready again', async () => {
+    for (const link of links) link.partition()
+    await eventually(async () => {
+      const status = await readyz(eu)
+      return status.status === 'degraded' && status.reason === 'peer_unreachable'
+    }, 'eu degraded')
+    assert.deepEqual(Object.keys(await readyz(eu)).sort(), ['reason', 'status'])
+    const answer = await postJson(`${eu.httpUrl}/v1/check`, checkBody('test', [{ tenant: 'other' }]))
+    assert.equal(answer.status, 200)
+    assert.equal((await scrape(eu.httpUrl)).get('floodgate_region_peer_up{peer="us"}'), 0)
+    for (const link of links) link.heal()
+    await eventually(async () => (await readyz(eu)).status === 'ready' && (await readyz(us)).status === 'ready', 'ready after the heal')
+  })
+})

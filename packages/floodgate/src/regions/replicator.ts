@@ -1,0 +1,332 @@
+// The sync loop's one step (a tick): merge this process's counts into the region, hand units to short peers, exchange with peers.
+//
+// Nothing here is on a request's path: decisions read the copies this step keeps fresh. Every
+// write is a merge by maximum of grow-only counters (usage.lua), so a tick that fails half-way,
+// times out or runs twice leaves every hash as if each count had been applied exactly once; the
+// entries stay dirty and go again next tick.
+
+import type { Policy } from '../core/policy.js'
+import type { Store } from '../stores/store.js'
+import type { Connection } from '../stores/redis/connection.js'
+import { planGives, shortfall } from './allotments.js'
+import { demandOf, isSharedField, mergeInto } from './crdt.js'
+import type { PeerLink } from './peer-link.js'
+import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
+import type { TrackedEntry, UsageTracker } from './usage-tracker.js'
+import { mergeUsageBatch, usageKey, type MergeItem, type MergeReply } from './usage-script.js'
+import type { UsageViews } from './usage-views.js'
+import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
+
+/** Everything a tick works with; owned by RegionSync. */
+export interface RegionContext {
+  readonly region: string
+  /** Every region's name, sorted (this one included): the order base shares follow. */
+  readonly regions: readonly string[]
+  readonly prefix: string
+  readonly local: Connection
+  /** The region's own store (the one the limiter's decisions go to). */
+  readonly store: Store
+  readonly peers: readonly PeerLink[]
+  readonly tracker: UsageTracker
+  readonly views: UsageViews
+  readonly clock: () => number
+  readonly intervalMs: number
+  readonly timeoutMs: number
+  /** Policies seen in decisions, by name: what a peer's ask names. */
+  readonly policies: Map<string, Policy>
+  readonly counters: RegionCounters
+  /** How long the last tick took (ms): a copy older than two intervals plus this is stale. */
+  lastTickMs: number
+}
+
+/** Most keys sent to one peer per tick; the rest wait for the next (so a backlog drains, never times out). */
+const MAX_PER_EXCHANGE = 8192
+/** Merge calls in flight at once on a peer's link (64 keys each): a tick costs about one round trip. */
+const PEER_CALLS_IN_FLIGHT = 32
+
+/** Totals since start, for metrics. */
+export interface RegionCounters {
+  /** Usage hashes merged into the region's store from this process's counts. */
+  merged: number
+  /** Units handed to peers (split), and units of peers' use charged into this region's buckets (shared). */
+  unitsGiven: number
+  unitsClaimed: number
+  /** Decisions whose counts could not be kept (the tracker was full of unmerged entries). */
+  lost: number
+  ticks: number
+  failedTicks: number
+}
+
+/**
+ * The merge primitive of stores that have it (write-back's `Store.merge`): units charged into a
+ * key's state past the limit. Named by shape, so a store without it is used as before.
+ */
+interface MergeCapable {
+  merge?(batch: readonly { key: string; policies: readonly Policy[]; units: number; now?: number }[]): Promise<unknown>
+}
+
+/** Runs one tick. Resolves when every part has finished or failed (never rejects). */
+export async function tick(ctx: RegionContext): Promise<void> {
+  ctx.counters.ticks++
+  const now = ctx.clock()
+  const started = performance.now()
+  let failed = false
+  const note = (): void => {
+    failed = true
+  }
+  await activateAsks(ctx, now).catch(note)
+  const entries = ctx.tracker.takeActive()
+  await mergeLocal(ctx, entries).catch(note)
+  const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
+  await mergeLocal(ctx, giving).catch(note)
+  await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
+  ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
+  if (failed) ctx.counters.failedTicks++
+  ctx.lastTickMs = performance.now() - started
+}
+
+/** How long a usage hash must outlive its window: the next window still reads it (sliding weight, late claims). */
+export function usageTtlMs(policy: Policy, window: number, now: number, intervalMs: number): number {
+  return (window + 2) * policy.periodMs - now + 10 * intervalMs
+}
+
+// Merges the entries' cumulative counts (and what peers told this process) into the region's
+// hashes, in as few script calls as the store allows, and refreshes this process's copies from
+// the answers. Token-bucket and GCRA entries in shared mode also claim the other regions' use, of
+// their window and the one before (use heard late, after this region moved on, still counts).
+async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]): Promise<void> {
+  if (entries.length === 0) return
+  const now = ctx.clock()
+  const items: MergeItem[] = []
+  const claims: [TrackedEntry, number][] = []
+  const versions = entries.map((entry) => entry.version)
+  // What peers told this process goes to the region's store once; on failure it goes again.
+  const learned = entries.map((entry) => {
+    const fields = entry.learned
+    entry.learned = new Map()
+    return fields
+  })
+  for (const [i, entry] of entries.entries()) {
+    const subs: [string, number][] = []
+    if (entry.used > 0) subs.push(['u', entry.used])
+    if (entry.demand > 0) subs.push(['d', entry.demand])
+    for (const [peer, units] of entry.given) subs.push(['g|' + peer, units])
+    const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
+    const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
+    const hashKey = usageKey(ctx.prefix, entry.key, entry.policy, entry.window)
+    items.push({ hashKey, merge: { region: ctx.region, origin: entry.origin, entries: subs, fields: learned[i], claim, ttlMs } })
+    if (claim && entry.window > 0) {
+      const previous = usageKey(ctx.prefix, entry.key, entry.policy, entry.window - 1)
+      const ttlMs = usageTtlMs(entry.policy, entry.window - 1, now, ctx.intervalMs)
+      const merge = { region: ctx.region, origin: entry.origin, entries: [], fields: new Map(), claim: true, ttlMs }
+      claims.push([entry, items.push({ hashKey: previous, merge }) - 1])
+    }
+  }
+  let replies: MergeReply[]
+  try {
+    replies = await mergeUsageBatch(ctx.local, ctx.region, items)
+  } catch (error) {
+    entries.forEach((entry, i) => mergeInto(entry.learned, learned[i]))
+    throw error
+  }
+  const claimed = new Map<TrackedEntry, number>()
+  entries.forEach((entry, i) => {
+    entry.mergedVersion = versions[i]
+    ctx.counters.merged++
+    ctx.views.merge(entry.id, replies[i].fields, now)
+    if (replies[i].claimed > 0) claimed.set(entry, replies[i].claimed)
+  })
+  for (const [entry, index] of claims) {
+    if (replies[index].claimed > 0) claimed.set(entry, (claimed.get(entry) ?? 0) + replies[index].claimed)
+  }
+  await Promise.all([...claimed].map(([entry, units]) => chargeClaimed(ctx, entry, units)))
+}
+
+/**
+ * Charges units other regions consumed of a bucket into this region's state, once (the hash's
+ * `a|` fields record what was claimed, so only the process that claimed them charges them).
+ */
+async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, claimed: number): Promise<void> {
+  let units = claimed
+  ctx.counters.unitsClaimed += units
+  const key = entry.key
+  // On the clock decisions use (RegionStore decides regional policies on it), not the store's.
+  const now = ctx.clock()
+  // A store with the merge primitive (write-back's Store.merge) charges them past the limit: the key owes them.
+  const { merge } = ctx.store as MergeCapable
+  if (typeof merge === 'function') {
+    await merge.call(ctx.store, [{ key, policies: [entry.policy], units, now }])
+    return
+  }
+  if (entry.policy.algorithm === 'gcra') {
+    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units, now }])
+    return
+  }
+  // Without it a token bucket cannot owe: take what it holds, up to the units heard.
+  const policy = { ...entry.policy, blockMs: 0, shadow: false }
+  for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
+    const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0, now }])
+    const take = Math.min(units, peek.results[0].remaining)
+    if (take <= 0) return
+    const [charged] = await ctx.store.evaluate([{ key, policies: [policy], cost: take, now }])
+    if (charged.allowed) units -= take
+  }
+}
+
+// Split mode: hands units this region will not need to peers whose demand exceeds their
+// allotment. Each hand-over is first charged to this region's own state (atomically, like a
+// decision), and only then counted as given; the peer raises its limit when it hears of it.
+async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], now: number): Promise<TrackedEntry[]> {
+  const giving: TrackedEntry[] = []
+  for (const entry of entries) {
+    const policy = entry.policy
+    if (policy.regions !== 'split' || entry.window !== windowOf(now, policy.periodMs)) continue
+    const fields = ctx.views.fields(entry.id)
+    if (!ctx.regions.some((peer) => peer !== ctx.region && shortfall(policy.limit, ctx.regions, peer, fields) > 0)) continue
+    const regional = regionalPolicy(policy, 'split', { current: fields, previous: new Map() }, ctx.regions, ctx.region, now)
+    const charging = [{ ...regional, blockMs: 0, shadow: false }]
+    const [peek] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: 0, now }])
+    const gives = planGives({
+      limit: policy.limit,
+      regions: ctx.regions,
+      self: ctx.region,
+      fields,
+      free: peek.results[0].remaining,
+      reserve: reserveFor(entry, fields, ctx.region, now),
+    })
+    for (const [peer, units] of gives) {
+      const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: units, now }])
+      if (!charged.allowed) break
+      ctx.tracker.give(entry, peer, units)
+      ctx.counters.unitsGiven += units
+      if (!giving.includes(entry)) giving.push(entry)
+    }
+  }
+  return giving
+}
+
+// What this region expects to need for the rest of the window: its demand rate over the last
+// tick times the time left. Before a second look at the entry the rate is unknown, and nothing is
+// given: a region must not hand away units its own clients are about to ask for.
+function reserveFor(entry: TrackedEntry, fields: ReadonlyMap<string, number>, region: string, now: number): number {
+  const left = Math.max(0, (entry.window + 1) * entry.policy.periodMs - now)
+  const rate = recentDemandRate(entry, demandOf(fields, region), now)
+  return rate === undefined ? Infinity : Math.ceil(rate * left)
+}
+
+const lastDemand = new WeakMap<TrackedEntry, { demand: number; at: number }>()
+
+// The region's demand rate over the last tick (units/ms), once two observations exist.
+function recentDemandRate(entry: TrackedEntry, demand: number, now: number): number | undefined {
+  const before = lastDemand.get(entry)
+  lastDemand.set(entry, { demand, at: now })
+  if (before === undefined || now <= before.at) return undefined
+  return Math.max(0, demand - before.demand) / (now - before.at)
+}
+
+// Exchanges every entry of the tick with one peer: sends this region's copy, merges the peer's
+// answer into this process's copy (and into the region's hash at the next tick), and asks the
+// peer for units where this region is short (split).
+async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonly TrackedEntry[]): Promise<void> {
+  if (peer.pending !== undefined) {
+    // The last exchange outlived its timeout and still runs: these wait for the next tick.
+    peer.defer(tickEntries)
+    return
+  }
+  const entries = peer.withUnsent(tickEntries, MAX_PER_EXCHANGE)
+  if (!peer.connection.isReady()) {
+    if (peer.connection.isIdle()) peer.connection.connect()
+    peer.failed(entries)
+    return
+  }
+  const startedAt = ctx.clock()
+  const asks: Ask[] = []
+  try {
+    // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
+    if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
+    // The peer is the authority on its own entries: sending them back would only cost bytes.
+    const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
+    const items = entries.map((entry, i): MergeItem => ({
+      hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
+      merge: {
+        region: '',
+        origin: '',
+        entries: [],
+        fields: sent[i],
+        claim: false,
+        ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
+      },
+    }))
+    const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
+    peer.pending = merging
+    const clear = () => {
+      if (peer.pending === merging) peer.pending = undefined
+    }
+    merging.then(clear, clear)
+    const replies = await withTimeout(merging, ctx.timeoutMs)
+    entries.forEach((entry, i) => {
+      peer.sent++
+      const news = newer(ctx.views.fields(entry.id), replies[i].fields)
+      if (news.size > 0) {
+        peer.received++
+        ctx.views.merge(entry.id, news)
+        mergeInto(entry.learned, news)
+        entry.active = true
+      }
+      if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
+        asks.push(toAsk(entry))
+      }
+    })
+    if (asks.length > 0) await withTimeout(pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks), ctx.timeoutMs)
+    peer.heard(startedAt, ctx.clock())
+  } catch {
+    peer.failed(entries)
+  }
+}
+
+// Takes the asks peers left for this region and marks their entries for this tick.
+async function activateAsks(ctx: RegionContext, now: number): Promise<void> {
+  if (ctx.peers.length === 0) return
+  const asks = await popAsks(ctx.local, askKey(ctx.prefix, ctx.region))
+  for (const ask of asks) {
+    const policy = ctx.policies.get(ask.policy.name) ?? ask.policy
+    if (policy.regions !== 'split' || ask.window !== windowOf(now, policy.periodMs)) continue
+    const entry = ctx.tracker.entry(ask.key, policy, ask.window)
+    if (entry !== undefined) entry.active = true
+  }
+}
+
+function toAsk(entry: TrackedEntry): Ask {
+  return { key: entry.key, policy: entry.policy, window: entry.window }
+}
+
+// The fields of the peer's answer this process's copy lacked (or held smaller).
+function newer(mine: ReadonlyMap<string, number>, theirs: ReadonlyMap<string, number>): Map<string, number> {
+  const news = new Map<string, number>()
+  for (const [field, value] of theirs) {
+    const known = mine.get(field)
+    if (known === undefined || value > known) news.set(field, value)
+  }
+  return news
+}
+
+// The shared fields of a copy but the peer's own (u|peer, d|peer, g|peer|…).
+function fieldsFor(peer: string, fields: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const [field, value] of fields) {
+    if (!isSharedField(field)) continue
+    const second = field.indexOf('|', 2)
+    const owner = second < 0 ? field.slice(2) : field.slice(2, second)
+    if (owner !== peer) out.set(field, value)
+  }
+  return out
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms}ms`)), ms)
+    timer.unref?.()
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
