@@ -191,12 +191,14 @@ export function leaseKey(
       blocked: false,
     })
     out.push({ blockedUntil: records[i]?.blockedUntil ?? 0, state })
-    ttlMs.push(state === undefined ? 1 : ALGORITHM_BY_NAME[policy.algorithm].ttlMs(state, now, policy))
+    // Expiries are applied at their own time, to the state as it was then: it must outlive them.
+    const kept = state === undefined ? 1 : ALGORITHM_BY_NAME[policy.algorithm].ttlMs(state, now, policy)
+    ttlMs.push(Math.max(kept, ledgerTtl(lives[i], now, policy)))
   }
   for (let i = 0; i < policies.length; i++) {
     const ledger = lives[i]
     out.push({ blockedUntil: 0, state: ledger.length > 0 ? ledger : undefined })
-    ttlMs.push(ledger.length > 0 ? Math.max(1, lastExpiry(ledger) - now + settleMs(policies[i])) : 1)
+    ttlMs.push(ledgerTtl(ledger, now, policies[i]))
   }
   return { granted: grant, expiresAt, returned, allowed, results, records: out, ttlMs }
 }
@@ -267,6 +269,10 @@ function ledgerUnitsAfter(old: Ledger, at: number, now: number): number {
 function settleMs(policy: Policy): number {
   if (policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra') return Math.ceil((policy.burst * policy.periodMs) / policy.limit) + 1
   return 1
+}
+
+function ledgerTtl(ledger: Ledger, now: number, policy: Policy): number {
+  return ledger.length > 0 ? Math.max(1, lastExpiry(ledger) - now + settleMs(policy)) : 1
 }
 
 function insertLease(ledger: Ledger, id: number, expiresAt: number, units: number): void {

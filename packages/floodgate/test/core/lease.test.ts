@@ -306,4 +306,14 @@ describe('leaseKey: grants', () => {
     const exact = store.lease('k', [cell], { ...ask(0, 0), need: 1 }, START + 50)
     assert.deepEqual([exact.allowed, exact.results[0].retryAfterMs], [false, 51])
   })
+
+  it('gcra: the state outlives the leases on it, so an expiry is charged to the state as it was then', () => {
+    const cell = createPolicy({ algorithm: 'gcra', limit: 8, period: '1s', sync: 'lease' })
+    const store = new LeaseModelStore()
+    assert.equal(store.lease('k', [cell], { ...ask(0, 0), need: 6 }, START).allowed, true)
+    assert.equal(store.lease('k', [cell], { ...ask(1, 2, 2), leaseMs: 300 }, START).granted, 2)
+    // 750 ms later: 8 admitted at START, so at most 8 + 750 × 8 / 1000 = 14 in all, 6 more.
+    const admitted = Array.from({ length: 7 }, () => store.lease('k', [cell], { ...ask(0, 0), need: 1 }, START + 750).allowed)
+    assert.deepEqual(admitted, [true, true, true, true, true, true, false])
+  })
 })
