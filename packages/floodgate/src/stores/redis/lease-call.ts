@@ -6,7 +6,7 @@ import type { Policy } from '../../core/policy.js'
 import type { LeaseRequest, LeaseResponse } from '../store.js'
 import { TickBatcher } from './batcher.js'
 import type { Connection } from './connection.js'
-import { unavailable } from './connection-gate.js'
+import { ConnectionGate } from './connection-gate.js'
 import { policyKey } from './keys.js'
 import { runLeaseRunner } from './scripts.js'
 import { keySlot } from './slot.js'
@@ -30,13 +30,24 @@ interface Item {
  * Lease calls are rare next to decisions (one per block of units), so they need no lanes of their own.
  */
 export class LeaseCaller {
-  private readonly batcher = new TickBatcher<Item>((items) => this.flush(items))
+  // As decisions do: sent only over a live connection, waiting for the first one (connection-gate.ts).
+  private readonly gate: ConnectionGate<Item>
+  private readonly batcher = new TickBatcher<Item>((items) => this.gate.pass(items))
 
   constructor(
     private readonly connection: Connection,
     private readonly prefix: string,
     private readonly maxBatchSize: number,
-  ) {}
+  ) {
+    this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
+      for (const item of items) item.reject(error)
+    })
+  }
+
+  /** Refuses what still waits for a first connection (the store is closing). */
+  detach(): void {
+    this.gate.detach()
+  }
 
   lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]> {
     return Promise.all(batch.map((request) => this.one(request)))
@@ -66,11 +77,6 @@ export class LeaseCaller {
   }
 
   private send(items: Item[]): void {
-    if (!this.connection.isReady()) {
-      const error = unavailable(this.connection.status())
-      for (const item of items) item.reject(error)
-      return
-    }
     const { keys, args } = encodeLeaseCall(items.map((item) => item.request), items.flatMap((item) => item.keys))
     runLeaseRunner(this.connection, keys, args).then(
       (reply) => {
@@ -117,14 +123,14 @@ export function encodeLeaseCall(requests: readonly LeaseRequest[], keys: string[
 /** Decodes lease-runner.lua's binary reply into one response per request. */
 export function decodeLeaseReply(reply: unknown, requests: readonly LeaseRequest[]): LeaseResponse[] {
   if (!Buffer.isBuffer(reply) || reply.length < 8) throw new Error(`Floodgate: unexpected lease reply ${String(reply)}`)
-  const now = reply.readDoubleLE(0)
   let at = 8
   return requests.map((request) => {
-    const granted = reply.readDoubleLE(at)
-    const expiresAt = reply.readDoubleLE(at + 8)
-    const returned = reply[at + 16] === 1
-    const allowed = reply[at + 17] === 1
-    at += 18
+    const now = reply.readDoubleLE(at)
+    const granted = reply.readDoubleLE(at + 8)
+    const expiresAt = reply.readDoubleLE(at + 16)
+    const returned = reply[at + 24] === 1
+    const allowed = reply[at + 25] === 1
+    at += 26
     const results: PolicyResult[] = request.policies.map(() => {
       const result = {
         allowed: reply[at] === 1,

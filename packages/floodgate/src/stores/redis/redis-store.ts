@@ -218,6 +218,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
+    this.leases.detach()
     this.outage.stop()
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
     if (this.ownsClient) await this.connection.close()

@@ -8,8 +8,8 @@
 --   then the request count, and per request: now ('' = server clock), policy count, policy indexes
 --   (0-based), id, want, need, leaseMs, returnId, returnUnused.
 -- KEYS: per request, its policies' record keys, then their ledger keys (record key .. '#l').
--- Returns one binary string: the server's clock (ms) as a little-endian double; per request granted
---   and expiresAt (doubles), returned and allowed (bytes); per policy a byte allowed and remaining,
+-- Returns one binary string: the server's clock (ms) as a little-endian double; per request the now
+--   it was decided at, granted and expiresAt (doubles), returned and allowed (bytes); per policy a byte allowed and remaining,
 --   resetMs, retryAfterMs (doubles). lease-call.ts decodes it.
 
 local time = redis.call('TIME')
@@ -74,7 +74,7 @@ for _ = 1, requestCount do
     texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, lease.ttlMs[i] + lead, serverNow)
   end
   keyAt = keyAt + 2 * count
-  reply[#reply + 1] = struct.pack('<ddBB', lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)
+  reply[#reply + 1] = struct.pack('<dddBB', now, lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)
   for i = 1, count do
     local result = lease.results[i]
     reply[#reply + 1] = struct.pack('<Bddd', result.allowed and 1 or 0, result.remaining, result.resetMs, result.retryAfterMs)
