@@ -19,6 +19,8 @@ export type {
   LimitOptions,
   OnStoreError,
   PolicyDecision,
+  PoolLimiter,
   RateLimiterEvents,
   RateLimiterOptions,
 } from './limiter/types.js'
+export type { TimerHandle, Timers } from './limiter/timeout.js'

@@ -4,4 +4,3 @@
 export { RedisStore, type RedisStoreEvents, type RedisStoreOptions } from './stores/redis/redis-store.js'
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from './stores/redis/connection.js'
 export type { ClusterStartupNode } from './stores/redis/create-client.js'
-export { policyKey, escapeKeyPart } from './stores/redis/keys.js'

@@ -3,7 +3,7 @@
 import { z } from 'zod'
 import { type Decision, FloodgateError } from 'floodgate'
 import { DEFAULT_HEADER_STYLES, type HeaderList, rateLimitHeaders } from 'floodgate/http'
-import type { CheckResponse, DescriptorResult } from 'floodgate/client'
+import type { CheckResponse, DescriptorResult } from 'floodgate/api'
 import type { DecideInput, DecideResult, DescriptorInput, DescriptorOutcome, Entry } from './decide.js'
 
 /** Most descriptors one check may carry: each is a store call, so an unbounded list is a cheap flood. */

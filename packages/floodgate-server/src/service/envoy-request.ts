@@ -2,7 +2,7 @@
 
 import { z } from 'zod'
 import { FloodgateError } from 'floodgate'
-import type { EnvoyUnit } from 'floodgate/rules'
+import { ENVOY_UNITS, isEnvoyUnit, unitOfNumber } from 'floodgate/rules'
 import type { DecideInput, DescriptorInput } from './decide.js'
 
 /** A `RateLimitRequest` as @grpc/proto-loader hands it over (keepCase, enums as names, defaults filled). */
@@ -16,21 +16,7 @@ export interface GrpcRateLimitRequest {
   hits_addend: number
 }
 
-/**
- * The units of Envoy's `RateLimitUnit` enum, by name and by number. A Map, so a name such as
- * `toString` or `__proto__` is simply absent instead of reaching an object's prototype.
- */
-const UNITS_BY_NAME: ReadonlyMap<string, EnvoyUnit> = new Map<string, EnvoyUnit>([
-  ['SECOND', 'SECOND'],
-  ['MINUTE', 'MINUTE'],
-  ['HOUR', 'HOUR'],
-  ['DAY', 'DAY'],
-  ['MONTH', 'MONTH'],
-  ['YEAR', 'YEAR'],
-  ['WEEK', 'WEEK'],
-])
-const UNIT_NUMBERS: readonly string[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK']
-const UNIT_LIST = [...UNITS_BY_NAME.keys()].join(', ')
+const UNIT_LIST = ENVOY_UNITS.join(', ')
 
 /** Decider input from a gRPC request; the request's hits_addend of 0 means 1, a descriptor's means "check only". */
 export function fromGrpcRequest(request: GrpcRateLimitRequest): DecideInput {
@@ -53,8 +39,8 @@ function descriptorInput(
   const input: DescriptorInput = { entries: entries.map((e) => ({ key: e.key, value: e.value })) }
   if (hits !== undefined) input.hits = hits
   if (limit !== undefined) {
-    const name = typeof limit.unit === 'number' ? (UNIT_NUMBERS[limit.unit] ?? String(limit.unit)) : limit.unit
-    const unit = UNITS_BY_NAME.get(name)
+    const name = typeof limit.unit === 'number' ? (unitOfNumber(limit.unit) ?? (limit.unit === 0 ? 'UNKNOWN' : String(limit.unit))) : limit.unit
+    const unit = isEnvoyUnit(name) ? name : undefined
     if (unit === undefined) {
       throw new FloodgateError('INVALID_REQUEST', `descriptors[${index}].limit.unit: ${JSON.stringify(name)} is not a unit; use one of ${UNIT_LIST}`)
     }

@@ -1,7 +1,7 @@
 // Builds Envoy RLS v3 answers from decisions: the gRPC message and its protobuf-JSON form for `POST /json`.
 
 import type { Policy } from 'floodgate'
-import { UNIT_MS, type EnvoyUnit } from 'floodgate/rules'
+import { ENVOY_UNITS, UNIT_MS, type EnvoyUnit } from 'floodgate/rules'
 import type { DecideInput, DecideResult, DescriptorOutcome } from './decide.js'
 
 export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT'
@@ -87,7 +87,7 @@ export const UNLIMITED_REMAINING = 4_294_967_295
  */
 export function envoyLimitOf(policy: Policy, name: string): RlsRateLimit {
   let best: RlsUnit = 'SECOND'
-  for (const unit of Object.keys(UNIT_MS) as RlsUnit[]) {
+  for (const unit of ENVOY_UNITS) {
     if (Math.abs(Math.log(UNIT_MS[unit] / policy.periodMs)) < Math.abs(Math.log(UNIT_MS[best] / policy.periodMs))) best = unit
   }
   const perUnit = Math.max(1, Math.round((policy.limit * UNIT_MS[best]) / policy.periodMs))

@@ -3,7 +3,8 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { toMilliseconds, type ClientDuration } from './duration.js'
-import type { CheckRequest, CheckResponse, CheckResult } from './types.js'
+import type { CheckRequest, CheckResponse } from '../api/check.js'
+import type { CheckResult } from './types.js'
 
 export interface FloodgateClientOptions {
   /** Base URL of the service's HTTP API, e.g. `http://127.0.0.1:8080`. */

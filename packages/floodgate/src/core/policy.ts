@@ -4,6 +4,10 @@ import { parseDuration, formatDuration, type Duration } from './duration.js'
 import { FloodgateError } from './errors.js'
 import { SYNC_DEFAULTS, SYNC_MODES, syncRefusal, type SyncMode } from './sync.js'
 
+/**
+ * The algorithms, by name: the one list of them. The registry (`algorithms/index.ts`) and the Redis
+ * key tags map each of these names, checked by the compiler; the Lua scripts are read by these names.
+ */
 export const ALGORITHMS = [
   'fixed-window',
   'sliding-window',

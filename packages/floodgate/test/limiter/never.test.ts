@@ -2,7 +2,7 @@
 
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { ALGORITHMS, createPolicies, type PolicyOptions } from '../../src/core/policy.js'
+import { ALGORITHMS, type PolicyOptions } from '../../src/core/policy.js'
 import { RateLimiter } from '../../src/limiter/rate-limiter.js'
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import { rateLimitHeaders } from '../../src/http/headers.js'

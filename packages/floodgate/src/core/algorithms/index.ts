@@ -1,4 +1,5 @@
-// The registry of algorithms by name: the only place that lists them.
+// The registry: each algorithm name of core/policy.ts's ALGORITHMS (the one list of names) mapped to
+// its module. A Record over AlgorithmName, so the compiler rejects a name left out or unknown.
 
 import type { AlgorithmName } from '../policy.js'
 import type { Algorithm } from './types.js'
