@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
+import type { EvaluateRequest, EvaluateResponse, MergeRequest, MergeResponse, Store, SubmitCallback } from '../store.js'
 import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
@@ -11,6 +11,7 @@ import { ConnectionGate, unavailable } from './connection-gate.js'
 import { createClient, type ClusterStartupNode } from './create-client.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
+import { mergeOnRedis } from './merge-calls.js'
 import { Outage } from './outage.js'
 import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
@@ -183,6 +184,14 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     const problem = requestProblem(request)
     if (problem !== undefined) return done(invalidRequest(problem))
     this.queue(request, done)
+  }
+
+  /**
+   * Merges units into keys' records (see Store.merge): one merge-runner.lua call per server (per
+   * Cluster master), of at most maxBatchSize requests each, on the server's clock.
+   */
+  merge(batch: readonly MergeRequest[]): Promise<MergeResponse[]> {
+    return mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize)
   }
 
   /** Deletes the state (counters and blocks) of every given policy of `key`. */
