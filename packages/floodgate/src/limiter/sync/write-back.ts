@@ -38,6 +38,18 @@ export interface WriteBackOptions {
   origin?: string
 }
 
+/** What write-back has done since it started, for metrics and tests. */
+export interface WriteBackStats {
+  /** Store calls sent (flushes and reads). */
+  calls: number
+  /** Of them, those that failed or timed out (their units were kept and sent again). */
+  failed: number
+  /** Requests the store answered as replays: units it had taken before, from a send whose answer was lost. */
+  replays: number
+  /** New keys refused because every held key had units to send (WRITE_BACK_FULL). */
+  refused: number
+}
+
 /** What one local decision answers: the store's shape, with the path that decided it. */
 export interface WriteBackResponse extends EvaluateResponse {
   source: 'write-back'
@@ -68,6 +80,7 @@ const DEFAULT_TIMERS: WriteBackTimers = {
  */
 export class WriteBack {
   readonly origin: string
+  readonly stats: WriteBackStats = { calls: 0, failed: 0, replays: 0, refused: 0 }
   private readonly store: Store & Required<Pick<Store, 'merge'>>
   private readonly instances: number
   private readonly maxKeys: number
@@ -119,6 +132,11 @@ export class WriteBack {
     return units
   }
 
+  /** The store's records for the key as its last answer had them (every instance's units then), or undefined. */
+  synced(key: string, policies: readonly Policy[]): PolicyRecord[] | undefined {
+    return this.entries.get(this.idOf(key, policies))?.synced?.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
+  }
+
   /** The store's clock as this instance estimates it. */
   now(): number {
     return this.clock() + this.offset
@@ -132,6 +150,7 @@ export class WriteBack {
     if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
     const entry = this.entries.get(this.idOf(key, policies)) ?? this.admitKey(key, policies)
     if (entry === undefined) {
+      this.stats.refused++
       return done(new FloodgateError(
         'WRITE_BACK_FULL',
         `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); this key is decided by onStoreError`,
@@ -237,6 +256,7 @@ export class WriteBack {
 
   private send(batch: Entry[]): Promise<void> {
     const call = ++this.calls
+    this.stats.calls++
     const requests: MergeRequest[] = batch.map((entry) => {
       entry.inFlight = call
       const outbox = entry.outbox
@@ -268,6 +288,7 @@ export class WriteBack {
   private settle(call: number, batch: Entry[], responses: MergeResponse[] | undefined): void {
     const receivedAt = this.clock()
     this.storeDown = responses === undefined
+    if (responses === undefined) this.stats.failed++
     if (responses !== undefined && responses.length > 0) this.offset = responses[0].now - receivedAt
     for (let i = 0; i < batch.length; i++) {
       const entry = batch[i]
@@ -275,6 +296,7 @@ export class WriteBack {
       entry.inFlight = 0
       const response = responses?.[i]
       if (response !== undefined) {
+        if (!response.applied) this.stats.replays++
         // Confirmed: the store holds the outbox's units now (this time, or in an earlier send).
         entry.outbox = undefined
         applySynced(entry, ownRecords(response.records), response.now, receivedAt)

@@ -153,6 +153,7 @@ describe('write-back sync', () => {
     f.links[0].mode = 'ok'
     await f.instances[0].flush() // the lost batch again: skipped by the store, answered with the state
     await f.instances[0].flush() // the unit admitted meanwhile
+    assert.equal(f.instances[0].stats.replays, 1)
     assert.equal(f.instances[0].unsynced, 0)
     const stored = f.store.evaluateOne(KEY, policies, 0)
     assert.equal(stored.results[0].remaining, 100 - 11)
