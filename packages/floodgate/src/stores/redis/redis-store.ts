@@ -76,6 +76,12 @@ interface Pending extends CallRequest {
   readonly done: SubmitCallback
 }
 
+/** A merge waiting for the connection gate: sent, or refused. */
+interface GatedMerge {
+  run(): void
+  refuse(error: Error): void
+}
+
 /** One script call, encoded: its requests in the order the script decides them. */
 interface Call {
   readonly items: Pending[]
@@ -115,6 +121,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private readonly ownsClient: boolean
   private readonly maxBatchSize: number
   private readonly gate: ConnectionGate<Pending>
+  // Merges pass the same gate as decisions (waiting for the first connection), on their own.
+  private readonly mergeGate: ConnectionGate<GatedMerge>
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
   // One per server (Cluster: per master; per slot while the slot map is unknown).
   private readonly lanes = new Map<string, Lane<Pending>>()
@@ -148,6 +156,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.ownsClient = owned
     this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
       for (const item of items) answer(item, error)
+    })
+    this.mergeGate = new ConnectionGate<GatedMerge>(connection, (items) => {
+      for (const item of items) item.run()
+    }, (items, error) => {
+      for (const item of items) item.refuse(error)
     })
     this.outage = new Outage(connection, { unavailable: (error) => this.emit('unavailable', error), available: () => this.emit('available') })
     this.unsubscribe.push(
@@ -191,7 +204,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
    * Cluster master), of at most maxBatchSize requests each, on the server's clock.
    */
   merge(batch: readonly MergeRequest[]): Promise<MergeResponse[]> {
-    return mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize)
+    return new Promise((resolve, reject) => {
+      this.mergeGate.pass([{ run: () => mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize).then(resolve, reject), refuse: reject }])
+    })
   }
 
   /** Deletes the state (counters and blocks) of every given policy of `key`. */
@@ -218,6 +233,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
+    this.mergeGate.detach()
     this.outage.stop()
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
     if (this.ownsClient) await this.connection.close()
