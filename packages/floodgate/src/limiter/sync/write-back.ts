@@ -105,6 +105,8 @@ export class WriteBack {
   private closed = false
   // The last call to the store failed: decisions stop waiting for reads until one succeeds.
   private storeDown = false
+  // Keys waiting for this turn's read call.
+  private reads: Entry[] = []
 
   constructor(options: WriteBackOptions) {
     const store = options.store
@@ -246,12 +248,22 @@ export class WriteBack {
   }
 
   // Asks the store for the key's state now (with its units, if it has some), then answers its waiters.
+  // Reads of one event-loop turn go as one call, as decisions do in RedisStore.
   private read(entry: Entry): void {
     if (entry.outbox === undefined && entry.pending !== 0) {
       entry.outbox = { units: entry.pending, seq: ++this.seq }
       entry.pending = 0
     }
-    void this.send([entry])
+    // Marked as carried now, so no flush sends it meanwhile.
+    entry.inFlight = -1
+    this.reads.push(entry)
+    if (this.reads.length === 1) setImmediate(this.sendReads)
+  }
+
+  private readonly sendReads = (): void => {
+    const reads = this.reads
+    this.reads = []
+    void this.send(reads)
   }
 
   private send(batch: Entry[]): Promise<void> {

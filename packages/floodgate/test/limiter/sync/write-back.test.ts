@@ -179,6 +179,7 @@ describe('write-back sync', () => {
     const f = fleet(1)
     f.links[0].mode = 'hang'
     const first = new Promise<boolean>((resolve) => f.instances[0].decide(KEY, policies, 1, (_, response) => resolve(response!.allowed)))
+    await settle() // the read goes at the end of the turn
     f.time.advance(100) // the key's first read times out: decided from a fresh copy
     assert.equal(await first, true)
     const flushing = f.instances[0].flush()
