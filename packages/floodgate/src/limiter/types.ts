@@ -3,6 +3,7 @@
 import type { Duration } from '../core/duration.js'
 import type { AlgorithmName, Policy, PolicyOptions } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
+import type { Timers } from './timeout.js'
 
 /** Which path produced a decision. */
 export type DecisionSource =
@@ -108,10 +109,27 @@ export interface RateLimiterOptions {
   breaker?: { failures?: number; cooldown?: Duration }
   /** In-process cache of keys known to be over their limit; `false` disables it. */
   denyCache?: { maxKeys?: number } | false
-  /** For `elastic` policies: the shared pool that says whether the system has spare capacity. */
-  pool?: { limiter: { limit(key: string, options?: LimitOptions): Promise<Decision> }; key?: string }
+  /**
+   * For `elastic` policies: the shared pool that says whether the system has spare capacity (a
+   * RateLimiter; one that `canLimitSync` is asked synchronously), and the key it is asked with
+   * (default 'elastic-pool').
+   */
+  pool?: { limiter: PoolLimiter; key?: string }
   /** Milliseconds since the epoch for the deny cache, breaker and local fallback (default `Date.now`); tests inject one. */
   clock?: () => number
+  /**
+   * The monotonic clock and timer the store timeout runs on (default `performance.now()` and
+   * `setTimeout`). Tests inject manual ones, so that no timeout races the machine's load.
+   */
+  timers?: Timers
+}
+
+/** What the elastic pool must offer: a RateLimiter does. */
+export interface PoolLimiter {
+  limit(key: string, options?: LimitOptions): Promise<Decision>
+  limitSync?(key: string, options?: LimitOptions): Decision
+  /** True when `limitSync` answers for the pool's policies (then it is used). */
+  readonly canLimitSync?: boolean
 }
 
 /** Events a RateLimiter emits, for metrics and logs. */
