@@ -8,10 +8,12 @@ import type { Policy } from '../../core/policy.js'
 import type { EvaluateResponse, MergeRequest, MergeResponse, Store } from '../../stores/store.js'
 import { applySynced, createEntry, decideLocally, isClean, type Entry } from './write-back-entry.js'
 
-/** Timers write-back uses (its flush ticks and its store-call timeouts); tests inject their own. */
+/**
+ * The timer write-back uses for its flush ticks and its store-call timeouts (the limiter's `timers`
+ * fit); tests inject their own. A timer is never cancelled: one that is no longer wanted does nothing.
+ */
 export interface WriteBackTimers {
-  setTimeout(callback: () => void, ms: number): unknown
-  clearTimeout(handle: unknown): void
+  setTimeout(callback: () => void, ms: number): { unref?(): unknown }
 }
 
 export interface WriteBackOptions {
@@ -55,16 +57,7 @@ export interface WriteBackResponse extends EvaluateResponse {
   source: 'write-back'
 }
 
-const DEFAULT_TIMERS: WriteBackTimers = {
-  setTimeout(callback, ms) {
-    const handle = setTimeout(callback, ms)
-    handle.unref()
-    return handle
-  },
-  clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout)
-  },
-}
+const DEFAULT_TIMERS: WriteBackTimers = { setTimeout: (callback, ms) => setTimeout(callback, ms) }
 
 /**
  * Decides keys from local copies and keeps the copies in step with the store.
@@ -99,7 +92,9 @@ export class WriteBack {
   // The store's clock less ours, as the last answer showed: decisions read the store's time.
   private offset = 0
   private tickMs = Infinity
-  private timer: unknown
+  // The flush timer armed last and when it falls due; an earlier one that fires later does nothing.
+  private timer = 0
+  private timerCount = 0
   private timerDueAt = Infinity
   private flushing: Promise<void> | undefined
   private closed = false
@@ -199,8 +194,7 @@ export class WriteBack {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer)
-    this.timer = undefined
+    this.timer = 0
     if (this.flushing !== undefined) await this.flushing
     await this.flush()
   }
@@ -278,14 +272,13 @@ export class WriteBack {
     })
     return new Promise<void>((resolve) => {
       let settled = false
-      const timer = this.timers.setTimeout(() => settle(undefined), this.timeoutMs)
       const settle = (responses: MergeResponse[] | undefined): void => {
         if (settled) return
         settled = true
-        this.timers.clearTimeout(timer)
         this.settle(call, batch, responses)
         resolve()
       }
+      this.timers.setTimeout(() => settle(undefined), this.timeoutMs).unref?.()
       let pending: Promise<MergeResponse[]>
       try {
         pending = this.store.merge(requests)
@@ -326,23 +319,26 @@ export class WriteBack {
   // Puts the entry in the next flush, and makes sure a flush is scheduled within its interval.
   private markDirty(entry: Entry): void {
     this.dirty.add(entry)
-    if (this.closed || (this.timer !== undefined && entry.flushMs >= this.tickMs)) return
+    if (this.closed || (this.timer !== 0 && entry.flushMs >= this.tickMs)) return
     if (entry.flushMs < this.tickMs) this.tickMs = entry.flushMs
     const dueAt = this.clock() + this.tickMs
-    if (this.timer !== undefined && this.timerDueAt <= dueAt) return
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer)
-    this.timerDueAt = dueAt
-    this.timer = this.timers.setTimeout(this.tick, this.tickMs)
+    if (this.timer !== 0 && this.timerDueAt <= dueAt) return
+    this.arm(dueAt)
   }
 
-  private readonly tick = (): void => {
-    this.timer = undefined
+  private arm(dueAt: number): void {
+    const timer = ++this.timerCount
+    this.timer = timer
+    this.timerDueAt = dueAt
+    this.timers.setTimeout(() => this.tick(timer), this.tickMs).unref?.()
+  }
+
+  private tick(timer: number): void {
+    if (timer !== this.timer) return
+    this.timer = 0
     this.timerDueAt = Infinity
     void this.flush().then(() => {
-      if (this.dirty.size > 0 && !this.closed && this.timer === undefined) {
-        this.timerDueAt = this.clock() + this.tickMs
-        this.timer = this.timers.setTimeout(this.tick, this.tickMs)
-      }
+      if (this.dirty.size > 0 && !this.closed && this.timer === 0) this.arm(this.clock() + this.tickMs)
     })
   }
 

@@ -17,14 +17,10 @@ export class SimTime implements WriteBackTimers {
 
   readonly clock = (): number => this.now
 
-  setTimeout(callback: () => void, ms: number): unknown {
+  setTimeout(callback: () => void, ms: number): object {
     const id = ++this.ids
     this.timers.push({ at: this.now + ms, callback, id })
-    return id
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.timers = this.timers.filter((timer) => timer.id !== handle)
+    return {}
   }
 
   /** Moves the clock and runs the timers that fall due, in order. */
