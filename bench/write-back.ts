@@ -1,11 +1,11 @@
-// The write-back rows of `npm run bench:redis`: write-back sync on 10k keys and on one hot key, run in
-// the same interleaved rounds as the exact mode and the peers, then its over-admission on one hot key
-// across four instances measured beside the bound of docs/sync.md.
+// The write-back rows of `npm run bench:redis`: a RateLimiter with sync: 'write-back' on 10k keys and on
+// one hot key, run in the same interleaved rounds as the exact mode and the peers, then its
+// over-admission on one hot key across four instances measured beside the bound of docs/sync.md.
 
 import type { Redis } from 'ioredis'
+import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
-import { WriteBack } from '../packages/floodgate/src/limiter/sync/write-back.js'
-import { createPolicies, type Policy } from '../packages/floodgate/src/core/policy.js'
+import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
 import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
@@ -27,13 +27,16 @@ export interface WriteBackBenchContext {
 export const WRITE_BACK_10K = 'write-back gcra, 10k keys'
 export const WRITE_BACK_HOT = 'write-back gcra, 1 hot key'
 
-/** A write-back instance on its own client, deciding like a limiter would; `onCall` hears every store call's duration. */
+/**
+ * One instance: a RateLimiter with its own client and RedisStore (and so its own write-back copies
+ * and origin), deciding `policy`; `onCall` hears the duration of every store call (flushes and reads).
+ */
 function instance(
   context: WriteBackBenchContext,
-  policies: readonly Policy[],
+  policy: PolicyOptions,
   instances = 1,
   onCall: (ms: number) => void = () => {},
-): { writeBack: WriteBack; decide: (key: string) => Promise<boolean> } {
+): { decide: (key: string) => Promise<boolean> } {
   const redisStore = new RedisStore({ client: context.newClient() })
   const store: Store = {
     merge(batch: readonly MergeRequest[]) {
@@ -44,21 +47,26 @@ function instance(
     reset: (key, set) => redisStore.reset(key, set),
     close: () => redisStore.close(),
   }
-  const writeBack = new WriteBack({ store, instances, timeoutMs: 5_000 })
+  // The timeout is generous so that a busy machine measures throughput, not fallbacks.
+  const limiter = new RateLimiter({ store, policies: [policy], instances, timeout: '5s' })
   context.onClose(async () => {
-    await writeBack.close()
+    await limiter.close()
     await redisStore.close()
   })
-  const decide = (key: string): Promise<boolean> =>
-    new Promise((resolve, reject) => writeBack.decide(key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed))))
-  return { writeBack, decide }
+  const decide = async (key: string): Promise<boolean> => {
+    const decision = await limiter.limit(key)
+    // A decision write-back did not make (a refused key, a fallback) would flatter the row.
+    if (decision.source !== 'write-back') throw new Error(`decision came from ${decision.source}`)
+    return decision.allowed
+  }
+  return { decide }
 }
 
 /** The write-back contenders: the same load as the exact rows (every request admitted), on 10k keys and on one key. */
 export function writeBackContenders(context: WriteBackBenchContext): Contender[] {
-  const policies = createPolicies([{ algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'write-back' }])
+  const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'write-back' }
   const contender = (name: string, keyOf: (round: number, i: number) => string): Contender => {
-    const { decide } = instance(context, policies)
+    const { decide } = instance(context, policy)
     let round = 0
     return {
       name,
@@ -115,12 +123,11 @@ export async function printWriteBackOverAdmission(context: WriteBackBenchContext
   for (const flushMs of [20, 50, 100]) {
     const instances = 4
     const rate = 20_000 // per second
-    const policies = createPolicies([{ algorithm: 'gcra', limit: rate, burst: 2_000, period: '1s', sync: 'write-back', flushMs }])
+    const burst = 2_000
+    const policy: PolicyOptions = { algorithm: 'gcra', limit: rate, burst, period: '1s', sync: 'write-back', flushMs }
     let slowestCallMs = 0
-    const fleet = Array.from({ length: instances }, () => instance(context, policies, instances, (ms) => (slowestCallMs = Math.max(slowestCallMs, ms))))
+    const fleet = Array.from({ length: instances }, () => instance(context, policy, instances, (ms) => (slowestCallMs = Math.max(slowestCallMs, ms))))
     const key = `wb-over-${flushMs}-${Date.now()}`
-    // Every instance reads the key first, so the run starts with all four holding a copy.
-    await Promise.all(fleet.map(({ writeBack }) => new Promise<void>((resolve) => writeBack.decide(key, policies, 0, () => resolve()))))
     let admitted = 0
     let decisions = 0
     const started = performance.now()
@@ -134,8 +141,7 @@ export async function printWriteBackOverAdmission(context: WriteBackBenchContext
       },
     })))
     const elapsedMs = performance.now() - started
-    const policy = policies[0]
-    const allowed = policy.burst + (rate * elapsedMs) / 1000
+    const allowed = burst + (rate * elapsedMs) / 1000
     const bound = instances * 1 + (rate * (flushMs + 2 * slowestCallMs)) / 1000
     rows.push([
       `${flushMs} ms`,
