@@ -87,7 +87,14 @@ async function main(): Promise<void> {
     console.log(`Floodgate Redis bench: redis-server ${await serverVersion(newClient())} on ${server.url}`)
     console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
     const writeBack: WriteBackBenchContext = {
-      callers: CALLERS, keys: KEYS, roundMs: ROUND_MS, maxOpsPerRound: MAX_OPS_PER_ROUND, limit: LIMIT, periodS: PERIOD_S, newClient, counted,
+      callers: CALLERS,
+      keys: KEYS,
+      roundMs: ROUND_MS,
+      maxOpsPerRound: MAX_OPS_PER_ROUND,
+      limit: LIMIT,
+      periodS: PERIOD_S,
+      newClient,
+      counted,
       onClose: (close) => closers.push(close),
     }
     const contenders = [

@@ -126,7 +126,10 @@ export async function printWriteBackOverAdmission(context: WriteBackBenchContext
     const burst = 2_000
     const policy: PolicyOptions = { algorithm: 'gcra', limit: rate, burst, period: '1s', sync: 'write-back', flushMs }
     let slowestCallMs = 0
-    const fleet = Array.from({ length: instances }, () => instance(context, policy, instances, (ms) => (slowestCallMs = Math.max(slowestCallMs, ms))))
+    const onCall = (ms: number): void => {
+      slowestCallMs = Math.max(slowestCallMs, ms)
+    }
+    const fleet = Array.from({ length: instances }, () => instance(context, policy, instances, onCall))
     const key = `wb-over-${flushMs}-${Date.now()}`
     let admitted = 0
     let decisions = 0

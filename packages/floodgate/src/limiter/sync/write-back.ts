@@ -106,7 +106,10 @@ export class WriteBack {
   constructor(options: WriteBackOptions) {
     const store = options.store
     if (typeof store?.merge !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', "store: write-back sync needs a store with merge() (MemoryStore, RedisStore); this one has none")
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'store: write-back sync needs a store with merge() (MemoryStore, RedisStore); this one has none',
+      )
     }
     this.store = store as Store & Required<Pick<Store, 'merge'>>
     this.instances = wholeAtLeast(options.instances ?? 1, 1, 'instances')
@@ -131,7 +134,8 @@ export class WriteBack {
 
   /** The store's records for the key as its last answer had them (every instance's units then), or undefined. */
   synced(key: string, policies: readonly Policy[]): PolicyRecord[] | undefined {
-    return this.entries.get(this.idOf(key, policies))?.synced?.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
+    const synced = this.entries.get(this.idOf(key, policies))?.synced
+    return synced === undefined ? undefined : ownRecords(synced)
   }
 
   /** The store's clock as this instance estimates it. */
@@ -150,7 +154,8 @@ export class WriteBack {
       this.stats.refused++
       return done(new FloodgateError(
         'WRITE_BACK_FULL',
-        `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); this key is decided by onStoreError`,
+        `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); ` +
+          'this key is decided by onStoreError',
       ))
     }
     const waiters = entry.waiters

@@ -21,7 +21,12 @@ interface Item extends MergeCallRequest {
  * rejected if any call fails (a merge with origin and seq may then be sent again: what a failed call
  * applied is not applied twice).
  */
-export async function mergeOnRedis(connection: Connection, prefix: string, batch: readonly MergeRequest[], maxBatchSize: number): Promise<MergeResponse[]> {
+export async function mergeOnRedis(
+  connection: Connection,
+  prefix: string,
+  batch: readonly MergeRequest[],
+  maxBatchSize: number,
+): Promise<MergeResponse[]> {
   if (!Array.isArray(batch as unknown)) throw new FloodgateError('INVALID_REQUEST', 'batch must be an array of merge requests')
   for (const request of batch) {
     const problem = mergeRequestProblem(request)
@@ -45,7 +50,9 @@ export async function mergeOnRedis(connection: Connection, prefix: string, batch
   for (const group of groups.values()) {
     // Each slot's requests together (one MGET each), then cut into calls.
     group.sort((a, b) => a.slot - b.slot || a.index - b.index)
-    for (let from = 0; from < group.length; from += maxBatchSize) calls.push(mergeCall(connection, group.slice(from, from + maxBatchSize), responses))
+    for (let from = 0; from < group.length; from += maxBatchSize) {
+      calls.push(mergeCall(connection, group.slice(from, from + maxBatchSize), responses))
+    }
   }
   await Promise.all(calls)
   return responses

@@ -205,7 +205,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
    */
   merge(batch: readonly MergeRequest[]): Promise<MergeResponse[]> {
     return new Promise((resolve, reject) => {
-      this.mergeGate.pass([{ run: () => mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize).then(resolve, reject), refuse: reject }])
+      const run = (): void => {
+        mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize).then(resolve, reject)
+      }
+      this.mergeGate.pass([{ run, refuse: reject }])
     })
   }
 

@@ -33,9 +33,10 @@ after(async () => {
 
 // A day's window and a bucket that refills once a day: one budget for the whole run, wherever the
 // wall clock stands, so the only way past the limit is what the instances did not know of each other.
+const HOT = { name: 'hot', period: '1d', sync: 'write-back', flushMs: FLUSH_MS } as const
 const CASES: { name: string; policy: PolicyOptions }[] = [
-  { name: 'fixed-window', policy: { name: 'hot', algorithm: 'fixed-window', limit: LIMIT, period: '1d', sync: 'write-back', flushMs: FLUSH_MS } },
-  { name: 'gcra', policy: { name: 'hot', algorithm: 'gcra', limit: 1, burst: LIMIT, period: '1d', sync: 'write-back', flushMs: FLUSH_MS } },
+  { name: 'fixed-window', policy: { ...HOT, algorithm: 'fixed-window', limit: LIMIT } },
+  { name: 'gcra', policy: { ...HOT, algorithm: 'gcra', limit: 1, burst: LIMIT } },
 ]
 
 for (const { name, policy } of CASES) {
@@ -58,7 +59,8 @@ for (const { name, policy } of CASES) {
     const bound = LIMIT + WORKERS * 1 + unknown / WORKERS
     const maxCallMs = Math.max(...reports.map((report) => report.maxCallMs))
     t.diagnostic(
-      `admitted ${admitted} of ${LIMIT} (over ${admitted - LIMIT}); bound ${bound.toFixed(1)}; per worker ${reports.map((r) => r.admitted).join('+')}; ` +
+      `admitted ${admitted} of ${LIMIT} (over ${admitted - LIMIT}); bound ${bound.toFixed(1)}; ` +
+        `per worker ${reports.map((r) => r.admitted).join('+')}; ` +
         `views at last admission ${reports.map((r) => r.viewAtLastAdmission).join(', ')}; slowest store call ${maxCallMs.toFixed(1)} ms; ` +
         `instances × limit would be ${WORKERS * LIMIT}; calls ${reports.map((r) => r.stats.calls).join('+')}`,
     )

@@ -15,7 +15,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const policies = createPolicies([{ algorithm: 'fixed-window', limit: 1_000_000, period: '1d', sync: 'write-back', flushMs: 20 }])
 
 function decide(writeBack: WriteBack, key: string): Promise<boolean> {
-  return new Promise((resolve, reject) => writeBack.decide(key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed))))
+  return new Promise((resolve, reject) => {
+    writeBack.decide(key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed)))
+  })
 }
 
 async function storedCount(store: RedisStore, key: string): Promise<number> {

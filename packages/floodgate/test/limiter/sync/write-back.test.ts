@@ -32,7 +32,13 @@ function fleet(count: number, options: { instances?: number; maxKeys?: number } 
 }
 
 /** Decides and waits for the answer (a cold key's first decision waits for the store). */
-async function decide(writeBack: WriteBack, policies: readonly Policy[], cost: number, key = KEY, time?: SimTime): Promise<WriteBackResponse> {
+async function decide(
+  writeBack: WriteBack,
+  policies: readonly Policy[],
+  cost: number,
+  key = KEY,
+  time?: SimTime,
+): Promise<WriteBackResponse> {
   let answer: WriteBackResponse | undefined
   let failure: unknown
   writeBack.decide(key, policies, cost, (error, response) => {
@@ -65,9 +71,21 @@ async function drain(f: Fleet): Promise<void> {
 const stepArbitrary = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc.record({ kind: fc.constant('decide' as const), at: fc.nat(3), cost: fc.integer({ min: 1, max: 3 }), times: fc.integer({ min: 1, max: 12 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('decide' as const),
+      at: fc.nat(3),
+      cost: fc.integer({ min: 1, max: 3 }),
+      times: fc.integer({ min: 1, max: 12 }),
+    }),
   },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('flush' as const), at: fc.nat(3), mode: fc.constantFrom<CallMode>('ok', 'ok', 'ok', 'fail', 'lost', 'hang') }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('flush' as const),
+      at: fc.nat(3),
+      mode: fc.constantFrom<CallMode>('ok', 'ok', 'ok', 'fail', 'lost', 'hang'),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 150 }) }) },
 )
 
@@ -198,7 +216,8 @@ describe('write-back sync', () => {
     await decide(f.instances[0], policies, 1, 'b')
     await decide(f.instances[0], policies, 1, 'c') // a is clean: replaced
     assert.equal(f.instances[0].size, 2)
-    await assert.rejects(decide(f.instances[0], policies, 1, 'd'), (error: unknown) => error instanceof FloodgateError && error.code === 'WRITE_BACK_FULL')
+    const full = (error: unknown) => error instanceof FloodgateError && error.code === 'WRITE_BACK_FULL'
+    await assert.rejects(decide(f.instances[0], policies, 1, 'd'), full)
     await f.instances[0].flush()
     await decide(f.instances[0], policies, 1, 'd')
   })

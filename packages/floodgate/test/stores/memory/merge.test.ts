@@ -66,10 +66,11 @@ describe('MemoryStore.merge', () => {
       [{ key: 'k', policies, units: 1.5 }, /units must be a whole number/],
       [{ key: 'k', policies, units: 1, origin: 'a' }, /origin and seq go together/],
       [{ key: 'k', policies, units: 1, origin: 'a', seq: -1 }, /seq must be a whole number ≥ 0/],
-      [{ key: 'k', policies: createPolicies([{ algorithm: 'sliding-log', limit: 1, period: '1s' }]), units: 1 }, /cannot be merged: .*every timestamp/],
+      [{ key: 'k', policies: createPolicies([{ algorithm: 'sliding-log', limit: 1, period: '1s' }]), units: 1 }, /every timestamp/],
     ] as const
     for (const [request, message] of bad) {
-      await assert.rejects(store.merge([request as never]), (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && message.test(error.message))
+      const refused = (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && message.test(error.message)
+      await assert.rejects(store.merge([request as never]), refused)
     }
     assert.equal(store.size, 0)
   })

@@ -50,13 +50,23 @@ const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
     blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
   })
 
+const poolArbitrary = fc.tuple(policyOptions('p0'), policyOptions('p1'), policyOptions('p2'))
+
 const stepArbitrary = fc.record({
   kind: fc.constantFrom('merge', 'merge', 'merge', 'decide', 'replay'),
   key: fc.constantFrom('alice', 'bob', 'x{y}:%'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 3 }),
-  units: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 12 }) }, { weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: -4, max: -1 }) }),
+  units: fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 1, max: 12 }) },
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: -4, max: -1 }) },
+  ),
   origin: fc.constantFrom(undefined, 'east', 'west'),
-  advance: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 }, { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 1 }),
+  advance: fc.oneof(
+    { arbitrary: fc.constant(0), weight: 3 },
+    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
+    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 1 },
+  ),
   sameCall: fc.boolean(),
 })
 
@@ -79,7 +89,7 @@ test(`random merge traces give the same records in Redis and in memory (${MERGEA
   // Ahead of the server clock, as equivalence.test.ts: Redis never expires a record the memory store holds.
   const start = Date.now() + 86_400_000
   await fc.assert(
-    fc.asyncProperty(fc.tuple(policyOptions('p0'), policyOptions('p1'), policyOptions('p2')), fc.array(stepArbitrary, { minLength: 1, maxLength: 50 }), async (pool, steps) => {
+    fc.asyncProperty(poolArbitrary, fc.array(stepArbitrary, { minLength: 1, maxLength: 50 }), async (pool, steps) => {
       await client.flushdb()
       const policies: Policy[] = pool.map((options) => createPolicy(options))
       const memory = new MemoryStore()
@@ -98,7 +108,9 @@ test(`random merge traces give the same records in Redis and in memory (${MERGEA
           const where = `merge ${r + 1} of ${sent.length} ${JSON.stringify({ ...sent[r], policies: sent[r].policies.map((p) => p.name) })}`
           assert.equal(fromRedis[r].applied, fromMemory[r].applied, `applied, ${where}`)
           assert.equal(fromRedis[r].now, fromMemory[r].now)
-          sent[r].policies.forEach((policy, i) => assertSameRecord(fromRedis[r].records[i], fromMemory[r].records[i], policy, sent[r].now!, `${policy.name}, ${where}`))
+          sent[r].policies.forEach((policy, i) => {
+            assertSameRecord(fromRedis[r].records[i], fromMemory[r].records[i], policy, sent[r].now!, `${policy.name}, ${where}`)
+          })
         }
       }
       for (const step of steps) {
