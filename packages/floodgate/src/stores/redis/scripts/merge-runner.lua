@@ -86,8 +86,9 @@ for _ = 1, requests do
     end
     local seenKey = key .. ':wb'
     local take = units
+    local last = false
     if origin ~= '' then
-      local last = redis.call('HGET', seenKey, origin)
+      last = redis.call('HGET', seenKey, origin)
       if last and seq <= tonumber(last) then
         take = 0
         applied = false
@@ -100,16 +101,17 @@ for _ = 1, requests do
       local written = writeRecord(key, text, expiresAt, blockedUntil, state, ttl + lead, serverNow)
       texts[key] = written
       if origin ~= '' then
-        if redis.call('HSETNX', seenKey, origin, seq) == 1 then
-          -- A new origin: past MAX_ORIGINS the record forgets them all and starts again (key-entry.ts).
-          if redis.call('HLEN', seenKey) > MAX_ORIGINS then
-            redis.call('DEL', seenKey)
-            redis.call('HSET', seenKey, origin, seq)
-          end
-        else
+        redis.call('HSET', seenKey, origin, seq)
+        -- A new origin: past MAX_ORIGINS the record forgets them all and starts again (key-entry.ts).
+        if not last and redis.call('HLEN', seenKey) > MAX_ORIGINS then
+          redis.call('DEL', seenKey)
           redis.call('HSET', seenKey, origin, seq)
         end
-        if written then redis.call('PEXPIREAT', seenKey, string.format('%.0f', struct.unpack('<d', written, 2))) end
+        -- The hash expires with its record; writeRecord mostly keeps the record's expiry, and then so does this.
+        local keptUntil = written and struct.unpack('<d', written, 2)
+        if keptUntil and (keptUntil ~= expiresAt or not last) then
+          redis.call('PEXPIREAT', seenKey, string.format('%.0f', keptUntil))
+        end
       end
     end
     if state == nil then
