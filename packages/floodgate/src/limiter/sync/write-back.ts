@@ -145,7 +145,8 @@ export class WriteBack {
 
   /**
    * Decides `cost` for `key` (> 0 charges, 0 peeks, < 0 refunds) and calls `done` once, synchronously
-   * when the key is held and fresh. `done(error)` only for WRITE_BACK_FULL or a closed instance.
+   * when the key is held and fresh (then its results are valid until the next decision: copy them to
+   * keep them). `done(error)` only for WRITE_BACK_FULL or a closed instance.
    */
   decide(key: string, policies: readonly Policy[], cost: number, done: (error: unknown, response?: WriteBackResponse) => void): void {
     if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
@@ -160,15 +161,15 @@ export class WriteBack {
     }
     const waiters = entry.waiters
     if (waiters !== undefined) {
-      waiters.push(() => done(null, this.answer(entry, cost)))
+      waiters.push(() => done(null, this.answer(entry, cost, true)))
       return
     }
     if (this.clock() - entry.syncedAt > 2 * entry.flushMs && entry.inFlight === 0 && !this.storeDown) {
-      entry.waiters = [() => done(null, this.answer(entry, cost))]
+      entry.waiters = [() => done(null, this.answer(entry, cost, true))]
       this.read(entry)
       return
     }
-    done(null, this.answer(entry, cost))
+    done(null, this.answer(entry, cost, false))
   }
 
   /** Sends every held unit now (and waits for the answer, at most `timeoutMs`); what failed stays for the next flush. */
@@ -212,11 +213,13 @@ export class WriteBack {
     this.dirty.delete(entry)
   }
 
-  private answer(entry: Entry, cost: number): WriteBackResponse {
+  // A synchronous answer may hand out the scratch results (the caller reads them before deciding
+  // again, as with Store.evaluateSync); waiters woken together get copies.
+  private answer(entry: Entry, cost: number, copy: boolean): WriteBackResponse {
     const now = this.now()
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
     if (entry.touched) this.markDirty(entry)
-    const results = evaluation.results.map((result) => ({ ...result }))
+    const results = copy ? evaluation.results.map((result) => ({ ...result })) : evaluation.results
     return { allowed: evaluation.allowed, results, now, source: 'write-back' }
   }
 

@@ -62,7 +62,22 @@ async function mergeCall(connection: Connection, items: Item[], responses: Merge
   let declared = 0
   while (declared < items.length && items[declared].slot === items[0].slot) declared++
   const { keys, args } = encodeMergeCall(items, declared)
-  const reply = await runMerger(connection, keys, args)
+  let reply: unknown
+  try {
+    reply = await runMerger(connection, keys, args)
+  } catch (error) {
+    // The slot map changed under a call of several slots: the script read every record before
+    // writing anything, so each slot goes alone (declared keys only, which the client redirects).
+    if (declared === items.length || !isRoutingError(error)) throw error
+    const slots = new Map<number, Item[]>()
+    for (const item of items) slots.set(item.slot, [...(slots.get(item.slot) ?? []), item])
+    await Promise.all([...slots.values()].map((group) => mergeCall(connection, group, responses)))
+    return
+  }
   const decoded = decodeMergeReply(reply, items)
   for (let i = 0; i < items.length; i++) responses[items[i].index] = decoded[i]
+}
+
+function isRoutingError(error: unknown): boolean {
+  return error instanceof Error && /non local key|CROSSSLOT|same slot/.test(error.message)
 }
