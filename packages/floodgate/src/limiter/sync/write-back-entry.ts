@@ -1,6 +1,7 @@
 // One key held by write-back sync: its local copy, the units not yet in the store, and the local decision with the share rule.
 
 import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
+import { copyState } from '../../core/algorithms/types.js'
 import { evaluateKeyInto, type KeyEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { mergeKey } from '../../core/merge.js'
 import type { Policy } from '../../core/policy.js'
@@ -20,7 +21,6 @@ export interface Outbox {
  *   not yet confirmed (sent again, with the same seq, until an answer comes).
  */
 export interface Entry {
-  readonly id: string
   readonly key: string
   readonly policies: readonly Policy[]
   readonly flushMs: number
@@ -38,11 +38,10 @@ export interface Entry {
   touched: boolean
 }
 
-export function createEntry(id: string, key: string, policies: readonly Policy[]): Entry {
+export function createEntry(key: string, policies: readonly Policy[]): Entry {
   let flushMs = Infinity
   for (const policy of policies) flushMs = Math.min(flushMs, policy.flushMs)
   return {
-    id,
     key,
     policies,
     flushMs,
@@ -70,7 +69,12 @@ export function isClean(entry: Entry): boolean {
 export function applySynced(entry: Entry, records: PolicyRecord[], now: number, syncedAt: number): void {
   const unsent = entry.pending + (entry.outbox?.units ?? 0)
   const local = mergeKey(records, now, entry.policies.map(() => unsent), entry.policies).records
-  for (let i = 0; i < local.length; i++) local[i].blockedUntil = Math.max(local[i].blockedUntil, entry.local[i].blockedUntil)
+  for (let i = 0; i < local.length; i++) {
+    local[i].blockedUntil = Math.max(local[i].blockedUntil, entry.local[i].blockedUntil)
+    // With nothing unsent the merge hands back the answer's own array; decisions rewrite the local
+    // one in place, and `synced` must stay as the store answered.
+    if (local[i].state === records[i].state) local[i].state = records[i].state?.slice()
+  }
   entry.synced = records
   entry.syncedAt = syncedAt
   entry.local = local
@@ -92,8 +96,10 @@ export function decideLocally(entry: Entry, now: number, cost: number, instances
     const next = records[i]
     const own = entry.local[i]
     own.blockedUntil = next.blockedUntil
-    // The step's state array is reused by the next evaluation: keep a copy of its numbers.
-    own.state = next.state === undefined ? undefined : next.state.slice()
+    // The step's state array is reused by the next evaluation: its numbers go into the entry's own.
+    if (next.state === undefined) own.state = undefined
+    else if (own.state === undefined || own.state === next.state) own.state = next.state.slice()
+    else copyState(own.state, next.state)
   }
   if (evaluation.allowed && cost !== 0) entry.pending += cost
   entry.touched = true

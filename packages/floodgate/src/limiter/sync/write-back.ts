@@ -80,13 +80,13 @@ export class WriteBack {
   private readonly timeoutMs: number
   private readonly clock: () => number
   private readonly timers: WriteBackTimers
-  private readonly entries = new Map<string, Entry>()
+  // Entries by policy set (by identity) and key: two sets for one key are two entries.
+  private readonly entries = new WeakMap<readonly Policy[], Map<string, Entry>>()
+  // Every entry, oldest first: what a new key looks through for one to replace.
+  private readonly order = new Set<Entry>()
   // Entries with something for the next flush: units, an unconfirmed outbox, or a read to refresh.
   private readonly dirty = new Set<Entry>()
   private readonly evaluation = createEvaluation()
-  // Policy sets by identity, numbered: part of an entry's id, so two sets for one key are two entries.
-  private readonly setIds = new WeakMap<readonly Policy[], number>()
-  private setCount = 0
   private seq = 0
   private calls = 0
   // The store's clock less ours, as the last answer showed: decisions read the store's time.
@@ -122,7 +122,7 @@ export class WriteBack {
 
   /** Keys held now. */
   get size(): number {
-    return this.entries.size
+    return this.order.size
   }
 
   /** Units admitted here that the store has not confirmed yet, over every key. */
@@ -134,7 +134,7 @@ export class WriteBack {
 
   /** The store's records for the key as its last answer had them (every instance's units then), or undefined. */
   synced(key: string, policies: readonly Policy[]): PolicyRecord[] | undefined {
-    const synced = this.entries.get(this.idOf(key, policies))?.synced
+    const synced = this.entries.get(policies)?.get(key)?.synced
     return synced === undefined ? undefined : ownRecords(synced)
   }
 
@@ -150,7 +150,7 @@ export class WriteBack {
    */
   decide(key: string, policies: readonly Policy[], cost: number, done: (error: unknown, response?: WriteBackResponse) => void): void {
     if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
-    const entry = this.entries.get(this.idOf(key, policies)) ?? this.admitKey(key, policies)
+    const entry = this.entries.get(policies)?.get(key) ?? this.admitKey(key, policies)
     if (entry === undefined) {
       this.stats.refused++
       return done(new FloodgateError(
@@ -207,10 +207,8 @@ export class WriteBack {
 
   /** Forgets the local copy of `key` (after a reset in the store); its unsent units are dropped with it. */
   forget(key: string, policies: readonly Policy[]): void {
-    const entry = this.entries.get(this.idOf(key, policies))
-    if (entry === undefined) return
-    this.entries.delete(entry.id)
-    this.dirty.delete(entry)
+    const entry = this.entries.get(policies)?.get(key)
+    if (entry !== undefined) this.drop(entry)
   }
 
   // A synchronous answer may hand out the scratch results (the caller reads them before deciding
@@ -225,9 +223,15 @@ export class WriteBack {
 
   // A new entry for a key, in place of the oldest clean one when full; undefined when none is clean.
   private admitKey(key: string, policies: readonly Policy[]): Entry | undefined {
-    if (this.entries.size >= this.maxKeys && !this.evictOne()) return undefined
-    const entry = createEntry(this.idOf(key, policies), key, policies)
-    this.entries.set(entry.id, entry)
+    if (this.order.size >= this.maxKeys && !this.evictOne()) return undefined
+    const entry = createEntry(key, policies)
+    let byKey = this.entries.get(policies)
+    if (byKey === undefined) {
+      byKey = new Map()
+      this.entries.set(policies, byKey)
+    }
+    byKey.set(key, entry)
+    this.order.add(entry)
     // With the store down the key starts from a fresh copy, and the flush that gets through reads it.
     if (this.storeDown) return entry
     entry.waiters = []
@@ -238,10 +242,9 @@ export class WriteBack {
   // Drops the oldest entry with nothing to send, looking at a bounded number of them.
   private evictOne(): boolean {
     let looked = 0
-    for (const entry of this.entries.values()) {
+    for (const entry of this.order) {
       if (isClean(entry)) {
-        this.entries.delete(entry.id)
-        this.dirty.delete(entry)
+        this.drop(entry)
         return true
       }
       if (++looked >= EVICTION_LOOKS) break
@@ -350,14 +353,12 @@ export class WriteBack {
     })
   }
 
-  private idOf(key: string, policies: readonly Policy[]): string {
-    let id = this.setIds.get(policies)
-    if (id === undefined) {
-      id = ++this.setCount
-      this.setIds.set(policies, id)
-    }
-    return `${id}\u0000${key}`
+  private drop(entry: Entry): void {
+    this.entries.get(entry.policies)?.delete(entry.key)
+    this.order.delete(entry)
+    this.dirty.delete(entry)
   }
+
 }
 
 /** How many held keys a new key looks through for a clean one to replace before it is refused. */
