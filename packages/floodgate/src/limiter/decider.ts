@@ -12,6 +12,8 @@ import type { Leases } from './leases.js'
 import { askPool, elasticOver, mergeShadow, onlyShadowDenied, type Pool } from './modes.js'
 import type { PolicyPlan } from './policy-plan.js'
 import type { Decision, OnStoreError, RateLimiterEvents } from './types.js'
+import { WriteBackBackend } from './sync/write-back-backend.js'
+import type { WriteBack } from './sync/write-back.js'
 
 /** A decision, synchronous unless a store (or the pool) answers later. */
 export type MaybeDecision = Decision | Promise<Decision>
@@ -42,10 +44,16 @@ export interface DeciderContext {
   readonly leases: Leases
   readonly denials: Denials | undefined
   readonly events: EventEmitter<RateLimiterEvents>
+  /** The limiter's write-back engine, made on first use by a `sync: 'write-back'` plan. */
+  readonly writeBack: () => WriteBack
 }
 
 /** The decider for `plan`: the seam where a per-policy sync mode (lease, write-back) picks its own. */
 export function createDecider(plan: PolicyPlan, context: DeciderContext): Decider {
+  if (plan.policies[0].sync === 'write-back') {
+    const backend = new WriteBackBackend(context.writeBack(), (error) => context.events.emit('store-error', error))
+    return new ExactDecider(plan, context, backend)
+  }
   return new ExactDecider(plan, context)
 }
 
@@ -57,20 +65,28 @@ export function createDecider(plan: PolicyPlan, context: DeciderContext): Decide
  * synchronously and those that answer later: each step continues at once on a synchronous answer.
  */
 export class ExactDecider implements Decider {
+  /**
+   * `primary` decides first (the store, or write-back's local copies); the failure mode takes over
+   * when it answers undefined.
+   */
   constructor(
     readonly plan: PolicyPlan,
     private readonly context: DeciderContext,
+    private readonly primary: GuardedStore | WriteBackBackend = context.remote,
   ) {}
 
   decide(key: string, cost: number, startedAt: number): MaybeDecision {
-    const remote = this.context.remote
-    const first = remote.call(key, this.plan.remote.policies, cost)
-    if (first instanceof Promise) return this.decideLater(remote, first, key, cost, startedAt)
-    return this.decideFrom(remote, first, key, cost, startedAt)
+    const primary = this.primary
+    const first = primary.call(key, this.plan.remote.policies, cost)
+    if (first instanceof Promise) return this.decideLater(primary, first, key, cost, startedAt)
+    return this.decideFrom(primary, first, key, cost, startedAt)
   }
 
   whyNotSync(): string | undefined {
     const { remote, pool } = this.context
+    if (this.primary instanceof WriteBackBackend) {
+      return "sync: 'write-back' reads a key from the store before its first decision: use await limiter.limit(key)"
+    }
     if (!remote.synchronous) {
       return 'the store cannot answer synchronously (it has no evaluateSync, as a RedisStore does not): use await limiter.limit(key)'
     }
@@ -81,14 +97,16 @@ export class ExactDecider implements Decider {
   }
 
   async refund(key: string, cost: number): Promise<void> {
-    const { remote, local, onStoreError } = this.context
-    const response = await remote.call(key, this.plan.remote.policies, -cost)
+    const { local, onStoreError } = this.context
+    const response = await this.primary.call(key, this.plan.remote.policies, -cost)
     // The units may have been charged locally while the store was away: give them back there.
     if (response === undefined && onStoreError === 'local') local.call(key, this.plan.local.policies, -cost)
   }
 
   async reset(key: string): Promise<void> {
     await this.context.local.reset(key, this.plan.local.policies)
+    // Write-back forgets its copy (and the units it had not flushed) before the store's state goes.
+    if (this.primary instanceof WriteBackBackend) this.primary.forget(key, this.plan.remote.policies)
     await this.context.remote.reset(key, this.plan.remote.policies)
   }
 

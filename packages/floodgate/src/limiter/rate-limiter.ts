@@ -15,6 +15,7 @@ import { Leases } from './leases.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
 import { createPlan, planSignature, type PolicyPlan } from './policy-plan.js'
 import { checkCost, checkKey, checkLease } from './requests.js'
+import { WriteBack } from './sync/write-back.js'
 import type { Decision, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
 
 /**
@@ -44,6 +45,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   // Deciders by content, for callers that pass an equal set in a new array each time (bounded).
   private readonly decidersBySignature = new Map<string, Decider>()
   private planCount = 0
+  // Made by the first `sync: 'write-back'` policy set (see DeciderContext.writeBack).
+  private writeBack: WriteBack | undefined
   private readonly stopWatchingStore: (() => void) | undefined
   // Whether 'decision' has listeners, kept as a field so an unwatched call pays one boolean check.
   private observed = false
@@ -65,6 +68,16 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       leases: new Leases(),
       denials: this.denials,
       events: this,
+      writeBack: () => {
+        this.writeBack ??= new WriteBack({
+          store: this.store,
+          instances: this.options.instances,
+          timeoutMs: this.options.timeoutMs,
+          clock: this.clock,
+          timers: this.options.timers,
+        })
+        return this.writeBack
+      },
     }
     if (this.options.policies !== undefined) {
       this.ownDecider = createDecider(createPlan(this.options.policies, this.options.instances, '', this.clock()), this.context)
@@ -193,9 +206,13 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (live.length > 0) await origin.backend.call(lease.key, live, -lease.cost)
   }
 
-  /** Closes the store if the limiter created it, and the local fallback store. */
+  /**
+   * Flushes what write-back holds (one last try, bounded by `timeout`), then closes the store if the
+   * limiter created it, and the local fallback store. The service calls it on SIGTERM.
+   */
   async close(): Promise<void> {
     this.stopWatchingStore?.()
+    await this.writeBack?.close()
     await this.local.close()
     if (this.ownsStore) await this.store.close()
   }

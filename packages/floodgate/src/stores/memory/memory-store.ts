@@ -5,9 +5,12 @@
 import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore } from '../store.js'
+import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
+import { mergeKey } from '../../core/merge.js'
+import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse } from '../store.js'
 import { leaseKey, type Ledger } from '../../core/lease.js'
 import { withLedgers } from './ledger-policies.js'
+import { mergeRequestProblem } from '../merge-request.js'
 import {
   BYTES_PER_CHARACTER,
   BYTES_PER_STATE_NUMBER,
@@ -17,8 +20,10 @@ import {
   identityIndex,
   type KeyEntry,
   oldestExcept,
+  markSeen,
   ownState,
   recordBytes,
+  seenBefore,
   type StoredRecord,
 } from './key-entry.js'
 
@@ -176,6 +181,58 @@ export class MemoryStore implements LeaseStore {
     const results: PolicyResult[] = new Array(evaluation.results.length)
     for (let i = 0; i < results.length; i++) results[i] = { ...evaluation.results[i] }
     return { allowed: evaluation.allowed, results, now }
+  }
+
+  /** Merges each request's units into its key's records (see Store.merge), in order; answers copies. */
+  merge(batch: readonly MergeRequest[]): Promise<MergeResponse[]> {
+    try {
+      const out: MergeResponse[] = new Array(batch.length)
+      for (let i = 0; i < batch.length; i++) out[i] = this.mergeOne(batch[i])
+      return Promise.resolve(out)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** One merge, synchronously (see Store.merge); `now` defaults to the request's, then the store's clock. */
+  mergeOne(request: MergeRequest, now: number = request.now ?? this.clock()): MergeResponse {
+    const problem = mergeRequestProblem(request)
+    if (problem !== undefined) throw new FloodgateError('INVALID_REQUEST', problem)
+    const { key, policies, units, origin, seq } = request
+    const entry = this.open.get(key) ?? this.guarded.get(key)
+    const index = entry === undefined ? undefined : entry.lastSet === policies ? entry.lastIndex : this.indexFor(entry, policies, now)
+    const live = policies.map((_, i) => {
+      const record = entry?.records[index![i]]
+      return record !== undefined && now < record.expiresAt ? record : undefined
+    })
+    const applied = live.map((record) => origin === undefined || !seenBefore(record, origin, seq!))
+    const merged = mergeKey(live, now, applied.map((yes) => (yes ? units : 0)), policies)
+    // What save/insert read besides the records: each policy's remaining, to judge protection.
+    const results = merged.records.map((record, i) => ({
+      ...ALGORITHM_BY_NAME[policies[i].algorithm].step(record.state, now, 0, policies[i]),
+      blocked: false,
+    }))
+    const evaluation: KeyEvaluation = { allowed: true, results, records: merged.records, ttlMs: merged.ttlMs }
+    if (entry !== undefined) {
+      const bytes = this.bytes
+      this.place(key, entry, this.save(entry, index!, evaluation, now))
+      if (this.bytes > bytes && this.bytes > this.maxBytes) this.makeRoom(entry, now)
+    } else if (units !== 0) {
+      this.insert(key, policies, evaluation, now)
+    }
+    const kept = this.open.get(key) ?? this.guarded.get(key)
+    if (kept !== undefined) {
+      const at = kept.lastSet === policies ? kept.lastIndex : this.indexFor(kept, policies, now)
+      for (let i = 0; i < policies.length; i++) {
+        const record = kept.records[at[i]]
+        if (record === undefined) continue
+        // A record that had expired starts with no origins, as its Redis key would.
+        if (live[i] === undefined) record.seen = undefined
+        if (origin !== undefined && applied[i] && units !== 0) markSeen(record, origin, seq!)
+      }
+    }
+    const records = merged.records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
+    return { records, applied: applied.every(Boolean), now }
   }
 
   /** Runs each lease call (see core/lease.ts) on the key's records and ledgers, one after another. */

@@ -12,7 +12,7 @@ import type { Connection } from './connection.js'
  * (the batch of a whole Cluster node); Redis 7.0 still refuses *declared* keys of several slots
  * (CROSSSLOT), so only one slot's keys go in KEYS (see runner.lua).
  */
-const SHEBANG = '#!lua flags=allow-cross-slot-keys'
+export const SHEBANG = '#!lua flags=allow-cross-slot-keys'
 
 /** The assembled script: its source (for EVAL) and SHA1 (for EVALSHA). */
 export interface RunnerScript {
@@ -34,7 +34,7 @@ export function runnerScript(): RunnerScript {
 }
 
 // Next to this module in src/ and in dist/ alike: the build copies the .lua files, since tsc does not.
-function scriptsDirectory(): string {
+export function scriptsDirectory(): string {
   const directory = fileURLToPath(new URL('./scripts/', import.meta.url))
   if (existsSync(`${directory}runner.lua`)) return directory
   throw new Error(`Floodgate's Redis scripts (runner.lua) are missing from ${directory}: reinstall floodgate`)
