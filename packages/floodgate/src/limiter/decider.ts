@@ -11,8 +11,10 @@ import { asError, type Backend, type GuardedStore } from './guarded-store.js'
 import type { Leases } from './leases.js'
 import { askPool, elasticOver, mergeShadow, onlyShadowDenied, type Pool } from './modes.js'
 import type { PolicyPlan } from './policy-plan.js'
-import type { Decision, OnStoreError, RateLimiterEvents } from './types.js'
+import type { Decision, DecisionSource, OnStoreError, RateLimiterEvents } from './types.js'
 import { WriteBackBackend } from './sync/write-back-backend.js'
+import { LeaseBackend, type SourcedResponse } from './sync/lease-backend.js'
+import type { LeaseEngines } from './sync/lease-engines.js'
 import type { WriteBack } from './sync/write-back.js'
 
 /** A decision, synchronous unless a store (or the pool) answers later. */
@@ -46,11 +48,18 @@ export interface DeciderContext {
   readonly events: EventEmitter<RateLimiterEvents>
   /** The limiter's write-back engine, made on first use by a `sync: 'write-back'` plan. */
   readonly writeBack: () => WriteBack
+  /** The limiter's lease engines, made on first use by a `sync: 'lease'` or `'auto'` plan. */
+  readonly leaseEngines: () => LeaseEngines
 }
 
 /** The decider for `plan`: the seam where a per-policy sync mode (lease, write-back) picks its own. */
 export function createDecider(plan: PolicyPlan, context: DeciderContext): Decider {
-  if (plan.policies[0].sync === 'write-back') {
+  const sync = plan.policies[0].sync
+  if (sync === 'lease' || sync === 'auto') {
+    const engines = context.leaseEngines()
+    return new ExactDecider(plan, context, new LeaseBackend(context.remote, sync === 'lease' ? engines.leases : engines.auto, engines.leases))
+  }
+  if (sync === 'write-back') {
     const backend = new WriteBackBackend(context.writeBack(), (error) => context.events.emit('store-error', error))
     return new ExactDecider(plan, context, backend)
   }
@@ -72,7 +81,7 @@ export class ExactDecider implements Decider {
   constructor(
     readonly plan: PolicyPlan,
     private readonly context: DeciderContext,
-    private readonly primary: GuardedStore | WriteBackBackend = context.remote,
+    private readonly primary: GuardedStore | WriteBackBackend | LeaseBackend = context.remote,
   ) {}
 
   decide(key: string, cost: number, startedAt: number): MaybeDecision {
@@ -84,6 +93,9 @@ export class ExactDecider implements Decider {
 
   whyNotSync(): string | undefined {
     const { remote, pool } = this.context
+    if (this.primary instanceof LeaseBackend) {
+      return `sync: '${this.plan.policies[0].sync}' asks the store when a lease runs short: use await limiter.limit(key)`
+    }
     if (this.primary instanceof WriteBackBackend) {
       return "sync: 'write-back' reads a key from the store before its first decision: use await limiter.limit(key)"
     }
@@ -107,6 +119,8 @@ export class ExactDecider implements Decider {
     await this.context.local.reset(key, this.plan.local.policies)
     // Write-back forgets its copy (and the units it had not flushed) before the store's state goes.
     if (this.primary instanceof WriteBackBackend) this.primary.forget(key, this.plan.remote.policies)
+    // A held lease was counted against the state being reset: it is dropped, not returned to the fresh one.
+    if (this.primary instanceof LeaseBackend) this.primary.forget(key, this.plan.remote.policies)
     await this.context.remote.reset(key, this.plan.remote.policies)
   }
 
@@ -133,7 +147,7 @@ export class ExactDecider implements Decider {
     if (first === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
-      return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, backend.source), key, cost, startedAt)
+      return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, sourceOf(first, backend)), key, cost, startedAt)
     }
     // Only shadow policies denied: the enforced ones are decided again alone. The first answer may
     // be the store's scratch object, which the second call overwrites: its results are copied.
@@ -164,7 +178,7 @@ export class ExactDecider implements Decider {
   ): MaybeDecision {
     if (second === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
-    const decision = toDecision(plan, backend.tier(plan), mergeShadow(plan, first, second.results), second.allowed, backend.source)
+    const decision = toDecision(plan, backend.tier(plan), mergeShadow(plan, first, second.results), second.allowed, sourceOf(second, backend))
     return this.admit(backend, decision, key, cost, startedAt)
   }
 
@@ -274,6 +288,11 @@ export class ExactDecider implements Decider {
     }
     return decision
   }
+}
+
+// The path that decided: a lease engine's answer says it (in-process or a store call); else the backend's.
+function sourceOf(response: EvaluateResponse, backend: Backend): DecisionSource {
+  return (response as Partial<SourcedResponse>).source ?? backend.source
 }
 
 function copyResult(result: PolicyResult): PolicyResult {

@@ -1,7 +1,7 @@
 // The `auto` sync mode: exact decisions for keys that are cold on this instance, leases for hot ones.
 
 import type { Policy } from '../../core/policy.js'
-import type { LeaseStore } from '../../stores/store.js'
+import type { EvaluateResponse, LeaseStore } from '../../stores/store.js'
 import { Demand } from './demand.js'
 import { policySetId } from './policy-set.js'
 import type { LeaseCallback, LeaseSync } from './lease-sync.js'
@@ -49,7 +49,22 @@ export class AutoSync {
 
   /** Decides like LeaseSync.decide: from a lease when the key is hot, else exactly in the store. */
   decide(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
-    if (this.warm(key, policies)) return this.leases.decide(key, policies, cost, done)
+    const local = this.tryLocal(key, policies, cost)
+    if (local !== undefined) {
+      done(null, local, 'lease')
+      return () => {}
+    }
+    return this.enqueue(key, policies, cost, done)
+  }
+
+  /** Counts the decision (heat) and answers it in-process when the key is hot and its lease covers it. */
+  tryLocal(key: string, policies: readonly Policy[], cost: number): EvaluateResponse | undefined {
+    return this.warm(key, policies) ? this.leases.tryLocal(key, policies, cost) : undefined
+  }
+
+  /** The store part (after `tryLocal`): the lease engine for a hot key, an exact lease call for a cold one. */
+  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
+    if (this.isHot(key, policies)) return this.leases.enqueue(key, policies, cost, done)
     let cancelled = false
     const request = { key, policies, id: 0, want: 0, need: cost, leaseMs: 0, returnId: 0, returnUnused: 0 }
     this.store.lease([request]).then(

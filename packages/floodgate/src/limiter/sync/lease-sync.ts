@@ -26,6 +26,8 @@ export interface LeaseSyncOptions {
    * `performance.now`): lease expiry, idleness and demand are measured on it. Tests inject one.
    */
   clock?: () => number
+  /** Milliseconds since the epoch (default `Date.now`): the limiter's clock, which stamps concurrency leases. */
+  epochClock?: () => number
   /** How often leases of quiet keys, and leases about to expire, go back (default 100 ms). */
   sweepMs?: number
   /** The timers the sweep runs on (default the global ones). */
@@ -54,6 +56,8 @@ interface Holding {
   granted: number
   expiresAt: number
   startedAt: number
+  /** When the lease was granted, on the epoch clock (concurrency releases compare with it). */
+  grantedAt: number
   /** The store's answer at the grant: what the key had left then, and its resets. */
   results: readonly PolicyResult[]
   lastUsed: number
@@ -85,6 +89,7 @@ const NO_CANCEL = (): void => {}
 export class LeaseSync {
   private readonly store: LeaseStore
   private readonly clock: () => number
+  private readonly epochClock: () => number
   private readonly sweepMs: number
   private readonly maxKeys: number
   private readonly timers: SweepTimers
@@ -95,6 +100,7 @@ export class LeaseSync {
   constructor(options: LeaseSyncOptions) {
     this.store = options.store
     this.clock = options.clock ?? (() => performance.now())
+    this.epochClock = options.epochClock ?? Date.now
     this.sweepMs = options.sweepMs ?? 100
     this.maxKeys = options.maxKeys ?? 10_000
     this.timers = options.timers ?? (globalThis as unknown as SweepTimers)
@@ -117,22 +123,37 @@ export class LeaseSync {
    * its units then stay in the lease for later decisions.
    */
   decide(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
+    const local = this.tryLocal(key, policies, cost)
+    if (local !== undefined) {
+      done(null, local, 'lease')
+      return NO_CANCEL
+    }
+    return this.enqueue(key, policies, cost, done)
+  }
+
+  /**
+   * The in-process part of `decide`: answers when the held lease covers `cost` (a refund or peek
+   * while one is live), else undefined, and the caller goes on with `enqueue`. Counts the demand.
+   */
+  tryLocal(key: string, policies: readonly Policy[], cost: number): EvaluateResponse | undefined {
     const now = this.clock()
     const holding = this.holding(key, policies, now)
     holding.lastUsed = now
     if (cost > 0) holding.demand.add(cost, now)
-    const live = this.isLive(holding, now)
-    if (cost <= 0 && live) {
+    if (!this.isLive(holding, now)) return undefined
+    if (cost <= 0) {
       // A refund goes back into the lease it most likely came from; a peek needs nothing.
       if (cost < 0) holding.balance = Math.min(holding.granted, holding.balance - cost)
-      done(null, this.localResponse(holding, now), 'lease')
-      return NO_CANCEL
+      return this.localResponse(holding, now)
     }
-    if (cost > 0 && live && holding.balance >= cost && holding.waiting.length === 0) {
-      holding.balance -= cost
-      done(null, this.localResponse(holding, now), 'lease')
-      return NO_CANCEL
-    }
+    if (holding.balance < cost || holding.waiting.length > 0) return undefined
+    holding.balance -= cost
+    return this.localResponse(holding, now)
+  }
+
+  /** The store part of `decide` (after `tryLocal` answered undefined): waits for the next store call. */
+  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
+    const holding = this.holding(key, policies, this.clock())
     const waiter: Waiter = { cost, done, cancelled: false }
     holding.waiting.push(waiter)
     if (!holding.busy) this.call(holding)
@@ -142,13 +163,20 @@ export class LeaseSync {
   }
 
   /**
-   * A concurrency slot admitted at `acquiredAt` (local clock) is free again: it serves the lease
-   * again if that lease is the one it came from, else nothing (its slot expires in the store).
+   * A concurrency slot admitted at `acquiredAt` (the epoch clock, read before deciding) is free
+   * again: it serves the held lease again if it was admitted after that lease was granted (so from
+   * it), else nothing: its slot belongs to an earlier lease and stays charged until that one ends.
    */
   release(key: string, policies: readonly Policy[], cost: number, acquiredAt: number): void {
     const holding = this.holdings.get(this.holdingKey(key, policies))
-    if (holding === undefined || !this.isLive(holding, this.clock()) || acquiredAt < holding.startedAt) return
+    if (holding === undefined || !this.isLive(holding, this.clock()) || !(acquiredAt > holding.grantedAt)) return
     holding.balance = Math.min(holding.granted, holding.balance + cost)
+  }
+
+  /** Drops the lease held of `key` without giving it back (the key's state was reset in the store). */
+  forget(key: string, policies: readonly Policy[]): void {
+    const holding = this.holdings.get(this.holdingKey(key, policies))
+    if (holding !== undefined) this.clear(holding)
   }
 
   /** Gives back the lease held of `key` now, if any (a key `auto` found cooled). */
@@ -202,7 +230,7 @@ export class LeaseSync {
       const leaseMs = Math.min(...policies.map((policy) => policy.leaseMs))
       holding = {
         key, policies, leaseMs, leaseMax: Math.min(...policies.map((policy) => policy.leaseMax)),
-        id: 0, balance: 0, granted: 0, expiresAt: 0, startedAt: 0, results: [], lastUsed: now,
+        id: 0, balance: 0, granted: 0, expiresAt: 0, startedAt: 0, grantedAt: 0, results: [], lastUsed: now,
         demand: new Demand(leaseMs), waiting: [], busy: false,
       }
       this.holdings.set(name, holding)
@@ -268,6 +296,7 @@ export class LeaseSync {
       // From when the call was sent: the store's clock had not yet started the lease then.
       holding.expiresAt = sentAt + (answer.expiresAt - answer.now)
       holding.startedAt = sentAt
+      holding.grantedAt = this.epochClock()
       holding.results = answer.results
     }
     const now = this.clock()

@@ -1,5 +1,5 @@
-// Child process for lease-cluster.test.ts: its own Cluster client, RedisStore and lease engine
-// hammer one hot key as its sibling processes do, and it reports what it admitted.
+// Child process for lease-cluster.test.ts: its own Cluster client, RedisStore and RateLimiter (with
+// `sync: 'lease'` policies) hammer one hot key as its sibling processes do; it reports what it admitted.
 //
 // Protocol: argv[2] is a JSON LeaseWorkerConfig. The worker connects, prints `ready`, waits for a
 // line `go` on stdin (so every process starts together), runs, gives its leases back, prints one
@@ -7,9 +7,9 @@
 
 import { createInterface } from 'node:readline'
 import { Cluster } from 'ioredis'
-import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
+import type { PolicyOptions } from '../../../src/core/policy.js'
+import { RateLimiter } from '../../../src/index.js'
 import { RedisStore } from '../../../src/redis.js'
-import { LeaseSync } from '../../../src/limiter/sync/lease-sync.js'
 
 export interface LeaseWorkerConfig {
   startupNodes: { host: string; port: number }[]
@@ -23,37 +23,36 @@ export interface LeaseWorkerConfig {
 
 export interface LeaseWorkerReport {
   admitted: number
-  /** Decisions answered in-process, and by a store call. */
+  /** Decisions by source: in-process from a lease, by a store call, and denials the deny cache answered. */
   lease: number
   store: number
+  'deny-cache': number
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as LeaseWorkerConfig
-  const policies = createPolicies(config.policies)
   const client = new Cluster(config.startupNodes, { scaleReads: 'master' })
   const store = new RedisStore({ client })
-  const leases = new LeaseSync({ store })
+  // A generous timeout: a busy machine must not turn a slow store call into the failure mode.
+  const limiter = new RateLimiter({ store, policies: config.policies, timeout: '30s', onStoreError: 'closed' })
   await client.ping()
   process.stdout.write('ready\n')
   await lineFromStdin('go')
 
-  const report: LeaseWorkerReport = { admitted: 0, lease: 0, store: 0 }
+  const report: LeaseWorkerReport = { admitted: 0, lease: 0, store: 0, 'deny-cache': 0 }
   let next = 0
   async function lane(): Promise<void> {
     while (next++ < config.requests) {
-      await new Promise<void>((resolve, reject) => {
-        leases.decide(config.key, policies, 1, (error, response, source) => {
-          if (error !== null) return reject(error)
-          if (response!.allowed) report.admitted++
-          report[source!]++
-          resolve()
-        })
-      })
+      const decision = await limiter.limit(config.key)
+      if (decision.allowed) report.admitted++
+      if (decision.source !== 'lease' && decision.source !== 'store' && decision.source !== 'deny-cache') {
+        throw new Error(`decided by ${decision.source}: the store failed`)
+      }
+      report[decision.source]++
     }
   }
   await Promise.all(Array.from({ length: config.inflight }, lane))
-  await leases.close()
+  await limiter.close()
   await store.close()
   await client.quit()
   process.stdout.write(`${JSON.stringify(report)}\n`)
