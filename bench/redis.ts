@@ -16,6 +16,7 @@ import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packa
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 import { printWriteBackOverAdmission, printWriteBackSummary, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
+import { leaseContenders, printLeaseSummary, printLeaseUnderAdmission } from './lease.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
     const contenders = [
       ...FLOODGATE_ALGORITHMS.map((algorithm) => floodgateContender(algorithm, newClient())),
       ...writeBackContenders(writeBack),
+      ...leaseContenders(writeBack),
       storeOnlyContender(newClient()),
       rateLimiterFlexibleContender(newClient()),
       await rateLimitRedisContender(newClient()),
@@ -137,6 +139,8 @@ async function main(): Promise<void> {
     )
     printWriteBackSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
     await printWriteBackOverAdmission(writeBack, ROUND_MS)
+    printLeaseSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
+    await printLeaseUnderAdmission(writeBack, ROUND_MS)
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
       results.map((r) => {
