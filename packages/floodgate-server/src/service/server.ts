@@ -1,7 +1,7 @@
 // Starts and stops the whole service: rules (watched), store, limiter, HTTP and gRPC servers, metrics wiring.
 
 import { pino, type Logger } from 'pino'
-import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
+import { FloodgateError, MemoryStore, RateLimiter, type LeaseStore, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
@@ -244,9 +244,9 @@ function createStore(settings: Settings): Store {
  * A RedisStore created on first use: `import('floodgate/redis')` is asynchronous,
  * and the limiter needs its store at construction.
  */
-class LazyRedisStore implements Store {
-  readonly #ready: Promise<Store & { connected: boolean }>
-  #store: (Store & { connected: boolean }) | undefined
+class LazyRedisStore implements LeaseStore {
+  readonly #ready: Promise<LeaseStore & { connected: boolean }>
+  #store: (LeaseStore & { connected: boolean }) | undefined
 
   constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
@@ -268,6 +268,11 @@ class LazyRedisStore implements Store {
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
   evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
     return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+  }
+
+  // Lease calls of `sync: 'lease'` and `'auto'` rules, as decisions are forwarded.
+  lease(batch: Parameters<LeaseStore['lease']>[0]): ReturnType<LeaseStore['lease']> {
+    return this.#store !== undefined ? this.#store.lease(batch) : this.#ready.then((store) => store.lease(batch))
   }
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {
