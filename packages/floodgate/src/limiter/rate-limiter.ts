@@ -83,7 +83,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         return this.writeBack
       },
       leaseEngines: () => {
-        this.leaseEngines ??= createLeaseEngines(this.store, this.clock)
+        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now())
         return this.leaseEngines
       },
     }

@@ -12,10 +12,11 @@ export interface LeaseEngines {
 }
 
 /**
- * Makes the engines for `store`, its sweep started. A store without the lease primitive (a custom
+ * Makes the engines for `store`, its sweep started: lease expiry, demand and heat on `clock` (the
+ * limiter's `timers.now`, monotonic), concurrency releases stamped on `epochClock` (its `clock`). A store without the lease primitive (a custom
  * Store) cannot serve `sync: 'lease'` or `'auto'`: refused with a reason rather than decided inexactly.
  */
-export function createLeaseEngines(store: Store, epochClock: () => number): LeaseEngines {
+export function createLeaseEngines(store: Store, epochClock: () => number, clock: () => number): LeaseEngines {
   if (typeof (store as Partial<LeaseStore>).lease !== 'function') {
     throw new FloodgateError(
       'INVALID_OPTION',
@@ -23,7 +24,7 @@ export function createLeaseEngines(store: Store, epochClock: () => number): Leas
     )
   }
   const leaseStore = store as LeaseStore
-  const leases = new LeaseSync({ store: leaseStore, epochClock })
+  const leases = new LeaseSync({ store: leaseStore, epochClock, clock })
   leases.start()
-  return { leases, auto: new AutoSync({ store: leaseStore, leases }) }
+  return { leases, auto: new AutoSync({ store: leaseStore, leases, clock }) }
 }

@@ -7,6 +7,7 @@ import { RateLimiter } from '../../../src/limiter/rate-limiter.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { Store } from '../../../src/stores/store.js'
 import { FloodgateError } from '../../../src/core/errors.js'
+import { Clock } from '../fixtures.js'
 
 describe('RateLimiter with sync: lease', () => {
   it('admits in-process from leases, says so in `source`, and four limiters on one store admit exactly the limit', async () => {
@@ -95,5 +96,26 @@ describe('RateLimiter with sync: auto', () => {
     const peek = new RateLimiter({ store, policies: [{ algorithm: 'gcra', limit: 1000, period: '1w', sync: 'auto' }] })
     assert.equal((await peek.limit('k', { cost: 0 })).remaining, 0, '1001 decisions asked: exactly 1000 admitted, nothing left')
     await peek.close()
+  })
+
+  it('switches on the limiter\'s injected clock: hot above hotRate, cold again below half of it', async () => {
+    const clock = new Clock()
+    const store = new MemoryStore({ clock: clock.read })
+    const policies = [{ algorithm: 'fixed-window' as const, limit: 100_000, period: '1w' as const, sync: 'auto' as const, hotRate: 100 }]
+    const limiter = new RateLimiter({ store, policies, clock: clock.read, timers: clock.timers })
+    const at = async (perSecond: number, count: number) => {
+      const sources: string[] = []
+      for (let i = 0; i < count; i++) {
+        clock.advance(1000 / perSecond)
+        sources.push((await limiter.limit('k')).source)
+      }
+      return sources
+    }
+    assert.ok((await at(20, 50)).every((source) => source === 'store'), 'cold at 20/s')
+    const warming = await at(400, 400)
+    assert.ok(warming.slice(-100).every((source) => source === 'lease'), 'hot at 400/s')
+    const cooling = await at(10, 100)
+    assert.ok(cooling.slice(-20).every((source) => source === 'store'), 'cold again at 10/s')
+    await limiter.close()
   })
 })
