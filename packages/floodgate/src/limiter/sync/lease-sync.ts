@@ -258,14 +258,16 @@ export class LeaseSync {
     }
     const now = this.clock()
     const need = first.cost
-    const keep = need > 0 && !this.closed
-    const want = keep ? Math.max(need, Math.min(holding.leaseMax, Math.ceil(holding.demand.perMs(now) * holding.leaseMs))) : 0
+    const want = need > 0 ? Math.max(need, Math.min(holding.leaseMax, Math.ceil(holding.demand.perMs(now) * holding.leaseMs))) : 0
+    // A lease no larger than the request in hand would only be taken to be returned: such a quiet
+    // key is decided exactly instead (one store call, no ledger entry, nothing to give back).
+    const keep = need > 0 && want > need && !this.closed
     const live = this.isLive(holding, now)
     const request: LeaseRequest = {
       key: holding.key,
       policies: holding.policies,
       id: keep ? newLeaseId() : 0,
-      want,
+      want: keep ? want : 0,
       need,
       leaseMs: holding.leaseMs,
       returnId: live ? holding.id : 0,

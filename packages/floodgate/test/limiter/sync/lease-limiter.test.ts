@@ -26,7 +26,8 @@ describe('RateLimiter with sync: lease', () => {
       }
     }
     assert.equal(admitted, 500)
-    assert.ok((sources.get('lease') ?? 0) >= 500, `sources ${JSON.stringify([...sources])}`)
+    // Nearly all in-process; a key's first decisions, before demand is known, are decided exactly.
+    assert.ok((sources.get('lease') ?? 0) >= 450, `sources ${JSON.stringify([...sources])}`)
     // Denials come from a store call, then from the deny cache until the key could admit again.
     assert.ok([...sources.keys()].every((source) => source === 'lease' || source === 'store' || source === 'deny-cache'))
     await Promise.all(limiters.map((limiter) => limiter.close()))
