@@ -15,6 +15,8 @@ import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { printWriteBackOverAdmission, printWriteBackSummary, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
+import { leaseContenders, printLeaseSummary, printLeaseUnderAdmission } from './lease.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -75,6 +77,7 @@ function counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answ
 async function main(): Promise<void> {
   const server = await startRedis(['--maxmemory', '0'])
   const clients: Redis[] = []
+  const closers: (() => Promise<void>)[] = []
   const newClient = (): Redis => {
     const client = new Redis(clientOptions(server))
     clients.push(client)
@@ -83,8 +86,21 @@ async function main(): Promise<void> {
   try {
     console.log(`Floodgate Redis bench: redis-server ${await serverVersion(newClient())} on ${server.url}`)
     console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
+    const writeBack: WriteBackBenchContext = {
+      callers: CALLERS,
+      keys: KEYS,
+      roundMs: ROUND_MS,
+      maxOpsPerRound: MAX_OPS_PER_ROUND,
+      limit: LIMIT,
+      periodS: PERIOD_S,
+      newClient,
+      counted,
+      onClose: (close) => closers.push(close),
+    }
     const contenders = [
       ...FLOODGATE_ALGORITHMS.map((algorithm) => floodgateContender(algorithm, newClient())),
+      ...writeBackContenders(writeBack),
+      ...leaseContenders(writeBack),
       storeOnlyContender(newClient()),
       rateLimiterFlexibleContender(newClient()),
       await rateLimitRedisContender(newClient()),
@@ -121,6 +137,10 @@ async function main(): Promise<void> {
         'node CPU = this process\'s CPU time (every thread: the callers, the client, the garbage collector) / wall time;\n' +
         'µs/decision = that CPU time per decision, all costs included. The machine has 2 cores for both.)',
     )
+    printWriteBackSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
+    await printWriteBackOverAdmission(writeBack, ROUND_MS)
+    printLeaseSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
+    await printLeaseUnderAdmission(writeBack, ROUND_MS)
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
       results.map((r) => {
@@ -131,6 +151,7 @@ async function main(): Promise<void> {
     )
 
   } finally {
+    for (const close of closers) await close()
     for (const client of clients) client.disconnect()
     await server.stop()
   }

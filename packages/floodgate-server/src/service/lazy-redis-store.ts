@@ -1,17 +1,17 @@
 // The service's Redis store, made on first use; linked to peer regions by a RegionSync when --region is set.
 
-import type { Store } from 'floodgate'
+import type { LeaseStore, Store } from 'floodgate'
 import type { RegionSync, RegionSyncStatus } from 'floodgate/redis'
 import type { RegionSettings, StoreSettings } from './settings.js'
 
-type Connected = Store & { connected: boolean }
+type Connected = LeaseStore & { connected: boolean }
 
 /**
  * A RedisStore created on first use: `import('floodgate/redis')` is asynchronous, and the limiter
  * needs its store at construction. With regions, decisions go through the RegionSync's store
  * (regional limits, usage counted) and the sync loop runs until `close()`.
  */
-export class LazyRedisStore implements Store {
+export class LazyRedisStore implements LeaseStore {
   readonly #ready: Promise<Store>
   #store: Store | undefined
   #redis: Connected | undefined
@@ -51,6 +51,12 @@ export class LazyRedisStore implements Store {
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
   evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
     return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+  }
+
+  // Lease calls of `sync: 'lease'` and `'auto'` rules go to the region's own Redis: a policy with
+  // regions is refused in those modes, so no lease bypasses the region sync.
+  lease(batch: Parameters<LeaseStore['lease']>[0]): ReturnType<LeaseStore['lease']> {
+    return this.#redis !== undefined ? this.#redis.lease(batch) : this.#ready.then(() => this.#redis!.lease(batch))
   }
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {

@@ -35,6 +35,9 @@ descriptors:
     shadow_mode: true
     limits:
       - { name: p, algorithm: sliding-window, limit: 1, period: 1h }
+  - key: leased
+    limits:
+      - { name: l, algorithm: fixed-window, limit: 3, period: 1w, sync: lease }
 `
 
 const grpcError = (code: grpc.status) => (error: grpc.ServiceError) => error.code === code
@@ -108,6 +111,14 @@ for (const store of STORES) {
       const metrics = await scrape(c.service.httpUrl)
       assert.equal(metrics.get('floodgate_shadow_mode{rule="svc.shadow_policies"}'), before + 1)
       assert.equal(metrics.get('floodgate_store_errors_total'), 0)
+    })
+
+    it('sync: lease in limits: admits exactly the limit through leases, with no store error', async () => {
+      const value = unique('lease')
+      const codes: string[] = []
+      for (let i = 0; i < 5; i++) codes.push((await call([desc({ leased: value })])).overall_code)
+      assert.deepEqual(codes, ['OK', 'OK', 'OK', 'OVER_LIMIT', 'OVER_LIMIT'])
+      assert.equal((await scrape(c.service.httpUrl)).get('floodgate_store_errors_total'), 0)
     })
 
     it('TestServicePerDescriptorQuotaMode: OVER_LIMIT when the only quota descriptor is over, even beside a regular one within', async () => {

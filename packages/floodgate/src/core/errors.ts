@@ -9,6 +9,7 @@ export type FloodgateErrorCode =
   | 'STORE_TIMEOUT'
   | 'STORE_UNAVAILABLE'
   | 'SYNC_UNSUPPORTED'
+  | 'WRITE_BACK_FULL'
 
 /** An error caused by input (an option, a config file, a request), not by a bug in Floodgate. */
 export class FloodgateError extends Error {

@@ -1,6 +1,7 @@
 // How a policy's state is kept (`sync`): the modes, their knobs, and which algorithms each mode is sound for.
 
 import type { AlgorithmName, Mode } from './policy.js'
+import { mergeRefusal } from './merge.js'
 
 /**
  * How a policy's state is kept between the store and this process.
@@ -53,13 +54,15 @@ function leaseRefusal(algorithm: AlgorithmName, shaping: boolean, mode: Mode, bl
 }
 
 /**
- * Why `write-back` is unsound for a policy, or undefined. Owned by the write-back engineer: the
- * modes where a merge of deltas is defined.
+ * Why `write-back` is unsound for a policy, or undefined. Write-back merges the units each instance
+ * admitted into the stored state, so it needs a merge (core/merge.ts refuses concurrency, sliding-log
+ * and leaky-bucket shaping, and says why); elastic mode asks the shared pool at every admission past
+ * the limit, which a decision from a local copy cannot. A block period (`blockMs`) is allowed: it
+ * starts and runs on the instance that denied (docs/sync.md).
  */
 function writeBackRefusal(algorithm: AlgorithmName, shaping: boolean, mode: Mode): string | undefined {
-  if (algorithm === 'sliding-log') return 'sliding-log keeps one timestamp per request; deltas of counts cannot be merged into it'
-  if (algorithm === 'leaky-bucket' && shaping) return 'leaky-bucket shaping hands each request its own place in the queue, which only the store can do'
-  if (algorithm === 'concurrency') return 'concurrency counts requests in flight; a local copy cannot see other instances releasing them'
+  const refusal = mergeRefusal(algorithm, shaping)
+  if (refusal !== undefined) return refusal
   if (mode === 'elastic') return 'elastic mode asks the shared pool at every admission past the limit, which a local copy cannot do'
   return undefined
 }

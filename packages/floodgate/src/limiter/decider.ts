@@ -11,7 +11,11 @@ import { asError, type Backend, type GuardedStore } from './guarded-store.js'
 import type { Leases } from './leases.js'
 import { askPool, elasticOver, mergeShadow, onlyShadowDenied, type Pool } from './modes.js'
 import type { PolicyPlan } from './policy-plan.js'
-import type { Decision, OnStoreError, RateLimiterEvents } from './types.js'
+import type { Decision, DecisionSource, OnStoreError, RateLimiterEvents } from './types.js'
+import { WriteBackBackend } from './sync/write-back-backend.js'
+import { LeaseBackend, type SourcedResponse } from './sync/lease-backend.js'
+import type { LeaseEngines } from './sync/lease-engines.js'
+import type { WriteBack } from './sync/write-back.js'
 
 /** A decision, synchronous unless a store (or the pool) answers later. */
 export type MaybeDecision = Decision | Promise<Decision>
@@ -42,10 +46,23 @@ export interface DeciderContext {
   readonly leases: Leases
   readonly denials: Denials | undefined
   readonly events: EventEmitter<RateLimiterEvents>
+  /** The limiter's write-back engine, made on first use by a `sync: 'write-back'` plan. */
+  readonly writeBack: () => WriteBack
+  /** The limiter's lease engines, made on first use by a `sync: 'lease'` or `'auto'` plan. */
+  readonly leaseEngines: () => LeaseEngines
 }
 
 /** The decider for `plan`: the seam where a per-policy sync mode (lease, write-back) picks its own. */
 export function createDecider(plan: PolicyPlan, context: DeciderContext): Decider {
+  const sync = plan.policies[0].sync
+  if (sync === 'lease' || sync === 'auto') {
+    const engines = context.leaseEngines()
+    return new ExactDecider(plan, context, new LeaseBackend(context.remote, sync === 'lease' ? engines.leases : engines.auto, engines.leases))
+  }
+  if (sync === 'write-back') {
+    const backend = new WriteBackBackend(context.writeBack(), (error) => context.events.emit('store-error', error))
+    return new ExactDecider(plan, context, backend)
+  }
   return new ExactDecider(plan, context)
 }
 
@@ -57,20 +74,31 @@ export function createDecider(plan: PolicyPlan, context: DeciderContext): Decide
  * synchronously and those that answer later: each step continues at once on a synchronous answer.
  */
 export class ExactDecider implements Decider {
+  /**
+   * `primary` decides first (the store, or write-back's local copies); the failure mode takes over
+   * when it answers undefined.
+   */
   constructor(
     readonly plan: PolicyPlan,
     private readonly context: DeciderContext,
+    private readonly primary: GuardedStore | WriteBackBackend | LeaseBackend = context.remote,
   ) {}
 
   decide(key: string, cost: number, startedAt: number): MaybeDecision {
-    const remote = this.context.remote
-    const first = remote.call(key, this.plan.remote.policies, cost)
-    if (first instanceof Promise) return this.decideLater(remote, first, key, cost, startedAt)
-    return this.decideFrom(remote, first, key, cost, startedAt)
+    const primary = this.primary
+    const first = primary.call(key, this.plan.remote.policies, cost)
+    if (first instanceof Promise) return this.decideLater(primary, first, key, cost, startedAt)
+    return this.decideFrom(primary, first, key, cost, startedAt)
   }
 
   whyNotSync(): string | undefined {
     const { remote, pool } = this.context
+    if (this.primary instanceof LeaseBackend) {
+      return `sync: '${this.plan.policies[0].sync}' asks the store when a lease runs short: use await limiter.limit(key)`
+    }
+    if (this.primary instanceof WriteBackBackend) {
+      return "sync: 'write-back' reads a key from the store before its first decision: use await limiter.limit(key)"
+    }
     if (!remote.synchronous) {
       return 'the store cannot answer synchronously (it has no evaluateSync, as a RedisStore does not): use await limiter.limit(key)'
     }
@@ -81,14 +109,18 @@ export class ExactDecider implements Decider {
   }
 
   async refund(key: string, cost: number): Promise<void> {
-    const { remote, local, onStoreError } = this.context
-    const response = await remote.call(key, this.plan.remote.policies, -cost)
+    const { local, onStoreError } = this.context
+    const response = await this.primary.call(key, this.plan.remote.policies, -cost)
     // The units may have been charged locally while the store was away: give them back there.
     if (response === undefined && onStoreError === 'local') local.call(key, this.plan.local.policies, -cost)
   }
 
   async reset(key: string): Promise<void> {
     await this.context.local.reset(key, this.plan.local.policies)
+    // Write-back forgets its copy (and the units it had not flushed) before the store's state goes.
+    if (this.primary instanceof WriteBackBackend) this.primary.forget(key, this.plan.remote.policies)
+    // A held lease was counted against the state being reset: it is dropped, not returned to the fresh one.
+    if (this.primary instanceof LeaseBackend) this.primary.forget(key, this.plan.remote.policies)
     await this.context.remote.reset(key, this.plan.remote.policies)
   }
 
@@ -115,7 +147,7 @@ export class ExactDecider implements Decider {
     if (first === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
-      return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, backend.source), key, cost, startedAt)
+      return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, sourceOf(first, backend)), key, cost, startedAt)
     }
     return this.decideEnforcedAlone(backend, first, key, cost, startedAt)
   }
@@ -152,7 +184,7 @@ export class ExactDecider implements Decider {
   ): MaybeDecision {
     if (second === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
-    const decision = toDecision(plan, backend.tier(plan), mergeShadow(plan, first, second.results), second.allowed, backend.source)
+    const decision = toDecision(plan, backend.tier(plan), mergeShadow(plan, first, second.results), second.allowed, sourceOf(second, backend))
     return this.admit(backend, decision, key, cost, startedAt)
   }
 
@@ -262,6 +294,11 @@ export class ExactDecider implements Decider {
     }
     return decision
   }
+}
+
+// The path that decided: a lease engine's answer says it (in-process or a store call); else the backend's.
+function sourceOf(response: EvaluateResponse, backend: Backend): DecisionSource {
+  return (response as Partial<SourcedResponse>).source ?? backend.source
 }
 
 function copyResult(result: PolicyResult): PolicyResult {

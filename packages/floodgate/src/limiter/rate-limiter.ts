@@ -15,6 +15,9 @@ import { Leases } from './leases.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
 import { createPlan, planSignature, type PolicyPlan } from './policy-plan.js'
 import { checkCost, checkKey, checkLease } from './requests.js'
+import { WriteBack } from './sync/write-back.js'
+import { LeaseBackend } from './sync/lease-backend.js'
+import { createLeaseEngines, type LeaseEngines } from './sync/lease-engines.js'
 import type { Decision, Lease, LimitOptions, RateLimiterEvents, RateLimiterOptions } from './types.js'
 
 /**
@@ -44,6 +47,10 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   // Deciders by content, for callers that pass an equal set in a new array each time (bounded).
   private readonly decidersBySignature = new Map<string, Decider>()
   private planCount = 0
+  // Made by the first `sync: 'write-back'` policy set (see DeciderContext.writeBack).
+  private writeBack: WriteBack | undefined
+  // Made by the first `sync: 'lease'` or `'auto'` policy set (see DeciderContext.leaseEngines).
+  private leaseEngines: LeaseEngines | undefined
   private readonly stopWatchingStore: (() => void) | undefined
   // Whether 'decision' has listeners, kept as a field so an unwatched call pays one boolean check.
   private observed = false
@@ -65,6 +72,20 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
       leases: new Leases(),
       denials: this.denials,
       events: this,
+      writeBack: () => {
+        this.writeBack ??= new WriteBack({
+          store: this.store,
+          instances: this.options.instances,
+          timeoutMs: this.options.timeoutMs,
+          clock: this.clock,
+          timers: this.options.timers,
+        })
+        return this.writeBack
+      },
+      leaseEngines: () => {
+        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now())
+        return this.leaseEngines
+      },
     }
     if (this.options.policies !== undefined) {
       this.ownDecider = createDecider(createPlan(this.options.policies, this.options.instances, '', this.clock()), this.context)
@@ -199,12 +220,20 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     const now = this.clock()
     const acquiredAt = lease.acquiredAt
     const live = acquiredAt === undefined ? origin.policies : origin.policies.filter((policy) => now < acquiredAt + policy.periodMs)
+    // A lease-synced slot is freed in the held lease it came from, never in the store (see LeaseSync.release).
+    if (origin.backend instanceof LeaseBackend) return live.length > 0 ? origin.backend.release(lease, origin.plan) : undefined
     if (live.length > 0) await origin.backend.call(lease.key, live, -lease.cost)
   }
 
-  /** Closes the store if the limiter created it, and the local fallback store. */
+  /**
+   * Flushes what write-back holds (one last try, bounded by `timeout`) and gives back every held
+   * lease (their unused units return to the store), then closes the store if the
+   * limiter created it, and the local fallback store. The service calls it on SIGTERM.
+   */
   async close(): Promise<void> {
     this.stopWatchingStore?.()
+    await this.writeBack?.close()
+    await this.leaseEngines?.leases.close()
     await this.local.close()
     if (this.ownsStore) await this.store.close()
   }

@@ -12,6 +12,8 @@ export type DecisionSource =
   | 'fallback-open' // the store failed; onStoreError 'open' allowed it
   | 'fallback-closed' // the store failed; onStoreError 'closed' denied it
   | 'fallback-local' // the store failed; a local in-memory limiter decided
+  | 'write-back' // sync: 'write-back': decided from this instance's copy of the key, flushed to the store later
+  | 'lease' // sync: 'lease' or 'auto': admitted in-process from a block of units this instance leased from the store
 
 /** One policy's part of a decision. */
 export interface PolicyDecision {

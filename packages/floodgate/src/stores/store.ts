@@ -1,7 +1,8 @@
 // The Store interface: what the limiter asks of any state backend (memory, Redis).
 
 import type { Policy } from '../core/policy.js'
-import type { PolicyResult } from '../core/evaluate.js'
+import type { PolicyRecord, PolicyResult } from '../core/evaluate.js'
+import type { LeaseAsk } from '../core/lease.js'
 
 /** One key's decision request: every policy of the key is decided together, all-or-nothing. */
 export interface EvaluateRequest {
@@ -27,6 +28,41 @@ export interface EvaluateResponse {
   /** One per policy, in the request's order. */
   results: PolicyResult[]
   /** The `now` the store decided at. */
+  now: number
+}
+
+/**
+ * Units admitted elsewhere, to be charged into one key's stored state (a write-back flush; a
+ * region's usage replicated to another). See `Store.merge`.
+ */
+export interface MergeRequest {
+  key: string
+  /** The key's policies; each must have a merge (core/merge.ts mergeRefusal). */
+  policies: readonly Policy[]
+  /**
+   * Units charged into every policy's state, past the limit if need be: the requests they stand for
+   * were already admitted. Negative units give back (never past a fresh state); 0 only reads.
+   */
+  units: number
+  /** As `EvaluateRequest.now`: omitted, the store's clock (Redis: the server's). */
+  now?: number
+  /**
+   * Who sends the units (an instance, a region); with `seq`, the merge is idempotent: the store keeps,
+   * per policy record, the last `seq` applied from each origin, and a request whose `seq` is not
+   * above it is not applied again (its answer still carries the state). Send a request again with
+   * the same seq until it is answered, and a newer one for the same key only after that.
+   */
+  origin?: string
+  /** Increases with every request an origin sends (a whole number ≥ 0). */
+  seq?: number
+}
+
+export interface MergeResponse {
+  /** One per policy: the stored record after the merge, the state every instance's units are now in. */
+  records: PolicyRecord[]
+  /** False when the request was a replay (its seq already applied) for some policy, which it left as it was. */
+  applied: boolean
+  /** The `now` the store merged at. */
   now: number
 }
 
@@ -66,8 +102,47 @@ export interface Store {
    * reads the slot map again until a replica has taken over.
    */
   recover?(): void
+  /**
+   * Optional: merges each request's units into its key's state and answers every record after the
+   * merge, one response per request, in order (one script call per Redis node). What write-back sync
+   * and region replication are built on. Rejects only when the backend fails.
+   */
+  merge?(batch: readonly MergeRequest[]): Promise<MergeResponse[]>
   /** Forgets all state (counters and blocks) of `key` for these policies. */
   reset(key: string, policies: readonly Policy[]): Promise<void>
   /** Releases connections and timers the store owns (not clients the caller passed in). */
   close(): Promise<void>
+}
+
+/**
+ * One key's lease call (see core/lease.ts): end the caller's previous lease (`returnId`), take a
+ * new one (`id`, up to `want` units, at least `need`), or with `id` 0 decide `need` exactly
+ * against the same ledger. Used by the `lease` and `auto` sync modes.
+ */
+export interface LeaseRequest extends LeaseAsk {
+  key: string
+  policies: readonly Policy[]
+  /** As `EvaluateRequest.now`: omitted, the store's clock (Redis: the server's) decides. */
+  now?: number
+}
+
+export interface LeaseResponse {
+  /** Units granted: 0, or at least `need` (the request in hand is admitted from them). */
+  granted: number
+  /** When the lease ends, on the store's clock; 0 without one. */
+  expiresAt: number
+  /** The returned lease was live and has now ended (false: unknown, expired or ended before). */
+  returned: boolean
+  /** The request in hand (`need`) was admitted. */
+  allowed: boolean
+  /** One per policy: on a grant, what the key has left; on a denial, the denying wait. */
+  results: PolicyResult[]
+  /** The store's clock when it decided: `expiresAt - now` is how long the lease lives. */
+  now: number
+}
+
+/** A store that can hand out leases: both built-in stores (one atomic step per key). */
+export interface LeaseStore extends Store {
+  /** Runs each lease call atomically per key; the answer has one response per request, in order. */
+  lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]>
 }

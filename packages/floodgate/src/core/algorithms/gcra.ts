@@ -76,7 +76,7 @@ export const gcra: Algorithm = {
  * How far the stored TAT is ahead of `now`, in ticks of 1/limit ms (≤ 0: already past). Ticks
  * counted under another limit (a reloaded policy) round up to the next whole millisecond.
  */
-function gcraLag(state: State, now: number, limit: number): number {
+export function gcraLag(state: State, now: number, limit: number): number {
   if (state[2] !== limit && state[1] > 0) return (state[0] + 1 - now) * limit
   return (state[0] - now) * limit + state[1]
 }

@@ -103,7 +103,7 @@ function leakyBucketShape(state: State | undefined, now: number, cost: number, p
 }
 
 /** The stored level in drops of 1/periodMs unit; drops counted under another period are converted (rounded up). */
-function leakyBucketStoredLevel(state: State, periodMs: number): number {
+export function leakyBucketStoredLevel(state: State, periodMs: number): number {
   if (state[2] !== periodMs) return Math.ceil((state[0] * periodMs) / state[2])
   return state[0]
 }

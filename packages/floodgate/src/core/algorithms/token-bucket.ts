@@ -49,7 +49,7 @@ export const tokenBucket: Algorithm = {
     // Written in place, not by a helper, as the Lua twin does (a call costs it ~3% of a decision).
     const result = out ?? createStepResult()
     result.allowed = allowed
-    result.remaining = Math.floor(level / periodMs)
+    result.remaining = Math.max(0, Math.floor(level / periodMs))
     result.resetMs = resetMs
     result.retryAfterMs = retryAfterMs
     result.delayMs = 0

@@ -37,6 +37,31 @@ export interface StoredRecord extends PolicyRecord {
    * is treated as absent (Redis PEXPIRE drops a key at exactly that moment), and no timer runs.
    */
   expiresAt: number
+  /**
+   * Merges only (Store.merge): per origin, the last seq applied to this record, so that a replayed
+   * request counts once. Kept as long as the record; at most MAX_ORIGINS origins.
+   */
+  seen?: Map<string, number>
+}
+
+/**
+ * The most origins a record remembers. Past it the record forgets them all and starts again, as
+ * merge.lua does: a replay then counts again, which takes more origins writing one key within one
+ * retry than any deployment has instances or regions.
+ */
+export const MAX_ORIGINS = 64
+
+/** Whether `record` (live) has already applied `seq` from `origin`. */
+export function seenBefore(record: StoredRecord | undefined, origin: string, seq: number): boolean {
+  const last = record?.seen?.get(origin)
+  return last !== undefined && seq <= last
+}
+
+/** Remembers that `record` applied `seq` from `origin`. */
+export function markSeen(record: StoredRecord, origin: string, seq: number): void {
+  const seen = (record.seen ??= new Map())
+  if (seen.size >= MAX_ORIGINS && !seen.has(origin)) seen.clear()
+  seen.set(origin, seq)
 }
 
 // The accounting behind maxBytes, near what V8 uses for an entry (the Map slot, the entry, its records

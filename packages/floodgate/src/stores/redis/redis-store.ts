@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
+import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse, SubmitCallback } from '../store.js'
 import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
@@ -11,6 +11,8 @@ import { ConnectionGate, unavailable } from './connection-gate.js'
 import { createClient, type ClusterStartupNode } from './create-client.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
+import { LeaseCaller, ledgerKey } from './lease-call.js'
+import { mergeOnRedis } from './merge-calls.js'
 import { Outage } from './outage.js'
 import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
@@ -75,6 +77,12 @@ interface Pending extends CallRequest {
   readonly done: SubmitCallback
 }
 
+/** A merge waiting for the connection gate: sent, or refused. */
+interface GatedMerge {
+  run(): void
+  refuse(error: Error): void
+}
+
 /** One script call, encoded: its requests in the order the script decides them. */
 interface Call {
   readonly items: Pending[]
@@ -92,7 +100,7 @@ interface Call {
  * one call when it answers, and a big batch for an idle lane split in two so that Redis and Node
  * work at the same time.
  *
- * Layout: one string per (key, policy), `fg:{<key>}:<policy id>:<algorithm tag>` (see keys.ts), holding
+ * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see scripts/record.lua), and expiring when the state no
  * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read
  * and written only by the script. A request's `now` (tests) replaces the server clock for the
@@ -106,7 +114,7 @@ interface Call {
  * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
  * first reply the store does not know the server's clock, and calls carry no deadline.
  */
-export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
+export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseStore {
   /** The client in use (created by the store or given to it). */
   readonly client: RedisClientLike
   readonly prefix: string
@@ -114,6 +122,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private readonly ownsClient: boolean
   private readonly maxBatchSize: number
   private readonly gate: ConnectionGate<Pending>
+  // Merges pass the same gate as decisions (waiting for the first connection), on their own.
+  private readonly mergeGate: ConnectionGate<GatedMerge>
   private readonly batcher = new TickBatcher<Pending>((items) => this.gate.pass(items))
   // One per server (Cluster: per master; per slot while the slot map is unknown).
   private readonly lanes = new Map<string, Lane<Pending>>()
@@ -123,6 +133,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private readonly inFlight = new Map<Call, () => void>()
   private readonly unsubscribe: (() => void)[] = []
   private readonly outage: Outage
+  private readonly leases: LeaseCaller
 
   constructor(options: RedisStoreOptions) {
     super()
@@ -144,9 +155,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     if (owned) client.on('error', ignoreConnectionError)
     this.client = client
     this.connection = connection
+    this.leases = new LeaseCaller(connection, this.prefix, this.maxBatchSize)
     this.ownsClient = owned
     this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
       for (const item of items) answer(item, error)
+    })
+    this.mergeGate = new ConnectionGate<GatedMerge>(connection, (items) => {
+      for (const item of items) item.run()
+    }, (items, error) => {
+      for (const item of items) item.refuse(error)
     })
     this.outage = new Outage(connection, { unavailable: (error) => this.emit('unavailable', error), available: () => this.emit('available') })
     this.unsubscribe.push(
@@ -185,11 +202,30 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.queue(request, done)
   }
 
+  /**
+   * Merges units into keys' records (see Store.merge): one merge-runner.lua call per server (per
+   * Cluster master), of at most maxBatchSize requests each, on the server's clock.
+   */
+  merge(batch: readonly MergeRequest[]): Promise<MergeResponse[]> {
+    return new Promise((resolve, reject) => {
+      const run = (): void => {
+        mergeOnRedis(this.connection, this.prefix, batch, this.maxBatchSize).then(resolve, reject)
+      }
+      this.mergeGate.pass([{ run, refuse: reject }])
+    })
+  }
+
+  /** Runs lease calls (sync `lease`/`auto`): this turn's together, one script call per slot (lease-call.ts). */
+  lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]> {
+    if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of lease requests'))
+    return this.leases.lease(batch)
+  }
+
   /** Deletes the state (counters and blocks) of every given policy of `key`. */
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    await this.connection.del(policies.map((policy) => policyKey(this.prefix, key, policy)))
+    await this.connection.del(policies.flatMap((policy) => [policyKey(this.prefix, key, policy), ledgerKey(this.prefix, key, policy)]))
   }
 
   /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
@@ -209,6 +245,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.gate.detach()
+    this.mergeGate.detach()
+    this.leases.detach()
     this.outage.stop()
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
     if (this.ownsClient) await this.connection.close()

@@ -12,7 +12,7 @@ import type { Connection } from './connection.js'
  * (the batch of a whole Cluster node); Redis 7.0 still refuses *declared* keys of several slots
  * (CROSSSLOT), so only one slot's keys go in KEYS (see runner.lua).
  */
-const SHEBANG = '#!lua flags=allow-cross-slot-keys'
+export const SHEBANG = '#!lua flags=allow-cross-slot-keys'
 
 /** The assembled script: its source (for EVAL) and SHA1 (for EVALSHA). */
 export interface RunnerScript {
@@ -34,7 +34,7 @@ export function runnerScript(): RunnerScript {
 }
 
 // Next to this module in src/ and in dist/ alike: the build copies the .lua files, since tsc does not.
-function scriptsDirectory(): string {
+export function scriptsDirectory(): string {
   const directory = fileURLToPath(new URL('./scripts/', import.meta.url))
   if (existsSync(`${directory}runner.lua`)) return directory
   throw new Error(`Floodgate's Redis scripts (runner.lua) are missing from ${directory}: reinstall floodgate`)
@@ -61,4 +61,28 @@ export async function runRunner(connection: Connection, keys: readonly string[],
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}
+
+let cachedLease: RunnerScript | undefined
+
+/** The lease script (lease-runner.lua after prelude, every algorithm twin, record.lua and lease.lua), read once per process. */
+export function leaseScript(): RunnerScript {
+  if (cachedLease === undefined) {
+    const directory = scriptsDirectory()
+    const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
+    const source = [read('prelude'), ...ALGORITHMS.map(read), read('record'), read('lease'), read('lease-runner')].join('\n')
+    cachedLease = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
+  }
+  return cachedLease
+}
+
+/** Runs the lease script by SHA like runRunner, with the source once more after NOSCRIPT. */
+export async function runLeaseRunner(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const script = leaseScript()
+  try {
+    return await connection.evalBuffer('evalsha', script.sha, keys, args)
+  } catch (error) {
+    if (!isNoScript(error)) throw error
+    return await connection.evalBuffer('eval', script.source, keys, args)
+  }
 }

@@ -32,7 +32,7 @@ ALGORITHMS['token-bucket'] = {
     -- Written in place, not by a helper: in Redis a call costs more than the arithmetic of a step.
     local result = out or createStepResult()
     result.allowed = allowed
-    result.remaining = floor(level / periodMs)
+    result.remaining = max(0, floor(level / periodMs))
     result.resetMs = resetMs
     result.retryAfterMs = retryAfterMs
     result.delayMs = 0

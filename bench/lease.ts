@@ -1,0 +1,135 @@
+// The lease rows of `npm run bench:redis`: a RateLimiter with sync: 'lease' on 10k keys and on one hot
+// key, run in the same interleaved rounds as the exact mode and the peers; then, on one saturated hot
+// key across four instances, what leases admit beside what the policy allows (never more; the gap is
+// the under-admission, printed beside its bound from docs/sync.md).
+
+import { RateLimiter } from '../packages/floodgate/src/index.js'
+import { RedisStore } from '../packages/floodgate/src/redis.js'
+import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import type { WriteBackBenchContext } from './write-back.js'
+
+/** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
+export type LeaseBenchContext = WriteBackBenchContext
+
+export const LEASE_10K = 'lease gcra, 10k keys'
+export const LEASE_HOT = 'lease gcra, 1 hot key'
+const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
+
+/** One instance: a RateLimiter with its own client and RedisStore (so its own leases). */
+function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache = true): (key: string) => Promise<boolean> {
+  const store = new RedisStore({ client: context.newClient() })
+  // The timeout is generous so that a busy machine measures throughput, not fallbacks.
+  const limiter = new RateLimiter({ store, policies: [policy], timeout: '5s', ...(denyCache ? {} : { denyCache: false }) })
+  context.onClose(async () => {
+    await limiter.close()
+    await store.close()
+  })
+  return async (key) => {
+    const decision = await limiter.limit(key)
+    // A decision the failure mode made would flatter the row.
+    if (decision.source !== 'lease' && decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+    return decision.allowed
+  }
+}
+
+/** The lease contenders: every request admitted (the limit is far away), on 10k keys and on one key. */
+export function leaseContenders(context: LeaseBenchContext): Contender[] {
+  const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'lease' }
+  const contender = (name: string, keyOf: (i: number) => string): Contender => {
+    const decide = instance(context, policy)
+    return {
+      name,
+      async measure() {
+        const result = await runLoad({
+          callers: context.callers,
+          durationMs: context.roundMs,
+          maxOps: context.maxOpsPerRound,
+          op: context.counted(name, (i) => decide(keyOf(i)), (allowed) => !allowed),
+        })
+        return result.perSecond
+      },
+    }
+  }
+  return [contender(LEASE_10K, (i) => `lease:${(i * 7919) % context.keys}`), contender(LEASE_HOT, () => 'lease-hot')]
+}
+
+/** The lease rows beside the exact mode and rate-limiter-flexible, from the same run. */
+export function printLeaseSummary(
+  results: readonly { name: string; median: number; samples: number[] }[],
+  redisCpu: (name: string) => number[],
+  exactName: string,
+  rlfName: string,
+): void {
+  const exact = results.find((r) => r.name === exactName)!.median
+  const rlf = results.find((r) => r.name === rlfName)!.median
+  const rows = results
+    .filter((r) => LEASE_ROWS.includes(r.name) || r.name === exactName || r.name === rlfName)
+    .map((r) => {
+      const cpu = redisCpu(r.name)
+      const perDecision = median(cpu.map((busy, i) => busy / r.samples[i])) * 1e6
+      return [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, exact), perDecision.toFixed(3)]
+    })
+  printTable(
+    ['contender', 'median decisions/s', 'vs rlf', 'vs exact', 'redis µs/decision'],
+    rows,
+    'Lease beside the exact mode (targets: ≥ 10x rate-limiter-flexible, ≥ 5x exact, ≤ 0.2 µs of Redis CPU per decision)',
+  )
+}
+
+/**
+ * Under-admission on one saturated hot key: four lease instances in this process (each its own
+ * client and leases, so they meet only in Redis), 64 callers each, against a GCRA policy. What the
+ * policy allows in the run is burst + rate × duration; leases never admit more, and the gap is
+ * printed beside N × leaseMax (the units the instances can hold unspent at once).
+ */
+export async function printLeaseUnderAdmission(context: LeaseBenchContext, durationMs: number): Promise<void> {
+  const rows: string[][] = []
+  for (const leaseMax of [50, 250, 1000]) {
+    const instances = 4
+    const rate = 20_000 // per second
+    const burst = 2_000
+    const policy: PolicyOptions = { algorithm: 'gcra', limit: rate, burst, period: '1s', sync: 'lease', leaseMax }
+    // Without the deny cache, so every denial is the lease engine's own.
+    const fleet = Array.from({ length: instances }, () => instance(context, policy, false))
+    const key = `lease-under-${leaseMax}-${Date.now()}`
+    let admitted = 0
+    let decisions = 0
+    // From the first admission to the last: before the first lease arrives, a full bucket refills nothing.
+    let first = Infinity
+    let last = 0
+    await Promise.all(fleet.map((decide) => runLoad({
+      callers: 64,
+      durationMs,
+      maxOps: Number.MAX_SAFE_INTEGER,
+      op: async () => {
+        decisions++
+        if (await decide(key)) {
+          admitted++
+          const now = performance.now()
+          first = Math.min(first, now)
+          last = now
+        }
+      },
+    })))
+    const allowed = burst + (rate * Math.max(0, last - first)) / 1000
+    rows.push([
+      String(leaseMax),
+      formatCount(decisions),
+      formatCount(decisions - admitted),
+      formatCount(admitted),
+      formatCount(allowed),
+      `${((100 * admitted) / allowed).toFixed(1)}%`,
+      formatCount(Math.max(0, admitted - allowed)),
+      formatCount(Math.max(0, allowed - admitted)),
+      formatCount(instances * leaseMax),
+    ])
+  }
+  printTable(
+    ['leaseMax', 'decisions', 'denied', 'admitted', 'policy allows', 'admitted/allows', 'over', 'under', 'bound N × leaseMax'],
+    rows,
+    `Lease admission: 4 instances × 64 callers on one saturated hot key, gcra 20,000/s burst 2,000, ${durationMs} ms each\n` +
+      '(policy allows = burst + rate × (last admission − first), so "over" must be 0; under = allows − admitted, meaningful\n' +
+      'when the key is saturated (denied > 0): with few denials the callers could not ask faster than a store round trip)',
+  )
+}

@@ -1,0 +1,174 @@
+// The write-back rows of `npm run bench:redis`: a RateLimiter with sync: 'write-back' on 10k keys and on
+// one hot key, run in the same interleaved rounds as the exact mode and the peers, then its
+// over-admission on one hot key across four instances measured beside the bound of docs/sync.md.
+
+import type { Redis } from 'ioredis'
+import { RateLimiter } from '../packages/floodgate/src/index.js'
+import { RedisStore } from '../packages/floodgate/src/redis.js'
+import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
+import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+
+/** What the main bench hands this section: its shape of load and its client factory. */
+export interface WriteBackBenchContext {
+  callers: number
+  keys: number
+  roundMs: number
+  maxOpsPerRound: number
+  limit: number
+  periodS: number
+  newClient: () => Redis
+  /** Called with each instance's close, which the main bench runs at its end. */
+  onClose: (close: () => Promise<void>) => void
+  /** Wraps an op to count its calls, denials and failures under `name` (the main bench's tally). */
+  counted: <T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean) => (i: number) => Promise<void>
+}
+
+export const WRITE_BACK_10K = 'write-back gcra, 10k keys'
+export const WRITE_BACK_10K_SLOW = 'write-back gcra, 10k keys, flushMs 200'
+export const WRITE_BACK_HOT = 'write-back gcra, 1 hot key'
+const WRITE_BACK_ROWS = [WRITE_BACK_10K, WRITE_BACK_10K_SLOW, WRITE_BACK_HOT]
+
+/**
+ * One instance: a RateLimiter with its own client and RedisStore (and so its own write-back copies
+ * and origin), deciding `policy`; `onCall` hears the duration of every store call (flushes and reads).
+ */
+function instance(
+  context: WriteBackBenchContext,
+  policy: PolicyOptions,
+  instances = 1,
+  onCall: (ms: number) => void = () => {},
+): { decide: (key: string) => Promise<boolean> } {
+  const redisStore = new RedisStore({ client: context.newClient() })
+  const store: Store = {
+    merge(batch: readonly MergeRequest[]) {
+      const started = performance.now()
+      return redisStore.merge(batch).finally(() => onCall(performance.now() - started))
+    },
+    evaluate: (batch) => redisStore.evaluate(batch),
+    reset: (key, set) => redisStore.reset(key, set),
+    close: () => redisStore.close(),
+  }
+  // The timeout is generous so that a busy machine measures throughput, not fallbacks.
+  const limiter = new RateLimiter({ store, policies: [policy], instances, timeout: '5s' })
+  context.onClose(async () => {
+    await limiter.close()
+    await redisStore.close()
+  })
+  const decide = async (key: string): Promise<boolean> => {
+    const decision = await limiter.limit(key)
+    // A decision write-back did not make (a refused key, a fallback) would flatter the row.
+    if (decision.source !== 'write-back') throw new Error(`decision came from ${decision.source}`)
+    return decision.allowed
+  }
+  return { decide }
+}
+
+/**
+ * The write-back contenders: the same load as the exact rows (every request admitted), on a working
+ * set of 10k keys (the same keys every round: write-back is for keys used again and again, and the
+ * first round pays their first reads) with the default flush and with flushMs 200, and on one key.
+ */
+export function writeBackContenders(context: WriteBackBenchContext): Contender[] {
+  const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'write-back' }
+  const contender = (name: string, keyOf: (round: number, i: number) => string, flushMs?: number): Contender => {
+    const { decide } = instance(context, flushMs === undefined ? policy : { ...policy, flushMs })
+    let round = 0
+    return {
+      name,
+      async measure() {
+        const prefix = round++
+        const result = await runLoad({
+          callers: context.callers,
+          durationMs: context.roundMs,
+          maxOps: context.maxOpsPerRound,
+          op: context.counted(name, (i) => decide(keyOf(prefix, i)), (allowed) => !allowed),
+        })
+        return result.perSecond
+      },
+    }
+  }
+  return [
+    contender(WRITE_BACK_10K, (_, i) => `wb:${(i * 7919) % context.keys}`),
+    contender(WRITE_BACK_10K_SLOW, (_, i) => `wb-slow:${(i * 7919) % context.keys}`, 200),
+    contender(WRITE_BACK_HOT, () => 'wb-hot'),
+  ]
+}
+
+/** The write-back rows beside the exact mode and rate-limiter-flexible, from the same run. */
+export function printWriteBackSummary(
+  results: readonly { name: string; median: number; samples: number[] }[],
+  redisCpu: (name: string) => number[],
+  exactName: string,
+  rlfName: string,
+): void {
+  const exact = results.find((r) => r.name === exactName)!.median
+  const rlf = results.find((r) => r.name === rlfName)!.median
+  const rows = results
+    .filter((r) => WRITE_BACK_ROWS.includes(r.name) || r.name === exactName || r.name === rlfName)
+    .map((r) => {
+      const cpu = redisCpu(r.name)
+      const perDecision = median(cpu.map((busy, i) => busy / r.samples[i])) * 1e6
+      return [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, exact), perDecision.toFixed(3)]
+    })
+  printTable(
+    ['contender', 'median decisions/s', 'vs rlf', 'vs exact', 'redis µs/decision'],
+    rows,
+    'Write-back beside the exact mode (targets: ≥ 10x rate-limiter-flexible, ≥ 5x exact, ≤ 0.2 µs of Redis CPU per decision)',
+  )
+}
+
+/**
+ * Over-admission on one hot key: four write-back instances in this process (each its own client,
+ * copies and origin, so they know of each other only through Redis), 64 callers each, against a GCRA
+ * policy the load saturates. What the policy allows in the run is burst + rate × duration; the rest is
+ * over-admission, printed beside the bound N × cost + rate × (flushMs + 2 × the slowest store call)
+ * (docs/sync.md) and beside instances × rate × flushMs (the issue's yardstick).
+ */
+export async function printWriteBackOverAdmission(context: WriteBackBenchContext, durationMs: number): Promise<void> {
+  const rows: string[][] = []
+  for (const flushMs of [20, 50, 100]) {
+    const instances = 4
+    const rate = 20_000 // per second
+    const burst = 2_000
+    const policy: PolicyOptions = { algorithm: 'gcra', limit: rate, burst, period: '1s', sync: 'write-back', flushMs }
+    let slowestCallMs = 0
+    const onCall = (ms: number): void => {
+      slowestCallMs = Math.max(slowestCallMs, ms)
+    }
+    const fleet = Array.from({ length: instances }, () => instance(context, policy, instances, onCall))
+    const key = `wb-over-${flushMs}-${Date.now()}`
+    let admitted = 0
+    let decisions = 0
+    const started = performance.now()
+    await Promise.all(fleet.map(({ decide }) => runLoad({
+      callers: 64,
+      durationMs,
+      maxOps: Number.MAX_SAFE_INTEGER,
+      op: async () => {
+        decisions++
+        if (await decide(key)) admitted++
+      },
+    })))
+    const elapsedMs = performance.now() - started
+    const allowed = burst + (rate * elapsedMs) / 1000
+    const bound = instances * 1 + (rate * (flushMs + 2 * slowestCallMs)) / 1000
+    rows.push([
+      `${flushMs} ms`,
+      formatCount(decisions),
+      formatCount(admitted),
+      formatCount(allowed),
+      `${Math.round((100 * admitted) / allowed)}%`,
+      formatCount(Math.max(0, admitted - allowed)),
+      formatCount(bound),
+      `${slowestCallMs.toFixed(1)} ms`,
+      formatCount((instances * rate * flushMs) / 1000),
+    ])
+  }
+  printTable(
+    ['flushMs', 'decisions', 'admitted', 'policy allows', 'admitted/allows', 'over', 'bound', 'slowest call', 'N × rate × flushMs'],
+    rows,
+    `Write-back over-admission: 4 instances × 64 callers on one hot key, gcra 20,000/s burst 2,000, ${durationMs} ms each\n` +
+      '(policy allows = burst + rate × duration; bound = N × cost + rate × (flushMs + 2 × slowest store call), docs/sync.md)',
+  )
+}

@@ -1,0 +1,135 @@
+// One key held by write-back sync: its local copy, the units not yet in the store, and the local decision with the share rule.
+
+import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
+import { copyState } from '../../core/algorithms/types.js'
+import { evaluateKeyInto, type KeyEvaluation, type PolicyRecord } from '../../core/evaluate.js'
+import { mergeKey } from '../../core/merge.js'
+import type { Policy } from '../../core/policy.js'
+
+/** Units sent to the store and not yet confirmed, with the seq that makes a resend count once. */
+export interface Outbox {
+  readonly units: number
+  readonly seq: number
+}
+
+/**
+ * A key (with one policy set) as write-back holds it.
+ * - `synced`: the store's records as of the last answer (undefined: never heard from the store).
+ * - `local`: `synced` with this instance's units not in it yet (`outbox` and `pending`) merged in:
+ *   what decisions read and charge.
+ * - `pending`: units admitted (or refunded) since the last flush took them; `outbox`: units sent and
+ *   not yet confirmed (sent again, with the same seq, until an answer comes).
+ */
+export interface Entry {
+  readonly key: string
+  readonly policies: readonly Policy[]
+  readonly flushMs: number
+  synced: PolicyRecord[] | undefined
+  /** The local clock when the store last answered for this key (-Infinity: never). */
+  syncedAt: number
+  local: PolicyRecord[]
+  pending: number
+  outbox: Outbox | undefined
+  /** The flush call carrying this key now (0: none). */
+  inFlight: number
+  /** Decisions waiting for the key's first (or a stale key's) answer from the store. */
+  waiters: (() => void)[] | undefined
+  /** Read or charged since the last flush: the next flush refreshes it even with no units to send. */
+  touched: boolean
+}
+
+export function createEntry(key: string, policies: readonly Policy[]): Entry {
+  let flushMs = Infinity
+  for (const policy of policies) flushMs = Math.min(flushMs, policy.flushMs)
+  return {
+    key,
+    policies,
+    flushMs,
+    synced: undefined,
+    syncedAt: -Infinity,
+    local: policies.map(() => ({ blockedUntil: 0, state: undefined })),
+    pending: 0,
+    outbox: undefined,
+    inFlight: 0,
+    waiters: undefined,
+    touched: false,
+  }
+}
+
+/** Whether dropping the entry loses nothing but a copy: no units to send, nothing in flight, no one waiting. */
+export function isClean(entry: Entry): boolean {
+  return entry.pending === 0 && entry.outbox === undefined && entry.inFlight === 0 && entry.waiters === undefined
+}
+
+/**
+ * Takes the store's answer for the key: `synced` becomes it, and `local` becomes it with the units
+ * the answer does not hold yet (`unsent`: admitted since the flush was sent) merged back in. A block
+ * period started here keeps running.
+ */
+export function applySynced(entry: Entry, records: PolicyRecord[], now: number, syncedAt: number): void {
+  const unsent = entry.pending + (entry.outbox?.units ?? 0)
+  const local = mergeKey(records, now, entry.policies.map(() => unsent), entry.policies).records
+  for (let i = 0; i < local.length; i++) {
+    local[i].blockedUntil = Math.max(local[i].blockedUntil, entry.local[i].blockedUntil)
+    // With nothing unsent the merge hands back the answer's own array; decisions rewrite the local
+    // one in place, and `synced` must stay as the store answered.
+    if (local[i].state === records[i].state) local[i].state = records[i].state?.slice()
+  }
+  entry.synced = records
+  entry.syncedAt = syncedAt
+  entry.local = local
+}
+
+/**
+ * Decides `cost` from the local copy into `out` and, when admitted, charges the local copy and counts
+ * the units as pending. With `instances` > 1 an admission must also keep this instance within its
+ * share (see shareDenies); a policy that would go past it denies for one flush interval.
+ */
+export function decideLocally(entry: Entry, now: number, cost: number, instances: number, out: KeyEvaluation): KeyEvaluation {
+  const evaluation = evaluateKeyInto(entry.local, now, cost, entry.policies, out)
+  if (evaluation.allowed && cost > 0 && instances > 1 && shareDenies(entry, now, cost, instances, evaluation)) {
+    // Nothing is charged: the local copy is left as it was.
+    return evaluation
+  }
+  const records = evaluation.records
+  for (let i = 0; i < records.length; i++) {
+    const next = records[i]
+    const own = entry.local[i]
+    own.blockedUntil = next.blockedUntil
+    // The step's state array is reused by the next evaluation: its numbers go into the entry's own.
+    if (next.state === undefined) own.state = undefined
+    else if (own.state === undefined || own.state === next.state) own.state = next.state.slice()
+    else copyState(own.state, next.state)
+  }
+  if (evaluation.allowed && cost !== 0) entry.pending += cost
+  entry.touched = true
+  return evaluation
+}
+
+/**
+ * The share rule. Every instance decides from a copy that may miss what the others admitted since
+ * they last synced; if each spent all that its copy shows remaining, N instances could admit N
+ * times it. So an instance stops admitting once its own units not yet in `synced` reach its share,
+ * max(1, floor(remaining / N)) of what `synced` shows remaining now: with equal copies the fleet
+ * spends at most what remains, and the store's answer every flush hands out the next shares.
+ * Rewrites the failing policies' results as denials and answers whether any failed.
+ */
+function shareDenies(entry: Entry, now: number, cost: number, instances: number, evaluation: KeyEvaluation): boolean {
+  let denied = false
+  for (let i = 0; i < entry.policies.length; i++) {
+    const policy = entry.policies[i]
+    const remaining = ALGORITHM_BY_NAME[policy.algorithm].step(entry.synced?.[i].state, now, 0, policy).remaining
+    const result = evaluation.results[i]
+    // Own units counted against this policy now: what the synced copy has left less what the local one has.
+    const own = remaining - result.remaining
+    const share = remaining > 0 ? Math.max(1, Math.floor(remaining / instances)) : 0
+    if (own - cost < share) continue
+    denied = true
+    result.allowed = false
+    result.remaining = 0
+    // The next flush brings the store's answer, and with it the next share.
+    result.retryAfterMs = Math.max(1, Math.ceil(entry.flushMs))
+  }
+  if (denied) evaluation.allowed = false
+  return denied
+}

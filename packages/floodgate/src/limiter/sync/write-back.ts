@@ -1,0 +1,377 @@
+// Write-back sync: decide from a local copy of each key, flush the units admitted every flushMs as one
+// batched merge, and take the store's answer as the new copy (docs/sync.md derives the bound).
+
+import { randomBytes } from 'node:crypto'
+import { createEvaluation, type PolicyRecord } from '../../core/evaluate.js'
+import { FloodgateError } from '../../core/errors.js'
+import type { Policy } from '../../core/policy.js'
+import type { EvaluateResponse, MergeRequest, MergeResponse, Store } from '../../stores/store.js'
+import { applySynced, createEntry, decideLocally, isClean, type Entry } from './write-back-entry.js'
+
+/**
+ * The timer write-back uses for its flush ticks and its store-call timeouts (the limiter's `timers`
+ * fit); tests inject their own. A timer is never cancelled: one that is no longer wanted does nothing.
+ */
+export interface WriteBackTimers {
+  setTimeout(callback: () => void, ms: number): { unref?(): unknown }
+}
+
+export interface WriteBackOptions {
+  /** Where the shared state lives; it must implement `merge` (MemoryStore and RedisStore do). */
+  store: Store
+  /**
+   * How many instances share the store's keys (default 1). Each admits at most its share of what the
+   * store's last answer shows remaining before it syncs again (docs/sync.md: the share rule), which
+   * keeps a burst across N instances near the limit instead of N times it.
+   */
+  instances?: number
+  /**
+   * Most keys held (default 100 000). Past it a new key takes the place of the oldest one whose units
+   * are all in the store; when every held key still has units to send (a long outage over many keys),
+   * a new key is refused with WRITE_BACK_FULL and the limiter decides it by its `onStoreError` mode.
+   */
+  maxKeys?: number
+  /** Longest wait for the store per call, a key's first read or a flush (default 100 ms); then decide locally. */
+  timeoutMs?: number
+  /** Milliseconds since the epoch (default `Date.now`). Store answers correct it to the store's clock. */
+  clock?: () => number
+  timers?: WriteBackTimers
+  /** Names this instance in idempotent merges (default: random). Two live instances must not share one. */
+  origin?: string
+}
+
+/** What write-back has done since it started, for metrics and tests. */
+export interface WriteBackStats {
+  /** Store calls sent (flushes and reads). */
+  calls: number
+  /** Of them, those that failed or timed out (their units were kept and sent again). */
+  failed: number
+  /** Requests the store answered as replays: units it had taken before, from a send whose answer was lost. */
+  replays: number
+  /** New keys refused because every held key had units to send (WRITE_BACK_FULL). */
+  refused: number
+}
+
+/** What one local decision answers: the store's shape, with the path that decided it. */
+export interface WriteBackResponse extends EvaluateResponse {
+  source: 'write-back'
+}
+
+const DEFAULT_TIMERS: WriteBackTimers = { setTimeout: (callback, ms) => setTimeout(callback, ms) }
+
+/**
+ * Decides keys from local copies and keeps the copies in step with the store.
+ *
+ * - A key's first decision (and one after the key sat unused for two flush intervals) waits for the
+ *   store's current state (a merge of 0 units), at most `timeoutMs`; every other decision is local
+ *   and synchronous.
+ * - Every flush interval, the units each key admitted go to the store in one `merge` batch (RedisStore:
+ *   one script call per node), each key's with this instance's origin and a new seq; the answer (every
+ *   instance's units) becomes the key's copy, with what was admitted meanwhile merged back in.
+ * - A flush that fails or times out keeps its units and sends them again with the same seq, so a flush
+ *   whose answer was lost counts once. Meanwhile decisions go on from the copies.
+ */
+export class WriteBack {
+  readonly origin: string
+  readonly stats: WriteBackStats = { calls: 0, failed: 0, replays: 0, refused: 0 }
+  private readonly store: Store & Required<Pick<Store, 'merge'>>
+  private readonly instances: number
+  private readonly maxKeys: number
+  private readonly timeoutMs: number
+  private readonly clock: () => number
+  private readonly timers: WriteBackTimers
+  // Entries by policy set (by identity) and key: two sets for one key are two entries.
+  private readonly entries = new WeakMap<readonly Policy[], Map<string, Entry>>()
+  // Every entry, oldest first: what a new key looks through for one to replace.
+  private readonly order = new Set<Entry>()
+  // Entries with something for the next flush: units, an unconfirmed outbox, or a read to refresh.
+  private readonly dirty = new Set<Entry>()
+  private readonly evaluation = createEvaluation()
+  private seq = 0
+  private calls = 0
+  // The store's clock less ours, as the last answer showed: decisions read the store's time.
+  private offset = 0
+  private tickMs = Infinity
+  // The flush timer armed last and when it falls due; an earlier one that fires later does nothing.
+  private timer = 0
+  private timerCount = 0
+  private timerDueAt = Infinity
+  private flushing: Promise<void> | undefined
+  private closed = false
+  // The last call to the store failed: decisions stop waiting for reads until one succeeds.
+  private storeDown = false
+  // Keys waiting for this turn's read call.
+  private reads: Entry[] = []
+
+  constructor(options: WriteBackOptions) {
+    const store = options.store
+    if (typeof store?.merge !== 'function') {
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'store: write-back sync needs a store with merge() (MemoryStore, RedisStore); this one has none',
+      )
+    }
+    this.store = store as Store & Required<Pick<Store, 'merge'>>
+    this.instances = wholeAtLeast(options.instances ?? 1, 1, 'instances')
+    this.maxKeys = wholeAtLeast(options.maxKeys ?? 100_000, 1, 'maxKeys')
+    this.timeoutMs = wholeAtLeast(options.timeoutMs ?? 100, 1, 'timeoutMs')
+    this.clock = options.clock ?? Date.now
+    this.timers = options.timers ?? DEFAULT_TIMERS
+    this.origin = options.origin ?? `wb-${randomBytes(9).toString('base64url')}`
+  }
+
+  /** Keys held now. */
+  get size(): number {
+    return this.order.size
+  }
+
+  /** Units admitted here that the store has not confirmed yet, over every key. */
+  get unsynced(): number {
+    let units = 0
+    for (const entry of this.dirty) units += entry.pending + (entry.outbox?.units ?? 0)
+    return units
+  }
+
+  /** The store's records for the key as its last answer had them (every instance's units then), or undefined. */
+  synced(key: string, policies: readonly Policy[]): PolicyRecord[] | undefined {
+    const synced = this.entries.get(policies)?.get(key)?.synced
+    return synced === undefined ? undefined : ownRecords(synced)
+  }
+
+  /** The store's clock as this instance estimates it. */
+  now(): number {
+    return this.clock() + this.offset
+  }
+
+  /**
+   * Decides `cost` for `key` (> 0 charges, 0 peeks, < 0 refunds) and calls `done` once, synchronously
+   * when the key is held and fresh (then its results are valid until the next decision: copy them to
+   * keep them). `done(error)` only for WRITE_BACK_FULL or a closed instance.
+   */
+  decide(key: string, policies: readonly Policy[], cost: number, done: (error: unknown, response?: WriteBackResponse) => void): void {
+    if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
+    const entry = this.entries.get(policies)?.get(key) ?? this.admitKey(key, policies)
+    if (entry === undefined) {
+      this.stats.refused++
+      return done(new FloodgateError(
+        'WRITE_BACK_FULL',
+        `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); ` +
+          'this key is decided by onStoreError',
+      ))
+    }
+    const waiters = entry.waiters
+    if (waiters !== undefined) {
+      waiters.push(() => done(null, this.answer(entry, cost, true)))
+      return
+    }
+    if (this.clock() - entry.syncedAt > 2 * entry.flushMs && entry.inFlight === 0 && !this.storeDown) {
+      entry.waiters = [() => done(null, this.answer(entry, cost, true))]
+      this.read(entry)
+      return
+    }
+    done(null, this.answer(entry, cost, false))
+  }
+
+  /** Sends every held unit now (and waits for the answer, at most `timeoutMs`); what failed stays for the next flush. */
+  flush(): Promise<void> {
+    if (this.flushing !== undefined) return this.flushing
+    const batch: Entry[] = []
+    for (const entry of this.dirty) {
+      if (entry.inFlight !== 0) continue
+      if (entry.outbox === undefined && entry.pending !== 0) {
+        entry.outbox = { units: entry.pending, seq: ++this.seq }
+        entry.pending = 0
+      }
+      if (entry.outbox === undefined && !entry.touched) {
+        this.dirty.delete(entry)
+        continue
+      }
+      entry.touched = false
+      batch.push(entry)
+    }
+    if (batch.length === 0) return Promise.resolve()
+    this.flushing = this.send(batch).finally(() => {
+      this.flushing = undefined
+    })
+    return this.flushing
+  }
+
+  /** Flushes what is held (a last try, at most `timeoutMs`) and stops; later decisions are refused. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.timer = 0
+    if (this.flushing !== undefined) await this.flushing
+    await this.flush()
+  }
+
+  /** Forgets the local copy of `key` (after a reset in the store); its unsent units are dropped with it. */
+  forget(key: string, policies: readonly Policy[]): void {
+    const entry = this.entries.get(policies)?.get(key)
+    if (entry !== undefined) this.drop(entry)
+  }
+
+  // A synchronous answer may hand out the scratch results (the caller reads them before deciding
+  // again, as with Store.evaluateSync); waiters woken together get copies.
+  private answer(entry: Entry, cost: number, copy: boolean): WriteBackResponse {
+    const now = this.now()
+    const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
+    if (entry.touched) this.markDirty(entry)
+    const results = copy ? evaluation.results.map((result) => ({ ...result })) : evaluation.results
+    return { allowed: evaluation.allowed, results, now, source: 'write-back' }
+  }
+
+  // A new entry for a key, in place of the oldest clean one when full; undefined when none is clean.
+  private admitKey(key: string, policies: readonly Policy[]): Entry | undefined {
+    if (this.order.size >= this.maxKeys && !this.evictOne()) return undefined
+    const entry = createEntry(key, policies)
+    let byKey = this.entries.get(policies)
+    if (byKey === undefined) {
+      byKey = new Map()
+      this.entries.set(policies, byKey)
+    }
+    byKey.set(key, entry)
+    this.order.add(entry)
+    // With the store down the key starts from a fresh copy, and the flush that gets through reads it.
+    if (this.storeDown) return entry
+    entry.waiters = []
+    this.read(entry)
+    return entry
+  }
+
+  // Drops the oldest entry with nothing to send, looking at a bounded number of them.
+  private evictOne(): boolean {
+    let looked = 0
+    for (const entry of this.order) {
+      if (isClean(entry)) {
+        this.drop(entry)
+        return true
+      }
+      if (++looked >= EVICTION_LOOKS) break
+    }
+    return false
+  }
+
+  // Asks the store for the key's state now (with its units, if it has some), then answers its waiters.
+  // Reads of one event-loop turn go as one call, as decisions do in RedisStore.
+  private read(entry: Entry): void {
+    if (entry.outbox === undefined && entry.pending !== 0) {
+      entry.outbox = { units: entry.pending, seq: ++this.seq }
+      entry.pending = 0
+    }
+    // Marked as carried now, so no flush sends it meanwhile.
+    entry.inFlight = -1
+    this.reads.push(entry)
+    if (this.reads.length === 1) setImmediate(this.sendReads)
+  }
+
+  private readonly sendReads = (): void => {
+    const reads = this.reads
+    this.reads = []
+    void this.send(reads)
+  }
+
+  private send(batch: Entry[]): Promise<void> {
+    const call = ++this.calls
+    this.stats.calls++
+    const requests: MergeRequest[] = batch.map((entry) => {
+      entry.inFlight = call
+      const outbox = entry.outbox
+      return outbox === undefined
+        ? { key: entry.key, policies: entry.policies, units: 0 }
+        : { key: entry.key, policies: entry.policies, units: outbox.units, origin: this.origin, seq: outbox.seq }
+    })
+    return new Promise<void>((resolve) => {
+      let settled = false
+      const settle = (responses: MergeResponse[] | undefined): void => {
+        if (settled) return
+        settled = true
+        this.settle(call, batch, responses)
+        resolve()
+      }
+      this.timers.setTimeout(() => settle(undefined), this.timeoutMs).unref?.()
+      let pending: Promise<MergeResponse[]>
+      try {
+        pending = this.store.merge(requests)
+      } catch {
+        return settle(undefined)
+      }
+      pending.then(settle, () => settle(undefined))
+    })
+  }
+
+  // The store's answer for a call (undefined: failed or timed out), applied to every entry it carried.
+  private settle(call: number, batch: Entry[], responses: MergeResponse[] | undefined): void {
+    const receivedAt = this.clock()
+    this.storeDown = responses === undefined
+    if (responses === undefined) this.stats.failed++
+    if (responses !== undefined && responses.length > 0) this.offset = responses[0].now - receivedAt
+    for (let i = 0; i < batch.length; i++) {
+      const entry = batch[i]
+      if (entry.inFlight !== call) continue
+      entry.inFlight = 0
+      const response = responses?.[i]
+      if (response !== undefined) {
+        if (!response.applied) this.stats.replays++
+        // Confirmed: the store holds the outbox's units now (this time, or in an earlier send).
+        entry.outbox = undefined
+        applySynced(entry, ownRecords(response.records), response.now, receivedAt)
+      }
+      // Still to send (units, or an unconfirmed outbox), or just read: the next flush looks at it.
+      if (entry.outbox !== undefined || entry.pending !== 0) this.markDirty(entry)
+      const waiters = entry.waiters
+      if (waiters !== undefined) {
+        entry.waiters = undefined
+        for (const wake of waiters) wake()
+      }
+    }
+  }
+
+  // Puts the entry in the next flush, and makes sure a flush is scheduled within its interval.
+  private markDirty(entry: Entry): void {
+    this.dirty.add(entry)
+    if (this.closed || (this.timer !== 0 && entry.flushMs >= this.tickMs)) return
+    if (entry.flushMs < this.tickMs) this.tickMs = entry.flushMs
+    const dueAt = this.clock() + this.tickMs
+    if (this.timer !== 0 && this.timerDueAt <= dueAt) return
+    this.arm(dueAt)
+  }
+
+  private arm(dueAt: number): void {
+    const timer = ++this.timerCount
+    this.timer = timer
+    this.timerDueAt = dueAt
+    this.timers.setTimeout(() => this.tick(timer), this.tickMs).unref?.()
+  }
+
+  private tick(timer: number): void {
+    if (timer !== this.timer) return
+    this.timer = 0
+    this.timerDueAt = Infinity
+    void this.flush().then(() => {
+      if (this.dirty.size > 0 && !this.closed && this.timer === 0) this.arm(this.clock() + this.tickMs)
+    })
+  }
+
+  private drop(entry: Entry): void {
+    this.entries.get(entry.policies)?.delete(entry.key)
+    this.order.delete(entry)
+    this.dirty.delete(entry)
+  }
+
+}
+
+/** How many held keys a new key looks through for a clean one to replace before it is refused. */
+const EVICTION_LOOKS = 64
+
+// The store's records as the entry's own (a store may reuse what it answers).
+function ownRecords(records: readonly PolicyRecord[]): PolicyRecord[] {
+  return records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
+}
+
+function wholeAtLeast(value: unknown, min: number, field: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new FloodgateError('INVALID_OPTION', `write-back ${field}: must be a whole number ≥ ${min}, got ${JSON.stringify(value)}`)
+  }
+  return value
+}

@@ -1,0 +1,92 @@
+// Encodes a batch of merge requests into one merge-runner.lua call (KEYS and ARGV) and decodes its binary reply.
+
+import type { PolicyRecord } from '../../core/evaluate.js'
+import type { Policy } from '../../core/policy.js'
+import type { MergeRequest, MergeResponse } from '../store.js'
+
+/** One merge request of a call, with its policy keys built (in the request's policy order). */
+export interface MergeCallRequest {
+  readonly request: MergeRequest
+  readonly keys: readonly string[]
+  /** Cluster slot of the request's keys (all share the hash tag); -1 on a standalone server. */
+  readonly slot: number
+}
+
+/**
+ * The arguments of one merge-runner.lua call for `requests`, ordered with each slot's requests
+ * together: the first `declared` requests' keys go in KEYS (the routing slot's), the rest in ARGV.
+ */
+export function encodeMergeCall(requests: readonly MergeCallRequest[], declared: number): { keys: string[]; args: string[] } {
+  const keys: string[] = []
+  const extraKeys: string[] = []
+  const policyIndex = new Map<Policy, number>()
+  const policyArgs: string[] = []
+  const requestArgs: string[] = []
+  const groupSizes: number[] = []
+  for (let r = 0; r < requests.length; r++) {
+    const { request, keys: requestKeys, slot } = requests[r]
+    const target = r < declared ? keys : extraKeys
+    for (const key of requestKeys) target.push(key)
+    if (r === 0 || slot !== requests[r - 1].slot) groupSizes.push(requestKeys.length)
+    else groupSizes[groupSizes.length - 1] += requestKeys.length
+    requestArgs.push(
+      request.now === undefined ? '' : String(request.now),
+      String(request.units),
+      request.origin ?? '',
+      String(request.seq ?? 0),
+      String(request.policies.length),
+    )
+    for (const policy of request.policies) {
+      let index = policyIndex.get(policy)
+      if (index === undefined) {
+        index = policyIndex.size + 1
+        policyIndex.set(policy, index)
+        policyArgs.push(policy.algorithm, String(policy.limit), String(policy.periodMs), String(policy.burst), policy.shaping ? '1' : '0')
+      }
+      requestArgs.push(String(index))
+    }
+  }
+  const args = [
+    String(extraKeys.length),
+    ...extraKeys,
+    String(policyIndex.size),
+    ...policyArgs,
+    String(groupSizes.length),
+    ...groupSizes.map(String),
+    String(requests.length),
+    ...requestArgs,
+  ]
+  return { keys, args }
+}
+
+const CLOCK_BYTES = 8
+const NO_STATE = 255
+
+/** Splits merge-runner.lua's reply into one response per request, in the call's order. */
+export function decodeMergeReply(reply: unknown, requests: readonly MergeCallRequest[]): MergeResponse[] {
+  if (!Buffer.isBuffer(reply) || reply.length < CLOCK_BYTES) throw new Error(`RedisStore: unexpected merge reply ${JSON.stringify(reply)}`)
+  const serverNow = reply.readDoubleLE(0)
+  const responses = new Array<MergeResponse>(requests.length)
+  let at = CLOCK_BYTES
+  for (let r = 0; r < requests.length; r++) {
+    const request = requests[r].request
+    const applied = reply[at] === 1
+    at += 1
+    const records = new Array<PolicyRecord>(request.policies.length)
+    for (let i = 0; i < records.length; i++) {
+      const length = reply[at]
+      const blockedUntil = reply.readDoubleLE(at + 1)
+      at += 9
+      let state: number[] | undefined
+      if (length !== NO_STATE) {
+        state = new Array<number>(length)
+        for (let j = 0; j < length; j++) state[j] = reply.readDoubleLE(at + 8 * j)
+        at += 8 * length
+      }
+      records[i] = { blockedUntil, state }
+    }
+    responses[r] = { records, applied, now: request.now ?? serverNow }
+  }
+  if (at !== reply.length) throw new Error(`RedisStore: merge reply has ${reply.length} bytes, expected ${at}`)
+  return responses
+}

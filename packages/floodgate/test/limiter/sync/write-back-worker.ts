@@ -1,0 +1,100 @@
+// Child process for write-back-cluster.test.ts: one instance (its own Cluster client, RedisStore and
+// write-back copies) deciding one hot key alongside its siblings, paced so that many flushes happen.
+//
+// Protocol (as hammer-worker.ts): argv[2] is a JSON WorkerConfig. The worker connects, prints `ready`,
+// waits for `go` on stdin, runs, closes (flushing what it holds), prints one JSON WorkerReport line.
+
+import { createInterface } from 'node:readline'
+import { Cluster } from 'ioredis'
+import { ALGORITHM_BY_NAME } from '../../../src/core/algorithms/index.js'
+import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
+import { RedisStore } from '../../../src/redis.js'
+import { WriteBack, type WriteBackStats } from '../../../src/limiter/sync/write-back.js'
+
+export interface WorkerConfig {
+  startupNodes: { host: string; port: number }[]
+  key: string
+  policy: PolicyOptions
+  /** How many instances share the key (the share rule's N). */
+  instances: number
+  /** Decisions this worker makes. */
+  decisions: number
+  /** Concurrent callers; each waits 0 to maxGapMs between its decisions. */
+  callers: number
+  maxGapMs: number
+}
+
+export interface WorkerReport {
+  admitted: number
+  /** The units the store's answer showed used when this worker last admitted (S_i in docs/sync.md). */
+  viewAtLastAdmission: number
+  /** The longest store call (flush or read) this worker saw, ms. */
+  maxCallMs: number
+  stats: WriteBackStats
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '') as WorkerConfig
+  const policies = createPolicies([config.policy])
+  const policy = policies[0]
+  const capacity = ALGORITHM_BY_NAME[policy.algorithm].step(undefined, 0, 0, policy).remaining
+  const client = new Cluster(config.startupNodes, { scaleReads: 'master' })
+  const store = new RedisStore({ client })
+  // Every store call is timed, to report the round trip the bound's staleness includes.
+  let maxCallMs = 0
+  const timed = {
+    merge: (batch: Parameters<RedisStore['merge']>[0]) => {
+      const started = performance.now()
+      return store.merge(batch).finally(() => (maxCallMs = Math.max(maxCallMs, performance.now() - started)))
+    },
+    evaluate: store.evaluate.bind(store),
+    reset: store.reset.bind(store),
+    close: store.close.bind(store),
+  }
+  const writeBack = new WriteBack({ store: timed, instances: config.instances, timeoutMs: 2_000 })
+  await client.ping()
+  process.stdout.write('ready\n')
+  await lineFromStdin('go')
+
+  let next = 0
+  let admitted = 0
+  let viewAtLastAdmission = 0
+  async function caller(): Promise<void> {
+    while (next++ < config.decisions) {
+      const allowed = await new Promise<boolean>((resolve, reject) =>
+        writeBack.decide(config.key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed))),
+      )
+      if (allowed) {
+        admitted++
+        const synced = writeBack.synced(config.key, policies)?.[0].state
+        viewAtLastAdmission = capacity - ALGORITHM_BY_NAME[policy.algorithm].step(synced, writeBack.now(), 0, policy).remaining
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * config.maxGapMs))
+    }
+  }
+  await Promise.all(Array.from({ length: config.callers }, caller))
+  await writeBack.close()
+  if (writeBack.unsynced !== 0) throw new Error(`${writeBack.unsynced} units were not flushed`)
+  await store.close()
+  await client.quit()
+  const report: WorkerReport = { admitted, viewAtLastAdmission, maxCallMs, stats: writeBack.stats }
+  process.stdout.write(`${JSON.stringify(report)}\n`)
+}
+
+function lineFromStdin(expected: string): Promise<void> {
+  return new Promise((resolve) => {
+    const lines = createInterface({ input: process.stdin })
+    lines.on('line', (line) => {
+      if (line.trim() === expected) {
+        lines.close()
+        process.stdin.destroy()
+        resolve()
+      }
+    })
+  })
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`write-back worker failed: ${error instanceof Error ? error.stack : String(error)}\n`)
+  process.exit(1)
+})
