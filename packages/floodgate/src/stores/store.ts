@@ -2,6 +2,7 @@
 
 import type { Policy } from '../core/policy.js'
 import type { PolicyRecord, PolicyResult } from '../core/evaluate.js'
+import type { LeaseAsk } from '../core/lease.js'
 
 /** One key's decision request: every policy of the key is decided together, all-or-nothing. */
 export interface EvaluateRequest {
@@ -111,4 +112,37 @@ export interface Store {
   reset(key: string, policies: readonly Policy[]): Promise<void>
   /** Releases connections and timers the store owns (not clients the caller passed in). */
   close(): Promise<void>
+}
+
+/**
+ * One key's lease call (see core/lease.ts): end the caller's previous lease (`returnId`), take a
+ * new one (`id`, up to `want` units, at least `need`), or with `id` 0 decide `need` exactly
+ * against the same ledger. Used by the `lease` and `auto` sync modes.
+ */
+export interface LeaseRequest extends LeaseAsk {
+  key: string
+  policies: readonly Policy[]
+  /** As `EvaluateRequest.now`: omitted, the store's clock (Redis: the server's) decides. */
+  now?: number
+}
+
+export interface LeaseResponse {
+  /** Units granted: 0, or at least `need` (the request in hand is admitted from them). */
+  granted: number
+  /** When the lease ends, on the store's clock; 0 without one. */
+  expiresAt: number
+  /** The returned lease was live and has now ended (false: unknown, expired or ended before). */
+  returned: boolean
+  /** The request in hand (`need`) was admitted. */
+  allowed: boolean
+  /** One per policy: on a grant, what the key has left; on a denial, the denying wait. */
+  results: PolicyResult[]
+  /** The store's clock when it decided: `expiresAt - now` is how long the lease lives. */
+  now: number
+}
+
+/** A store that can hand out leases: both built-in stores (one atomic step per key). */
+export interface LeaseStore extends Store {
+  /** Runs each lease call atomically per key; the answer has one response per request, in order. */
+  lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]>
 }

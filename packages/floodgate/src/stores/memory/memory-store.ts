@@ -7,8 +7,10 @@ import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
 import { mergeKey } from '../../core/merge.js'
-import type { EvaluateRequest, EvaluateResponse, MergeRequest, MergeResponse, Store } from '../store.js'
+import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse } from '../store.js'
 import { mergeRequestProblem } from '../merge-request.js'
+import { leaseKey, type Ledger } from '../../core/lease.js'
+import { withLedgers } from './ledger-policies.js'
 import {
   BYTES_PER_CHARACTER,
   BYTES_PER_STATE_NUMBER,
@@ -60,7 +62,7 @@ export interface MemoryStoreOptions {
  * limiter calls it without a promise or a timeout (neither can matter in-process), and
  * `limiter.limitSync` works on it.
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements LeaseStore {
   readonly maxKeys: number
   readonly maxBytes: number
   private readonly clock: () => number
@@ -233,11 +235,52 @@ export class MemoryStore implements Store {
     return { records, applied: applied.every(Boolean), now }
   }
 
+  /** Runs each lease call (see core/lease.ts) on the key's records and ledgers, one after another. */
+  lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]> {
+    try {
+      const clockNow = this.clock()
+      return Promise.resolve(batch.map((request) => this.leaseOne(request, request.now ?? clockNow)))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * One lease call, synchronously. A lease key keeps its ledgers as records of their own, one per
+   * policy (see ledger-policies.ts), so eviction, expiry and byte accounting treat them alike.
+   */
+  leaseOne(request: LeaseRequest, now: number = this.clock()): LeaseResponse {
+    const { key, policies } = request
+    const both = withLedgers(policies)
+    const entry = this.open.get(key) ?? this.guarded.get(key)
+    const read: (StoredRecord | undefined)[] = new Array(both.length).fill(undefined)
+    let index: readonly number[] | undefined
+    if (entry !== undefined) {
+      index = entry.lastSet === both ? entry.lastIndex : this.indexFor(entry, both, now)
+      for (let i = 0; i < both.length; i++) {
+        const record = entry.records[index[i]]
+        if (record !== undefined && now < record.expiresAt) read[i] = record
+      }
+    }
+    const count = policies.length
+    const ledgers = read.slice(count).map((record) => record?.state as Ledger | undefined)
+    const lease = leaseKey(read.slice(0, count), ledgers, now, request, policies)
+    const evaluation: KeyEvaluation = { allowed: lease.allowed, results: [...lease.results, ...lease.results], records: lease.records, ttlMs: lease.ttlMs }
+    if (entry !== undefined) {
+      const bytes = this.bytes
+      this.place(key, entry, this.save(entry, index!, evaluation, now))
+      if (this.bytes > bytes && this.bytes > this.maxBytes) this.makeRoom(entry, now)
+    } else if (lease.records.some((record) => record.state !== undefined)) {
+      this.insert(key, both, evaluation, now)
+    }
+    return { granted: lease.granted, expiresAt: lease.expiresAt, returned: lease.returned, allowed: lease.allowed, results: lease.results, now }
+  }
+
   /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */
   reset(key: string, policies: readonly Policy[]): Promise<void> {
     const entry = this.open.get(key) ?? this.guarded.get(key)
     if (entry !== undefined) {
-      for (const policy of policies) {
+      for (const policy of withLedgers(policies)) {
         const at = findPolicy(entry.policies, policy)
         const record = at >= 0 ? entry.records[at] : undefined
         if (record !== undefined) {

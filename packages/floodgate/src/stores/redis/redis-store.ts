@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, MergeRequest, MergeResponse, Store, SubmitCallback } from '../store.js'
+import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse, SubmitCallback } from '../store.js'
 import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
@@ -12,6 +12,7 @@ import { createClient, type ClusterStartupNode } from './create-client.js'
 import { policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
 import { mergeOnRedis } from './merge-calls.js'
+import { LeaseCaller, ledgerKey } from './lease-call.js'
 import { Outage } from './outage.js'
 import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
@@ -113,7 +114,7 @@ interface Call {
  * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
  * first reply the store does not know the server's clock, and calls carry no deadline.
  */
-export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
+export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseStore {
   /** The client in use (created by the store or given to it). */
   readonly client: RedisClientLike
   readonly prefix: string
@@ -132,6 +133,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   private readonly inFlight = new Map<Call, () => void>()
   private readonly unsubscribe: (() => void)[] = []
   private readonly outage: Outage
+  private readonly leases: LeaseCaller
 
   constructor(options: RedisStoreOptions) {
     super()
@@ -153,6 +155,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     if (owned) client.on('error', ignoreConnectionError)
     this.client = client
     this.connection = connection
+    this.leases = new LeaseCaller(connection, this.prefix, this.maxBatchSize)
     this.ownsClient = owned
     this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
       for (const item of items) answer(item, error)
@@ -212,11 +215,21 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     })
   }
 
+  /** Runs lease calls (sync `lease`/`auto`): this turn's together, one script call per slot (lease-call.ts). */
+  lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]> {
+    if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of lease requests'))
+    return this.leases.lease(batch)
+  }
+
   /** Deletes the state (counters and blocks) of every given policy of `key`. */
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    await this.connection.del(policies.map((policy) => policyKey(this.prefix, key, policy)))
+    // The record, its lease ledger and its merge origins (`:wb`) go together.
+    await this.connection.del(policies.flatMap((policy) => {
+      const recordKey = policyKey(this.prefix, key, policy)
+      return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wb`]
+    }))
   }
 
   /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
@@ -237,6 +250,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   async close(): Promise<void> {
     this.gate.detach()
     this.mergeGate.detach()
+    this.leases.detach()
     this.outage.stop()
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe()
     if (this.ownsClient) await this.connection.close()

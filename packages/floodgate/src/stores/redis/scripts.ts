@@ -62,3 +62,27 @@ export async function runRunner(connection: Connection, keys: readonly string[],
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT')
 }
+
+let cachedLease: RunnerScript | undefined
+
+/** The lease script (lease-runner.lua after prelude, every algorithm twin, record.lua and lease.lua), read once per process. */
+export function leaseScript(): RunnerScript {
+  if (cachedLease === undefined) {
+    const directory = scriptsDirectory()
+    const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
+    const source = [read('prelude'), ...ALGORITHMS.map(read), read('record'), read('lease'), read('lease-runner')].join('\n')
+    cachedLease = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
+  }
+  return cachedLease
+}
+
+/** Runs the lease script by SHA like runRunner, with the source once more after NOSCRIPT. */
+export async function runLeaseRunner(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const script = leaseScript()
+  try {
+    return await connection.evalBuffer('evalsha', script.sha, keys, args)
+  } catch (error) {
+    if (!isNoScript(error)) throw error
+    return await connection.evalBuffer('eval', script.source, keys, args)
+  }
+}

@@ -1,0 +1,343 @@
+// The lease manager: per key, admits from a block of units taken from the store, renewing, sizing and returning it.
+
+import { getRandomValues } from 'node:crypto'
+import type { PolicyResult } from '../../core/evaluate.js'
+import type { Policy } from '../../core/policy.js'
+import type { EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore } from '../../stores/store.js'
+import { Demand } from './demand.js'
+import { policySetId } from './policy-set.js'
+
+/** Which path decided: `lease` (in-process, from a held lease) or `store` (a store call decided it). */
+export type LeaseSource = 'lease' | 'store'
+
+/** How a decision is answered: `(null, response, source)` or `(error)` when the store failed. */
+export type LeaseCallback = (error: unknown, response?: EvaluateResponse, source?: LeaseSource) => void
+
+/** The timer functions the sweep uses (injected by tests). */
+export interface SweepTimers {
+  setInterval(callback: () => void, ms: number): unknown
+  clearInterval(handle: unknown): void
+}
+
+export interface LeaseSyncOptions {
+  store: LeaseStore
+  /**
+   * Milliseconds on a clock that only moves forward at the pace of real time (default
+   * `performance.now`): lease expiry, idleness and demand are measured on it. Tests inject one.
+   */
+  clock?: () => number
+  /** How often leases of quiet keys, and leases about to expire, go back (default 100 ms). */
+  sweepMs?: number
+  /** The timers the sweep runs on (default the global ones). */
+  timers?: SweepTimers
+  /** Most keys followed at once (default 10 000): past it the quietest key's lease goes back. */
+  maxKeys?: number
+}
+
+// One decision waiting for a store call.
+interface Waiter {
+  readonly cost: number
+  readonly done: LeaseCallback
+  /** The caller stopped waiting (its timeout answered it): its units stay in the lease. */
+  cancelled: boolean
+}
+
+// What this instance holds of one key (for one policy set).
+interface Holding {
+  readonly key: string
+  readonly policies: readonly Policy[]
+  readonly leaseMs: number
+  readonly leaseMax: number
+  /** The lease (0: none), its units left and granted, when it ends and began (local clock). */
+  id: number
+  balance: number
+  granted: number
+  expiresAt: number
+  startedAt: number
+  /** The store's answer at the grant: what the key had left then, and its resets. */
+  results: readonly PolicyResult[]
+  lastUsed: number
+  readonly demand: Demand
+  readonly waiting: Waiter[]
+  /** A store call for this key is in flight. */
+  busy: boolean
+}
+
+/** A whole number in [1, 2^53): the lease ids of all instances must not meet on one key. */
+function newLeaseId(): number {
+  const words = getRandomValues(new Uint32Array(2))
+  return (words[0] & 0x1fffff) * 0x100000000 + words[1] + 1
+}
+
+const NO_CANCEL = (): void => {}
+
+/**
+ * Decides from leases: a decision the held lease covers is answered in-process; otherwise one
+ * store call ends the old lease (its unused units back) and takes a new one sized to this
+ * instance's demand (Doorman's idea: demand × lease time, at most `leaseMax`, within the store's
+ * fair share), answering everyone who waited for it. A key quiet for a quarter of its lease time,
+ * or a lease about to expire, is given back by the sweep; `close()` gives back everything.
+ *
+ * During a store outage held leases keep serving until spent or expired; a lease's units are
+ * never admitted after its expiry (measured from before the call that took it, so the store's
+ * clock is never behind), and a return is applied once whatever is retried (core/lease.ts).
+ */
+export class LeaseSync {
+  private readonly store: LeaseStore
+  private readonly clock: () => number
+  private readonly sweepMs: number
+  private readonly maxKeys: number
+  private readonly timers: SweepTimers
+  private readonly holdings = new Map<string, Holding>()
+  private sweeper: unknown
+  private closed = false
+
+  constructor(options: LeaseSyncOptions) {
+    this.store = options.store
+    this.clock = options.clock ?? (() => performance.now())
+    this.sweepMs = options.sweepMs ?? 100
+    this.maxKeys = options.maxKeys ?? 10_000
+    this.timers = options.timers ?? (globalThis as unknown as SweepTimers)
+  }
+
+  /** Keys followed now (holding a lease, waiting, or recently used). */
+  get size(): number {
+    return this.holdings.size
+  }
+
+  /** Units this instance holds of `key` now (0 without a live lease). */
+  held(key: string, policies: readonly Policy[]): number {
+    const holding = this.holdings.get(this.holdingKey(key, policies))
+    return holding !== undefined && this.isLive(holding, this.clock()) ? holding.balance : 0
+  }
+
+  /**
+   * Decides `cost` for `key` under `policies` (all of them `lease`-synced, as the store runs them),
+   * calling `done` once. Returns a function to call when the caller stops waiting (it timed out):
+   * its units then stay in the lease for later decisions.
+   */
+  decide(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
+    const now = this.clock()
+    const holding = this.holding(key, policies, now)
+    holding.lastUsed = now
+    if (cost > 0) holding.demand.add(cost, now)
+    const live = this.isLive(holding, now)
+    if (cost <= 0 && live) {
+      // A refund goes back into the lease it most likely came from; a peek needs nothing.
+      if (cost < 0) holding.balance = Math.min(holding.granted, holding.balance - cost)
+      done(null, this.localResponse(holding, now), 'lease')
+      return NO_CANCEL
+    }
+    if (cost > 0 && live && holding.balance >= cost && holding.waiting.length === 0) {
+      holding.balance -= cost
+      done(null, this.localResponse(holding, now), 'lease')
+      return NO_CANCEL
+    }
+    const waiter: Waiter = { cost, done, cancelled: false }
+    holding.waiting.push(waiter)
+    if (!holding.busy) this.call(holding)
+    return () => {
+      waiter.cancelled = true
+    }
+  }
+
+  /**
+   * A concurrency slot admitted at `acquiredAt` (local clock) is free again: it serves the lease
+   * again if that lease is the one it came from, else nothing (its slot expires in the store).
+   */
+  release(key: string, policies: readonly Policy[], cost: number, acquiredAt: number): void {
+    const holding = this.holdings.get(this.holdingKey(key, policies))
+    if (holding === undefined || !this.isLive(holding, this.clock()) || acquiredAt < holding.startedAt) return
+    holding.balance = Math.min(holding.granted, holding.balance + cost)
+  }
+
+  /** Gives back the lease held of `key` now, if any (a key `auto` found cooled). */
+  drop(key: string, policies: readonly Policy[]): void {
+    const holding = this.holdings.get(this.holdingKey(key, policies))
+    if (holding !== undefined && holding.id !== 0 && !holding.busy) void this.giveBack(holding)
+  }
+
+  /** Gives back the leases of quiet keys and those about to expire; forgets keys quiet with nothing held. */
+  sweep(): Promise<void> {
+    const now = this.clock()
+    const returns: Promise<void>[] = []
+    for (const [name, holding] of this.holdings) {
+      if (holding.busy || holding.waiting.length > 0) continue
+      const quiet = now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4)
+      if (holding.id !== 0 && (quiet || holding.expiresAt - now <= this.sweepMs)) returns.push(this.giveBack(holding))
+      else if (holding.id === 0 && quiet) this.holdings.delete(name)
+    }
+    return Promise.all(returns).then(() => undefined)
+  }
+
+  /** Starts the sweep timer (unref'd: it never keeps a process alive). */
+  start(): void {
+    if (this.sweeper !== undefined || this.closed) return
+    this.sweeper = this.timers.setInterval(() => void this.sweep(), this.sweepMs)
+    ;(this.sweeper as { unref?: () => void }).unref?.()
+  }
+
+  /** Stops the sweep and gives back every lease (the service calls it on SIGTERM). */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.sweeper !== undefined) this.timers.clearInterval(this.sweeper)
+    this.sweeper = undefined
+    await Promise.all([...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)))
+    this.holdings.clear()
+  }
+
+  private isLive(holding: Holding, now: number): boolean {
+    return holding.id !== 0 && now < holding.expiresAt
+  }
+
+  private holdingKey(key: string, policies: readonly Policy[]): string {
+    return `${policySetId(policies)}\u0000${key}`
+  }
+
+  private holding(key: string, policies: readonly Policy[], now: number): Holding {
+    const name = this.holdingKey(key, policies)
+    let holding = this.holdings.get(name)
+    if (holding === undefined) {
+      if (this.holdings.size >= this.maxKeys) this.evictOne()
+      const leaseMs = Math.min(...policies.map((policy) => policy.leaseMs))
+      holding = {
+        key, policies, leaseMs, leaseMax: Math.min(...policies.map((policy) => policy.leaseMax)),
+        id: 0, balance: 0, granted: 0, expiresAt: 0, startedAt: 0, results: [], lastUsed: now,
+        demand: new Demand(leaseMs), waiting: [], busy: false,
+      }
+      this.holdings.set(name, holding)
+    }
+    return holding
+  }
+
+  // The oldest key goes (Map order is first use): its lease back, unless it is mid-call.
+  private evictOne(): void {
+    for (const [name, holding] of this.holdings) {
+      if (holding.busy || holding.waiting.length > 0) continue
+      if (holding.id !== 0) void this.giveBack(holding)
+      this.holdings.delete(name)
+      return
+    }
+  }
+
+  // One store call: ends the held lease (unused units back) and takes a new one for the first
+  // waiter, sized to demand; then answers every waiter it covers, and calls again for the rest.
+  private call(holding: Holding): void {
+    const first = holding.waiting.find((waiter) => !waiter.cancelled)
+    if (first === undefined) {
+      holding.waiting.length = 0
+      return
+    }
+    const now = this.clock()
+    const need = first.cost
+    const keep = need > 0 && !this.closed
+    const want = keep ? Math.max(need, Math.min(holding.leaseMax, Math.ceil(holding.demand.perMs(now) * holding.leaseMs))) : 0
+    const live = this.isLive(holding, now)
+    const request: LeaseRequest = {
+      key: holding.key,
+      policies: holding.policies,
+      id: keep ? newLeaseId() : 0,
+      want,
+      need,
+      leaseMs: holding.leaseMs,
+      returnId: live ? holding.id : 0,
+      returnUnused: live ? holding.balance : 0,
+    }
+    // The old lease is being ended: nothing more is admitted from it, whatever the answer.
+    this.clear(holding)
+    holding.busy = true
+    const sentAt = now
+    this.store.lease([request]).then(
+      ([answer]) => this.granted(holding, request, answer, sentAt),
+      (error: unknown) => {
+        holding.busy = false
+        const waiting = holding.waiting.splice(0)
+        for (const waiter of waiting) if (!waiter.cancelled) waiter.done(error)
+      },
+    )
+  }
+
+  private granted(holding: Holding, request: LeaseRequest, answer: LeaseResponse, sentAt: number): void {
+    holding.busy = false
+    const waiting = holding.waiting
+    const first = waiting.find((waiter) => !waiter.cancelled)
+    if (answer.granted > 0 && request.id !== 0) {
+      holding.id = request.id
+      holding.granted = answer.granted
+      holding.balance = answer.granted
+      // From when the call was sent: the store's clock had not yet started the lease then.
+      holding.expiresAt = sentAt + (answer.expiresAt - answer.now)
+      holding.startedAt = sentAt
+      holding.results = answer.results
+    }
+    const now = this.clock()
+    if (this.closed && holding.id !== 0) void this.giveBack(holding)
+    if (!answer.allowed) {
+      // Denied: the key has not `need` units to spare; so is everyone asking as much or more (a
+      // denied peek answers only itself).
+      for (let i = 0; i < waiting.length; i++) {
+        const waiter = waiting[i]
+        if (waiter.cancelled || (request.need > 0 ? waiter.cost >= request.need : waiter === first)) {
+          waiting.splice(i--, 1)
+          if (!waiter.cancelled) waiter.done(null, { allowed: false, results: answer.results, now: answer.now }, 'store')
+        }
+      }
+    } else if (request.id === 0 && first !== undefined) {
+      // Decided exactly (a refund or peek without a lease, or after close).
+      waiting.splice(waiting.indexOf(first), 1)
+      first.done(null, { allowed: true, results: answer.results, now: answer.now }, 'store')
+    }
+    // Everyone the lease covers, in order; the first one's units were counted in the grant.
+    while (waiting.length > 0 && this.isLive(holding, now)) {
+      const waiter = waiting[0]
+      if (waiter.cancelled) {
+        waiting.shift()
+        continue
+      }
+      if (waiter.cost > holding.balance) break
+      waiting.shift()
+      if (waiter.cost > 0) holding.balance -= waiter.cost
+      else if (waiter.cost < 0) holding.balance = Math.min(holding.granted, holding.balance - waiter.cost)
+      waiter.done(null, this.localResponse(holding, now), 'lease')
+    }
+    if (waiting.length > 0) this.call(holding)
+  }
+
+  private giveBack(holding: Holding): Promise<void> {
+    const request: LeaseRequest = {
+      key: holding.key, policies: holding.policies, id: 0, want: 0, need: 0, leaseMs: holding.leaseMs,
+      returnId: holding.id, returnUnused: holding.balance,
+    }
+    this.clear(holding)
+    // A failed return is no loss of safety: the units come back when the lease expires.
+    return this.store.lease([request]).then(
+      () => undefined,
+      () => undefined,
+    )
+  }
+
+  private clear(holding: Holding): void {
+    holding.id = 0
+    holding.balance = 0
+    holding.granted = 0
+    holding.expiresAt = 0
+  }
+
+  // An in-process answer: what this instance can still admit plus what the key had left at the
+  // grant (others may have taken some since), and the resets as they were then, counted down.
+  private localResponse(holding: Holding, now: number): EvaluateResponse {
+    const elapsed = Math.max(0, Math.floor(now - holding.startedAt))
+    const results: PolicyResult[] = holding.policies.map((_, i) => {
+      const at = holding.results[i]
+      return {
+        allowed: true,
+        remaining: holding.balance + (at?.remaining ?? 0),
+        resetMs: Math.max(0, (at?.resetMs ?? 0) - elapsed),
+        retryAfterMs: 0,
+        delayMs: 0,
+        blocked: false,
+      }
+    })
+    return { allowed: true, results, now: Date.now() }
+  }
+}
