@@ -10,7 +10,7 @@ export { parseDuration, formatDuration } from './core/duration.js'
 export { boundedKey, MAX_PLAIN_KEY_LENGTH } from './core/bounded-key.js'
 export type { Duration, DurationUnit } from './core/duration.js'
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js'
-export type { Store, EvaluateRequest, EvaluateResponse, SubmitCallback } from './stores/store.js'
+export type { Store, EvaluateRequest, EvaluateResponse, MergeRequest, MergeResponse, SubmitCallback } from './stores/store.js'
 export type { PolicyResult } from './core/evaluate.js'
 export type {
   Decision,
