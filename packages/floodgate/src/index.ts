@@ -11,7 +11,17 @@ export { parseDuration, formatDuration } from './core/duration.js'
 export { boundedKey, MAX_PLAIN_KEY_LENGTH } from './core/bounded-key.js'
 export type { Duration, DurationUnit } from './core/duration.js'
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js'
-export type { Store, EvaluateRequest, EvaluateResponse, SubmitCallback, LeaseStore, LeaseRequest, LeaseResponse } from './stores/store.js'
+export type {
+  Store,
+  EvaluateRequest,
+  EvaluateResponse,
+  SubmitCallback,
+  LeaseStore,
+  LeaseRequest,
+  LeaseResponse,
+  MergeRequest,
+  MergeResponse,
+} from './stores/store.js'
 export type { PolicyResult } from './core/evaluate.js'
 export type {
   Decision,

@@ -226,6 +226,16 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   }
 
   /**
+   * Sends the units `sync: 'write-back'` policies admitted here and the store has not taken yet, and
+   * waits for the answer (bounded by `timeout`); what fails stays for the next flush. A no-op without
+   * write-back policies. Write-back flushes by itself every `flushMs`; this is for a process about to
+   * pause, or a benchmark that counts the flush in its own time.
+   */
+  async flush(): Promise<void> {
+    await this.writeBack?.flush()
+  }
+
+  /**
    * Flushes what write-back holds (one last try, bounded by `timeout`) and gives back every held
    * lease (their unused units return to the store), then closes the store if the
    * limiter created it, and the local fallback store. The service calls it on SIGTERM.

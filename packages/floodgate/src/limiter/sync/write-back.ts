@@ -62,9 +62,9 @@ const DEFAULT_TIMERS: WriteBackTimers = { setTimeout: (callback, ms) => setTimeo
 /**
  * Decides keys from local copies and keeps the copies in step with the store.
  *
- * - A key's first decision (and one after the key sat unused for two flush intervals) waits for the
- *   store's current state (a merge of 0 units), at most `timeoutMs`; every other decision is local
- *   and synchronous.
+ * - A key's first decision (and one after the key sat unused for 20 flush intervals, at least a
+ *   second) waits for the store's current state (a merge of 0 units), at most `timeoutMs`; every
+ *   other decision is local and synchronous.
  * - Every flush interval, the units each key admitted go to the store in one `merge` batch (RedisStore:
  *   one script call per node), each key's with this instance's origin and a new seq; the answer (every
  *   instance's units) becomes the key's copy, with what was admitted meanwhile merged back in.
@@ -164,7 +164,9 @@ export class WriteBack {
       waiters.push(() => done(null, this.answer(entry, cost, true)))
       return
     }
-    if (this.clock() - entry.syncedAt > 2 * entry.flushMs && entry.inFlight === 0 && !this.storeDown) {
+    // A copy long out of date waits for a read; a merely stale one decides at once, and the decision
+    // (touching the key) has the next flush bring it up to date.
+    if (this.clock() - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) {
       entry.waiters = [() => done(null, this.answer(entry, cost, true))]
       this.read(entry)
       return
@@ -359,6 +361,15 @@ export class WriteBack {
     this.dirty.delete(entry)
   }
 
+}
+
+/**
+ * How old a key's copy may be (ms) before its next decision waits for a read: 20 flush intervals, at
+ * least a second. A younger copy decides at once; a key used less often than every flush interval
+ * then decides from a copy up to that old (docs/sync.md, the bound).
+ */
+function staleReadMs(flushMs: number): number {
+  return Math.max(1_000, 20 * flushMs)
 }
 
 /** How many held keys a new key looks through for a clean one to replace before it is refused. */

@@ -225,7 +225,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    await this.connection.del(policies.flatMap((policy) => [policyKey(this.prefix, key, policy), ledgerKey(this.prefix, key, policy)]))
+    // The record, its lease ledger and its merge origins (`:wb`) go together.
+    await this.connection.del(policies.flatMap((policy) => {
+      const recordKey = policyKey(this.prefix, key, policy)
+      return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wb`]
+    }))
   }
 
   /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
