@@ -14,6 +14,7 @@ import { RedisStore } from '../../../src/stores/redis/redis-store.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { MergeRequest } from '../../../src/stores/store.js'
 import { mergerScript } from '../../../src/stores/redis/merger-script.js'
+import { policyKey } from '../../../src/stores/redis/keys.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 
 /**
@@ -166,12 +167,13 @@ test('the merge script keeps the last seq per origin beside the record, with its
   assert.deepEqual([first.applied, again.applied], [true, false])
   assert.equal(first.records[0].state![1], 7)
   assert.deepEqual(again.records, first.records)
-  assert.deepEqual(await client.hgetall('fg:{k}:p:fw:wb'), { east: '3' })
-  const ttl = await client.pttl('fg:{k}:p:fw:wb')
-  assert.ok(ttl > 0 && Math.abs(ttl - (await client.pttl('fg:{k}:p:fw'))) < 50, `seen hash expires with its record (pttl ${ttl})`)
+  const record = policyKey('fg:', 'k', policies[0])
+  assert.deepEqual(await client.hgetall(`${record}:wb`), { east: '3' })
+  const ttl = await client.pttl(`${record}:wb`)
+  assert.ok(ttl > 0 && Math.abs(ttl - (await client.pttl(record))) < 50, `seen hash expires with its record (pttl ${ttl})`)
   // A record is kept for its algorithm's ttl: an empty bucket of 1 per hour refills in an hour.
   const hourly = [createPolicy({ name: 'h', algorithm: 'token-bucket', limit: 1, period: '1h', sync: 'write-back' })]
   await store.merge([{ key: 'k', policies: hourly, units: 1 }])
-  const kept = await client.pttl('fg:{k}:h:tb')
+  const kept = await client.pttl(policyKey('fg:', 'k', hourly[0]))
   assert.ok(kept > 3_500_000 && kept <= 3_600_000 + 128_000, `pttl ${kept}`)
 })
