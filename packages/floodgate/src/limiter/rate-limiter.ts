@@ -35,7 +35,8 @@ interface LeaseOrigin {
 
 /**
  * Decides requests for keys: `await limiter.limit('user:42')`. Every policy of the set is decided
- * together, all-or-nothing. Emits 'store-error', 'breaker-open', 'breaker-close' and 'fallback'.
+ * together, all-or-nothing. Emits 'store-error', 'breaker-open', 'breaker-close', 'fallback' and,
+ * while something listens to it, 'decision'.
  *
  * Shadow policies: the whole set is decided in one store call. If it denied only because of shadow
  * policies, the enforced policies are decided again alone and the answer is theirs; the shadow
@@ -73,6 +74,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   // What in-process stores decide into; read into a Decision before anything else decides.
   private readonly evaluation = createEvaluation()
   private readonly stopWatchingStore: (() => void) | undefined
+  // Whether 'decision' has listeners, kept as a field so an unwatched limit() pays one boolean check.
+  private observed = false
 
   constructor(options: RateLimiterOptions = {}) {
     super()
@@ -86,6 +89,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     this.denyCache = this.options.denyCacheMaxKeys > 0 ? new DenyCache(this.options.denyCacheMaxKeys) : undefined
     if (this.options.policies !== undefined) this.ownPlan = createPlan(this.options.policies, this.options.instances, '')
     this.stopWatchingStore = this.store.onRecovered?.(() => this.breaker.probeNow())
+    // 'newListener' and 'removeListener' are EventEmitter's own events, outside RateLimiterEvents.
+    const emitter = this as EventEmitter
+    emitter.on('newListener', (event: string | symbol) => {
+      if (event === 'decision') this.observed = true
+    })
+    emitter.on('removeListener', (event: string | symbol) => {
+      if (event === 'decision') this.observed = this.listenerCount('decision') > 0
+    })
   }
 
   /** The limiter's own validated policies (empty when every call passes its own). */
@@ -98,6 +109,19 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * peeks. Rejects only for invalid arguments: store failures become the configured failure mode.
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
+    return this.observed ? this.limitObserved(key, options) : this.decide(key, options)
+  }
+
+  /** limit() with its answer reported as a 'decision' event. */
+  private limitObserved(key: string, options: LimitOptions | undefined): Promise<Decision> {
+    const started = performance.now()
+    return this.decide(key, options).then((decision) => {
+      this.emit('decision', key, decision, options?.cost ?? 1, performance.now() - started)
+      return decision
+    })
+  }
+
+  private decide(key: string, options: LimitOptions | undefined): Promise<Decision> {
     try {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)

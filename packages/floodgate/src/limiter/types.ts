@@ -124,4 +124,9 @@ export interface RateLimiterEvents {
   'breaker-close': []
   /** A decision was made without the store, by the failure mode named by `source`. */
   fallback: [source: DecisionSource]
+  /**
+   * A `limit()` call was answered (peeks included: `cost` 0), with the milliseconds from the call
+   * to its answer. Measured only while something listens, so an unwatched limiter pays nothing.
+   */
+  decision: [key: string, decision: Decision, cost: number, elapsedMs: number]
 }
