@@ -3,6 +3,7 @@
 import { pino, type Logger } from 'pino'
 import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { createServiceDashboard } from './dashboard.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
@@ -65,12 +66,24 @@ export async function startService(settings: Settings, options: StartOptions = {
   const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics })
   for (const note of settings.upstreamNotes) logger.info(note)
   const rules = openRules(settings, logger, metrics)
-  const store = createStore(settings)
+  // The dashboard is served behind the admin token: without one nothing is collected.
+  let storeLatency: ((ms: number) => void) | undefined
+  const store = createStore(settings, (ms) => storeLatency?.(ms))
   // `error` is decided by the Decider from the limiter's fail-open answer (marked as a fallback).
   const limiterMode = (mode: Settings['onStoreError']) => (mode === 'error' ? 'open' : mode)
   const limiter = new RateLimiter({ store, onStoreError: limiterMode(settings.onStoreError), instances: settings.instances, timeout: settings.storeTimeoutMs })
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
+  const dashboard =
+    settings.adminToken === undefined
+      ? undefined
+      : createServiceDashboard({
+          limiter,
+          storeKind: settings.store.kind,
+          rawKeys: settings.dashboardRawKeys ?? false,
+          config: () => ({ rules: countRules(rules.current), files: rules.current.files, lastReloadError: rules.lastError?.issues.map(formatIssue) ?? null }),
+        })
+  storeLatency = dashboard?.storeLatency
 
   let draining = false
   const decider = new Decider({
@@ -84,6 +97,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     maxDescriptors: settings.maxDescriptors,
     maxEntries: settings.maxDescriptorEntries,
     logger,
+    observer: dashboard?.observe,
   })
   const responseHeaders = settings.grpcResponseHeaders ? settings.responseHeaderNames : undefined
   const envoyStoreError = settings.envoyOnStoreError === 'error' ? 'error' : 'answer'
@@ -106,6 +120,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
+    dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
   })
@@ -123,6 +138,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const timers = options.timers ?? SYSTEM_TIMERS
 
   const closeBackends = async () => {
+    dashboard?.close()
     await rules.close()
     await limiter.close()
     // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
@@ -234,10 +250,11 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
   }
 }
 
-function createStore(settings: Settings): Store {
+/** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
+function createStore(settings: Settings, onCall: (ms: number) => void): Store {
   if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings.store, settings.redisPrefix)
+  return new LazyRedisStore(settings.store, settings.redisPrefix, onCall)
 }
 
 /**
@@ -247,8 +264,10 @@ function createStore(settings: Settings): Store {
 class LazyRedisStore implements Store {
   readonly #ready: Promise<Store & { connected: boolean }>
   #store: (Store & { connected: boolean }) | undefined
+  readonly #onCall: (ms: number) => void
 
-  constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string) {
+  constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string, onCall: (ms: number) => void) {
+    this.#onCall = onCall
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
       const store =
         settings.kind === 'redis'
@@ -267,7 +286,12 @@ class LazyRedisStore implements Store {
 
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
   evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
-    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+    const started = performance.now()
+    const answer = this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+    // Timed once per call (a batch), answered or failed: a failure's wait is latency the callers saw too.
+    const timed = () => this.#onCall(performance.now() - started)
+    answer.then(timed, timed)
+    return answer
   }
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {

@@ -67,7 +67,7 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margi
  */
 export const PAGE_SCRIPT = `'use strict'
 ;(function () {
-  var COLORS = ['#0969da', '#cf222e', '#1a7f37', '#8250df', '#bf8700', '#1b7c83', '#e16f24', '#6e7781', '#a40e26']
+  var COLORS = ['#0969da', '#8250df', '#bf8700', '#1b7c83', '#e16f24', '#6e7781', '#bc4c00', '#4d2d00', '#0550ae']
   var charts = {}
   var state = { last: null, refreshes: 0, timer: null }
   var $ = function (id) { return document.getElementById(id) }
