@@ -14,7 +14,7 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
-import { formatBytes, formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatBytes, formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -82,7 +82,8 @@ async function main(): Promise<void> {
     return client
   }
   try {
-    console.log(`Floodgate Redis bench: redis-server ${await serverVersion(newClient())} on ${server.url}`)
+    const redisVersion = await serverVersion(newClient())
+    console.log(`Floodgate Redis bench: redis-server ${redisVersion} on ${server.url}`)
     console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
     const contenders = [
       ...FLOODGATE_ALGORITHMS.map((algorithm) => floodgateContender(algorithm, newClient())),
@@ -131,8 +132,18 @@ async function main(): Promise<void> {
       'Denials and failures over all rounds (all should be 0: a contender that denies or fails does less work)',
     )
 
-    await printMemoryPerKey(newClient())
-    await printMemoryForManyKeys(newClient())
+    const perKey = await printMemoryPerKey(newClient())
+    const manyKeys = await printMemoryForManyKeys(newClient())
+    writeResults({
+      redisVersion,
+      callers: CALLERS,
+      keys: KEYS,
+      rounds: ROUNDS,
+      roundMs: ROUND_MS,
+      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed, denied: tallyOf(name).denied })),
+      memoryUsagePerKey: perKey,
+      manyKeys,
+    })
   } finally {
     for (const client of clients) client.disconnect()
     await server.stop()
@@ -278,9 +289,10 @@ function incrContender(client: Redis): Contender {
   }
 }
 
-/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full). */
-async function printMemoryPerKey(client: Redis): Promise<void> {
+/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full); printed and returned. */
+async function printMemoryPerKey(client: Redis): Promise<{ algorithm: string; state: string; bytes: number }[]> {
   const rows: string[][] = []
+  const figures: { algorithm: string; state: string; bytes: number }[] = []
   const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency']
   const store = new RedisStore({ client, prefix: 'mem:' })
   for (const algorithm of algorithms) {
@@ -290,14 +302,17 @@ async function printMemoryPerKey(client: Redis): Promise<void> {
       for (let i = 0; i < charges; i++) await store.evaluate([{ key, policies, cost: 1 }])
       const [redisKey] = await client.keys(`mem:{${key}}*`)
       const bytes = redisKey === undefined ? Number.NaN : Number(await client.call('MEMORY', 'USAGE', redisKey, 'SAMPLES', '0'))
-      rows.push([algorithm, charges === 1 ? '1 request' : `${charges} requests (full log)`, redisKey ?? '(missing)', `${bytes} B`])
+      const state = charges === 1 ? '1 request' : `${charges} requests (full log)`
+      rows.push([algorithm, state, redisKey ?? '(missing)', `${bytes} B`])
+      figures.push({ algorithm, state, bytes })
     }
   }
   printTable(['algorithm', 'state after', 'redis key', 'MEMORY USAGE'], rows, 'Redis memory per key (limit 100 per 1h)')
+  return figures
 }
 
-/** `used_memory` growth for MEMORY_KEYS active GCRA keys, created with large batches. */
-async function printMemoryForManyKeys(client: Redis): Promise<void> {
+/** `used_memory` growth for MEMORY_KEYS active GCRA keys, created with large batches; printed and returned. */
+async function printMemoryForManyKeys(client: Redis): Promise<{ keys: number; bytes: number }> {
   await client.flushall()
   const before = await usedMemory(client)
   const store = new RedisStore({ client, prefix: 'many:' })
@@ -324,6 +339,7 @@ async function printMemoryForManyKeys(client: Redis): Promise<void> {
     'Redis used_memory for many active keys',
   )
   await client.flushall()
+  return { keys, bytes: delta }
 }
 
 async function usedMemory(client: Redis): Promise<number> {

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
-import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -42,7 +42,7 @@ type Autocannon = (options: {
   connections: number
   duration: number
   requests: { method: string; headers: Record<string, string>; setupRequest: (request: Record<string, unknown>) => Record<string, unknown> }[]
-}) => Promise<{ requests: { average: number; total: number }; non2xx: number; errors: number; timeouts: number }>
+}) => Promise<{ requests: { average: number; total: number }; latency: Record<string, number>; non2xx: number; errors: number; timeouts: number }>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 interface ServerPorts {
@@ -79,9 +79,16 @@ async function main(): Promise<void> {
   const { ports, bodyBytes } = servers.ready
   try {
     const bodies = Array.from({ length: USERS }, (_, i) => JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }))
+    // Each HTTP round's latency percentiles, per contender (warm-up runs left out).
+    const latencies = new Map<string, Record<string, number>[]>()
+    let warm = WARMUP_SECONDS === 0
     const http = (name: string, port: number, path: string): Measured => ({
       name,
-      run: (seconds) => hammer(`http://127.0.0.1:${port}${path}`, bodies, seconds),
+      run: async (seconds) => {
+        const result = await hammer(`http://127.0.0.1:${port}${path}`, bodies, seconds)
+        if (warm) latencies.set(name, [...(latencies.get(name) ?? []), result.latency])
+        return result
+      },
     })
     const measured: Measured[] = [
       http('bare Fastify route (same-sized JSON)', ports.bare, '/bare'),
@@ -93,6 +100,7 @@ async function main(): Promise<void> {
     console.log(`service benchmark: ${ROUNDS} rounds × ${SECONDS}s per contender (after ${WARMUP_SECONDS}s warm-up each), ${CONNECTIONS} HTTP connections, ${GRPC_CALLERS} concurrent gRPC calls`)
     console.log(`answer bodies: bare route ${bodyBytes.bare} B, /v1/check ${bodyBytes.check} B`)
     if (WARMUP_SECONDS > 0) for (const m of measured) await m.run(WARMUP_SECONDS)
+    warm = true
     const cpu = new Map<string, number[]>(measured.map((m) => [m.name, []]))
     const contenders: Contender[] = measured.map((m) => ({
       name: m.name,
@@ -122,6 +130,18 @@ async function main(): Promise<void> {
         `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
       )
     }
+    writeResults({
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      grpcCallers: GRPC_CALLERS,
+      throughput: results.map(({ name, median: rate, samples }) => ({ name, median: rate, samples, cpuMicrosPerRequest: median(cpu.get(name)!) })),
+      // autocannon's latency percentiles (ms) of each HTTP contender, the median of its rounds per percentile.
+      latencyMs: [...latencies].map(([name, rounds]) => ({
+        name,
+        percentiles: Object.fromEntries(Object.keys(rounds[0]).map((key) => [key, median(rounds.map((round) => round[key]))])),
+      })),
+    })
   } finally {
     servers.child.kill('SIGTERM')
     await new Promise((resolve) => servers.child.once('exit', resolve))
@@ -144,8 +164,8 @@ async function sampleWithCpu(servers: Servers, load: () => Promise<{ perSecond: 
   return { perSecond, cpuMicrosPerOp: ops > 0 ? (after - before) / ops : Number.NaN }
 }
 
-/** One autocannon run against a JSON POST endpoint, cycling through the bodies; requests/s and the count. */
-async function hammer(url: string, bodies: string[], seconds: number): Promise<{ perSecond: number; ops: number }> {
+/** One autocannon run against a JSON POST endpoint, cycling through the bodies; requests/s, the count and latency percentiles (ms). */
+async function hammer(url: string, bodies: string[], seconds: number): Promise<{ perSecond: number; ops: number; latency: Record<string, number> }> {
   let next = 0
   const result = await autocannon({
     url,
@@ -160,7 +180,9 @@ async function hammer(url: string, bodies: string[], seconds: number): Promise<{
     ],
   })
   if (result.non2xx > 0 || result.errors > 0) console.log(`  (${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`)
-  return { perSecond: result.requests.average, ops: result.requests.total }
+  const latency: Record<string, number> = {}
+  for (const [key, value] of Object.entries(result.latency)) if (/^p\d/.test(key)) latency[key] = value
+  return { perSecond: result.requests.average, ops: result.requests.total, latency }
 }
 
 function grpcContender(name: string, port: number): Measured {

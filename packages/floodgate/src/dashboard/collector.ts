@@ -2,7 +2,8 @@
 // limited keys, store health; bounded in memory whatever the traffic.
 
 import { FloodgateError } from '../core/errors.js'
-import type { Decision, RateLimiterEvents } from '../limiter/types.js'
+import type { RateLimiter } from '../limiter/rate-limiter.js'
+import type { Decision } from '../limiter/types.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
 import { hashKey, RecentTopKeys, type RecentTopKeysOptions } from './recent-top-keys.js'
 import { SecondRing } from './seconds.js'
@@ -65,14 +66,6 @@ interface RuleSeries {
   readonly ring: SecondRing
   allowed: number
   denied: number
-}
-
-/** The limiter as `watch` needs it: its events and its store. */
-export interface WatchedLimiter {
-  readonly store: object
-  readonly policies: readonly unknown[]
-  on<E extends keyof RateLimiterEvents>(event: E, listener: (...args: RateLimiterEvents[E]) => void): unknown
-  off<E extends keyof RateLimiterEvents>(event: E, listener: (...args: RateLimiterEvents[E]) => void): unknown
 }
 
 /**
@@ -167,7 +160,7 @@ export class DashboardCollector {
    * made also gives a latency sample (the time the caller waited, batching included). Returns a
    * function that stops watching.
    */
-  watch(limiter: WatchedLimiter, options: WatchOptions = {}): () => void {
+  watch(limiter: RateLimiter, options: WatchOptions = {}): () => void {
     const inProcess = limiter.store instanceof MemoryStore
     if (this.#storeKind === 'unknown') this.#storeKind = inProcess ? 'memory' : limiter.store.constructor.name
     this.#config ??= () => ({ rules: limiter.policies.length, files: [], lastReloadError: null })
