@@ -1,5 +1,5 @@
 // Embedded-store benchmark (`npm run bench:memory`): decisions/s per algorithm through RateLimiter +
-// MemoryStore, side by side with rate-limiter-flexible's RateLimiterMemory and a bare Map counter
+// MemoryStore (awaited `limit`, and `limitSync` for fixed-window), side by side with rate-limiter-flexible's RateLimiterMemory and a bare Map counter
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
@@ -46,12 +46,30 @@ async function awaitLoop(op: (key: string) => Promise<unknown>): Promise<number>
   return (OPS * 1000) / (performance.now() - start)
 }
 
+/** Decisions per second of `op` called in a plain synchronous loop over the keys. */
+function syncLoop(op: (key: string) => unknown): number {
+  const start = performance.now()
+  for (let i = 0; i < OPS; i++) op(keys[i % KEYS])
+  return (OPS * 1000) / (performance.now() - start)
+}
+
 function floodgate(algorithm: AlgorithmName): Contender {
   return {
     name: `floodgate ${algorithm}`,
     measure: () => {
       const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] })
       return awaitLoop((key) => limiter.limit(key))
+    },
+  }
+}
+
+// The same limiter answering synchronously (`limitSync`, the MemoryStore's evaluateSync): no promise, no await.
+function floodgateSync(algorithm: AlgorithmName): Contender {
+  return {
+    name: `floodgate ${algorithm} limitSync`,
+    measure: () => {
+      const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] })
+      return Promise.resolve(syncLoop((key) => limiter.limitSync(key)))
     },
   }
 }
@@ -153,7 +171,7 @@ async function memoryPerKey(): Promise<[string, number][]> {
 
 async function main(): Promise<void> {
   console.log(`bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`)
-  const contenders = [...ALGORITHMS.map(floodgate), coreOnly, apiFloor, rateLimiterFlexible, bareMap]
+  const contenders = [...ALGORITHMS.map(floodgate), floodgateSync('fixed-window'), coreOnly, apiFloor, rateLimiterFlexible, bareMap]
   const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
     process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
   })

@@ -8,6 +8,7 @@ export type FloodgateErrorCode =
   | 'INVALID_REQUEST'
   | 'STORE_TIMEOUT'
   | 'STORE_UNAVAILABLE'
+  | 'SYNC_UNSUPPORTED'
 
 /** An error caused by input (an option, a config file, a request), not by a bug in Floodgate. */
 export class FloodgateError extends Error {

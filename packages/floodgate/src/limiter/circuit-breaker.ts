@@ -21,6 +21,11 @@ export class CircuitBreaker {
     this.cooldownMs = cooldownMs
   }
 
+  /** Consecutive failures so far (0 after a success). */
+  get streak(): number {
+    return this.consecutive
+  }
+
   /** True while calls skip the store (open, or half-open with the probe in flight). */
   get isOpen(): boolean {
     return this.state !== 'closed'

@@ -5,6 +5,7 @@ import { FloodgateError } from '../core/errors.js'
 import { createPolicies, type Policy, type PolicyOptions } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
 import { unknownOptionMessage } from './option-hints.js'
+import { REAL_TIMERS, type Timers } from './timeout.js'
 import type { OnStoreError, RateLimiterOptions } from './types.js'
 
 /** The options with defaults applied and durations in milliseconds. */
@@ -20,10 +21,11 @@ export interface ResolvedOptions {
   denyCacheMaxKeys: number
   pool: RateLimiterOptions['pool']
   clock: () => number
+  timers: Timers
 }
 
 const KNOWN_OPTIONS = new Set([
-  'store', 'policies', 'timeout', 'onStoreError', 'instances', 'breaker', 'denyCache', 'pool', 'clock',
+  'store', 'policies', 'timeout', 'onStoreError', 'instances', 'breaker', 'denyCache', 'pool', 'clock', 'timers',
 ])
 
 /** Validates every option (unknown ones too) and applies the defaults; throws a FloodgateError naming the field. */
@@ -51,6 +53,7 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
     denyCacheMaxKeys: resolveDenyCache(options.denyCache),
     pool,
     clock: resolveClock(options.clock),
+    timers: resolveTimers(options.timers),
   }
 }
 
@@ -121,6 +124,15 @@ function resolveClock(value: unknown): () => number {
   if (value === undefined) return Date.now
   if (typeof value !== 'function') throw invalid('clock', 'must be a function returning milliseconds since the epoch')
   return value as () => number
+}
+
+function resolveTimers(value: unknown): Timers {
+  if (value === undefined) return REAL_TIMERS
+  const timers = value as Partial<Timers> | null
+  if (timers === null || typeof timers !== 'object' || typeof timers.now !== 'function' || typeof timers.setTimeout !== 'function') {
+    throw invalid('timers', 'expected { now(): number, setTimeout(callback, ms) } (a monotonic clock in ms and a timer)')
+  }
+  return timers as Timers
 }
 
 function wholeNumber(value: unknown, field: string, meaning: string): number {

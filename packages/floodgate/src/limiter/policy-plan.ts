@@ -41,14 +41,16 @@ export interface PolicyPlan {
 // Products like 10 × 1.1 land a hair above or below the integer; the epsilon keeps floor() honest.
 const EPSILON = 1e-9
 
-/** Compiles a validated policy set; `instances` divides limits for the local fallback tier. */
-export function createPlan(policies: readonly Policy[], instances: number, cacheTag: string): PolicyPlan {
-  const remote = createTier(policies, policies)
+/**
+ * Compiles a validated policy set; `instances` divides limits for the local fallback tier. `now`
+ * (the limiter's clock) is when fresh keys' capacities are asked of the algorithms.
+ */
+export function createPlan(policies: readonly Policy[], instances: number, cacheTag: string, now: number): PolicyPlan {
+  const remote = createTier(policies, policies, now)
   const divided = instances === 1 ? policies : policies.map((policy) => dividedPolicy(policy, instances))
-  const local = instances === 1 ? remote : createTier(divided, policies)
+  const local = instances === 1 ? remote : createTier(divided, policies, now)
   const enforcedIndex: number[] = []
   for (let i = 0; i < policies.length; i++) if (!policies[i].shadow) enforcedIndex.push(i)
-  const now = Date.now()
   const capacities = remote.policies.map((policy) => capacity(policy, now))
   return Object.freeze({
     policies,
@@ -64,9 +66,8 @@ export function createPlan(policies: readonly Policy[], instances: number, cache
   })
 }
 
-function createTier(nominal: readonly Policy[], original: readonly Policy[]): Tier {
+function createTier(nominal: readonly Policy[], original: readonly Policy[], now: number): Tier {
   const policies = nominal.map(scaledPolicy)
-  const now = Date.now()
   return Object.freeze({
     policies,
     enforced: policies.filter((_, i) => !original[i].shadow),

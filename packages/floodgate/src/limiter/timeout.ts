@@ -2,8 +2,33 @@
 
 import { FloodgateError } from '../core/errors.js'
 
+/** A timer as `Timers.setTimeout` returns it; Node's has ref/unref, which keep the process open or not. */
+export interface TimerHandle {
+  ref?(): unknown
+  unref?(): unknown
+}
+
+/**
+ * The monotonic clock and the timer the limiter's timeouts run on. The default is the real ones
+ * (`performance.now()`, the global `setTimeout`); tests inject manual ones so that no timeout
+ * ever races the load of the machine.
+ */
+export interface Timers {
+  /** Milliseconds on a clock that never goes back (default `performance.now()`). */
+  now(): number
+  /** Calls `callback` once, `ms` after now (default: the global `setTimeout`). */
+  setTimeout(callback: () => void, ms: number): TimerHandle
+}
+
+/** The real clock and timer. */
+export const REAL_TIMERS: Timers = Object.freeze({
+  now: () => performance.now(),
+  setTimeout: (callback: () => void, ms: number): TimerHandle => setTimeout(callback, ms),
+})
+
 /** One call being timed (see Timeouts.start). */
 export interface TimeoutEntry {
+  /** When it times out, on the Timers' clock. */
   readonly deadline: number
   readonly onTimeout: (error: FloodgateError) => void
   settled: boolean
@@ -27,9 +52,12 @@ export class Timeouts {
   private pending: TimeoutEntry[] = []
   // Entries before `head` are settled and gone; the array is compacted once they are the larger part.
   private head = 0
-  private timer: NodeJS.Timeout | undefined
+  private timer: TimerHandle | undefined
 
-  constructor(private readonly ms: number) {}
+  constructor(
+    private readonly ms: number,
+    private readonly timers: Timers = REAL_TIMERS,
+  ) {}
 
   /** Calls started and not yet settled or timed out (at most; a few settled ones may still count). */
   get size(): number {
@@ -60,10 +88,10 @@ export class Timeouts {
    * `settle(entry)` came first. For callers that are answered by callback rather than a promise.
    */
   start(onTimeout: (error: FloodgateError) => void): TimeoutEntry {
-    const entry: TimeoutEntry = { deadline: performance.now() + this.ms, onTimeout, settled: false }
+    const entry: TimeoutEntry = { deadline: this.timers.now() + this.ms, onTimeout, settled: false }
     this.pending.push(entry)
     if (this.timer === undefined) this.arm(this.ms)
-    else this.timer.ref() // a no-op unless the FIFO had emptied
+    else this.timer.ref?.() // a no-op unless the FIFO had emptied
     return entry
   }
 
@@ -88,7 +116,7 @@ export class Timeouts {
       // re-arming it for every call of a lightly loaded limiter would cost more than the call.
       this.pending = []
       this.head = 0
-      this.timer?.unref()
+      this.timer?.unref?.()
     } else if (head > 1024 && head * 2 > pending.length) {
       this.pending = pending.slice(head)
       this.head = 0
@@ -98,12 +126,12 @@ export class Timeouts {
   }
 
   private arm(delayMs: number): void {
-    this.timer = setTimeout(this.expire, Math.max(1, Math.ceil(delayMs)))
+    this.timer = this.timers.setTimeout(this.expire, Math.max(1, Math.ceil(delayMs)))
   }
 
   private readonly expire = (): void => {
     this.timer = undefined
-    const now = performance.now()
+    const now = this.timers.now()
     const pending = this.pending
     let i = this.head
     for (; i < pending.length; i++) {
@@ -111,9 +139,8 @@ export class Timeouts {
       if (entry.settled) continue
       if (entry.deadline > now) break
       entry.settled = true
-      entry.onTimeout(
-        new FloodgateError('STORE_TIMEOUT', `the store did not answer within ${this.ms}ms; check the store, or raise the limiter's timeout option`),
-      )
+      const message = `the store did not answer within ${this.ms}ms; check the store, or raise the limiter's timeout option`
+      entry.onTimeout(new FloodgateError('STORE_TIMEOUT', message))
     }
     // Settled entries before the first live one are dropped; the rest wait for the next turn.
     while (i < pending.length && pending[i].settled) i++

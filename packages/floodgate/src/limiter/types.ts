@@ -3,6 +3,7 @@
 import type { Duration } from '../core/duration.js'
 import type { AlgorithmName, Policy, PolicyOptions } from '../core/policy.js'
 import type { Store } from '../stores/store.js'
+import type { Timers } from './timeout.js'
 
 /** Which path produced a decision. */
 export type DecisionSource =
@@ -108,10 +109,27 @@ export interface RateLimiterOptions {
   breaker?: { failures?: number; cooldown?: Duration }
   /** In-process cache of keys known to be over their limit; `false` disables it. */
   denyCache?: { maxKeys?: number } | false
-  /** For `elastic` policies: the shared pool that says whether the system has spare capacity. */
-  pool?: { limiter: { limit(key: string, options?: LimitOptions): Promise<Decision> }; key?: string }
+  /**
+   * For `elastic` policies: the shared pool that says whether the system has spare capacity (a
+   * RateLimiter; one that `canLimitSync` is asked synchronously), and the key it is asked with
+   * (default 'elastic-pool').
+   */
+  pool?: { limiter: PoolLimiter; key?: string }
   /** Milliseconds since the epoch for the deny cache, breaker and local fallback (default `Date.now`); tests inject one. */
   clock?: () => number
+  /**
+   * The monotonic clock and timer the store timeout runs on (default `performance.now()` and
+   * `setTimeout`). Tests inject manual ones, so that no timeout races the machine's load.
+   */
+  timers?: Timers
+}
+
+/** What the elastic pool must offer: a RateLimiter does. */
+export interface PoolLimiter {
+  limit(key: string, options?: LimitOptions): Promise<Decision>
+  limitSync?(key: string, options?: LimitOptions): Decision
+  /** True when `limitSync` answers for the pool's policies (then it is used). */
+  readonly canLimitSync?: boolean
 }
 
 /** Events a RateLimiter emits, for metrics and logs. */
@@ -125,8 +143,9 @@ export interface RateLimiterEvents {
   /** A decision was made without the store, by the failure mode named by `source`. */
   fallback: [source: DecisionSource]
   /**
-   * A `limit()` call was answered (peeks included: `cost` 0), with the milliseconds from the call
-   * to its answer. Measured only while something listens, so an unwatched limiter pays nothing.
+   * A `limit()` or `limitSync()` call was answered (peeks included: `cost` 0), with the
+   * milliseconds from the call to its answer (on `timers.now`). Measured only while something
+   * listens, so an unwatched limiter pays nothing.
    */
   decision: [key: string, decision: Decision, cost: number, elapsedMs: number]
 }

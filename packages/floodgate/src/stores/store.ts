@@ -16,7 +16,7 @@ export interface EvaluateRequest {
   now?: number
   /**
    * When the caller stops waiting for the answer, as a `performance.now()` value (the limiter
-   * sets it from its timeout). A store that can (Redis) charges nothing for a request that reaches
+   * sets it from its timeout, in these terms whatever timers it was given). A store that can (Redis) charges nothing for a request that reaches
    * it later, and answers it with STORE_TIMEOUT: its caller has been answered by the fallback.
    */
   deadline?: number
@@ -39,6 +39,16 @@ export interface Store {
    * Rejects (throws) only when the backend fails: the limiter turns that into a failure mode.
    */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]>
+  /**
+   * Optional, for a store that decides in-process: decides one request like `evaluate([request])`,
+   * synchronously. A store offering it is called through it alone (no promise, no timeout: a
+   * synchronous call cannot be interrupted), and `limiter.limitSync` works on it. Throws only when
+   * the backend fails, like `evaluate` rejects.
+   *
+   * The answer may be a scratch object the store reuses: it is valid until the store's next call,
+   * and the caller copies what it keeps. The request is the caller's and may be reused after the call.
+   */
+  evaluateSync?(request: EvaluateRequest): EvaluateResponse
   /**
    * Optional: decides one request like `evaluate([request])`, but answers by calling `done` once:
    * `done(null, response)`, or `done(error)` when the backend fails. A limiter uses it when the store

@@ -1,11 +1,12 @@
 // Failure as a mode: a store that really fails, hangs or answers late → timeout, open/closed/local, circuit breaker, events.
+// Every delay and timeout runs on the test's clock, moved by hand: nothing races the machine's load.
 
 import { describe, it, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { RateLimiter } from '../../src/index.js'
 import type { DecisionSource, PolicyOptions, RateLimiterOptions } from '../../src/index.js'
 import { CircuitBreaker } from '../../src/limiter/circuit-breaker.js'
-import { Clock, FaultyStore, FaultySubmitStore } from './fixtures.js'
+import { Clock, FaultyStore, FaultySubmitStore, nextTurn } from './fixtures.js'
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import type { Store } from '../../src/stores/store.js'
 
@@ -29,10 +30,9 @@ function setup(style: Style, options: Partial<RateLimiterOptions> = {}) {
   const clock = new Clock()
   const store = style === 'submit' ? new FaultySubmitStore(clock) : new FaultyStore(clock)
   stores.push(store)
-  // A store that answers must never time out here, however busy the machine: the timeout is far
-  // longer than any answer. Tests of timing out use a store that hangs or fails late, with a short
-  // timeout of their own (SHORT_TIMEOUT), which then fires whatever the load.
-  const limiter = new RateLimiter({ store, clock: clock.read, policies: POLICIES, timeout: '30s', ...options })
+  // The limiter's timeout and the store's delays both run on `clock`: a test advances it past a
+  // delay or a timeout, so which comes first never depends on the machine's load.
+  const limiter = new RateLimiter({ store, clock: clock.read, timers: clock.timers, policies: POLICIES, timeout: '30s', ...options })
   const events: string[] = []
   const errors: Error[] = []
   const fallbacks: DecisionSource[] = []
@@ -83,27 +83,35 @@ for (const style of ['evaluate', 'submit'] as const) {
     })
 
     it('times out a hanging store and applies the mode', async () => {
-      const { limiter, store, errors } = setup(style, { onStoreError: 'closed', timeout: SHORT_TIMEOUT })
+      const { limiter, store, errors, clock } = setup(style, { onStoreError: 'closed', timeout: SHORT_TIMEOUT })
       store.health = 'hang'
-      const decision = await limiter.limit('k')
+      const pending = limiter.limit('k')
+      clock.advance(30)
+      const decision = await pending
       assert.equal(decision.source, 'fallback-closed')
       assert.equal((errors[0] as { code?: string }).code, 'STORE_TIMEOUT')
     })
 
     it('leaves no unhandled rejection when the store fails after the timeout', async () => {
-      const { limiter, store } = setup(style, { timeout: SHORT_TIMEOUT })
+      const { limiter, store, clock } = setup(style, { timeout: SHORT_TIMEOUT })
       store.health = 'late-reject'
       store.lateMs = 60
-      const decision = await limiter.limit('k')
+      const pending = limiter.limit('k')
+      clock.advance(30)
+      const decision = await pending
       assert.equal(decision.source, 'fallback-open')
-      await new Promise((resolve) => setTimeout(resolve, 120))
+      clock.advance(30)
+      await nextTurn()
+      await nextTurn()
       assert.deepEqual(unhandled, [])
     })
 
     it('uses the store while it answers within the timeout', async () => {
-      const { limiter, store } = setup(style)
+      const { limiter, store, clock } = setup(style)
       store.delayMs = 1
-      const decision = await limiter.limit('k')
+      const pending = limiter.limit('k')
+      clock.advance(1)
+      const decision = await pending
       assert.equal(decision.source, 'store')
       assert.equal(decision.remaining, 4)
     })
@@ -152,7 +160,9 @@ for (const style of ['evaluate', 'submit'] as const) {
       store.delayMs = 5
       clock.advance(1_000)
       const calls = store.calls
-      const decisions = await Promise.all([limiter.limit('k'), limiter.limit('k'), limiter.limit('k')])
+      const pending = Promise.all([limiter.limit('k'), limiter.limit('k'), limiter.limit('k')])
+      clock.advance(5)
+      const decisions = await pending
       assert.equal(store.calls, calls + 1)
       assert.deepEqual(decisions.map((d) => d.source), ['store', 'fallback-open', 'fallback-open'])
     })

@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Timeouts, type TimeoutEntry } from '../../src/limiter/timeout.js'
 import { FloodgateError } from '../../src/core/errors.js'
+import { Clock, nextTurn } from './fixtures.js'
 
 /** A full garbage collection, without starting the test process with --expose-gc. */
 function collectGarbage(): void {
@@ -31,21 +32,36 @@ describe('Timeouts', () => {
   })
 
   it('times out every hung call, each no earlier than its own deadline, also those started later', async () => {
-    const timeouts = new Timeouts(40)
-    const started = performance.now()
-    const first = timeouts.run(never())
-    await sleep(25)
-    const laterStart = performance.now()
-    const later = timeouts.run(never())
-    const answered = timeouts.run(sleep(5).then(() => 'ok'))
+    // The clock moves 1ms at a time, so each call's timeout is seen at the very millisecond it fires.
+    const clock = new Clock()
+    const timers = clock.timers
+    const timeouts = new Timeouts(40, timers)
+    const settledAt = new Map<Promise<unknown>, number>()
+    const track = <T>(promise: Promise<T>): Promise<T> => {
+      promise.then(() => settledAt.set(promise, timers.now()), () => settledAt.set(promise, timers.now()))
+      return promise
+    }
+    const tick = async (ms: number) => {
+      for (let i = 0; i < ms; i++) {
+        clock.advance(1)
+        await nextTurn()
+      }
+    }
+    const started = timers.now()
+    const first = track(timeouts.run(never()))
+    await tick(25)
+    const laterStart = timers.now()
+    const later = track(timeouts.run(never()))
+    const answered = track(timeouts.run(new Promise<string>((resolve) => timers.setTimeout(() => resolve('ok'), 5))))
+    await tick(50)
     const firstAt = await first.then(
       () => assert.fail('a hung call resolved'),
-      (error: unknown) => (assert.ok(isTimeout(error), String(error)), performance.now()),
+      (error: unknown) => (assert.ok(isTimeout(error), String(error)), settledAt.get(first)!),
     )
     assert.equal(await answered, 'ok')
     const laterAt = await later.then(
       () => assert.fail('a hung call resolved'),
-      (error: unknown) => (assert.ok(isTimeout(error), String(error)), performance.now()),
+      (error: unknown) => (assert.ok(isTimeout(error), String(error)), settledAt.get(later)!),
     )
     // Timers may fire a little late but never early (1ms of slack for timer rounding).
     assert.ok(firstAt - started >= 39, `first timed out after ${firstAt - started}ms`)
@@ -53,14 +69,19 @@ describe('Timeouts', () => {
   })
 
   it('keeps a handler on a call that fails after its timeout', async () => {
-    const timeouts = new Timeouts(10)
+    const clock = new Clock()
+    const timeouts = new Timeouts(10, clock.timers)
     const unhandled: unknown[] = []
     const onUnhandled = (reason: unknown) => unhandled.push(reason)
     process.on('unhandledRejection', onUnhandled)
     try {
-      const late = sleep(30).then(() => Promise.reject(new Error('late')))
-      await assert.rejects(timeouts.run(late), isTimeout)
-      await sleep(50)
+      const late = new Promise<never>((_, reject) => clock.timers.setTimeout(() => reject(new Error('late')), 30))
+      const timedOut = timeouts.run(late)
+      clock.advance(10)
+      await assert.rejects(timedOut, isTimeout)
+      clock.advance(20)
+      await nextTurn()
+      await nextTurn()
       assert.deepEqual(unhandled, [])
     } finally {
       process.off('unhandledRejection', onUnhandled)

@@ -51,9 +51,9 @@ export interface MemoryStoreOptions {
 }
 
 /**
- * An in-process `Store`: no I/O, no timers, answers synchronously (wrapped in resolved promises
- * for the interface). The limiter recognises it and calls `evaluateInto` directly, skipping the
- * promise, the timeout and the circuit breaker, none of which can matter in-process.
+ * An in-process `Store`: no I/O, no timers, answers synchronously. It offers `evaluateSync`, so a
+ * limiter calls it without a promise or a timeout (neither can matter in-process), and
+ * `limiter.limitSync` works on it.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
@@ -71,8 +71,8 @@ export class MemoryStore implements Store {
   private bytes = 0
   // evaluateKeyInto reads the records and keeps no reference, so one scratch array serves every call.
   private readonly scratch: (PolicyRecord | undefined)[] = []
-  // What evaluateOne decides into before copying the answer out.
-  private readonly evaluation = createEvaluation()
+  // What evaluateSync answers with and evaluateOne decides into before copying the answer out.
+  private readonly evaluation: KeyEvaluation & EvaluateResponse = { ...createEvaluation(), now: 0 }
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
@@ -131,22 +131,13 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Decides one request synchronously. Same meaning as one element of `evaluate`; `now` defaults
-   * to the store's clock. The answer is the caller's to keep.
+   * Decides one request synchronously (see `Store.evaluateSync`), allocating nothing but the
+   * algorithms' new states: the answer is the store's scratch object, valid until its next call.
    */
-  evaluateOne(key: string, policies: readonly Policy[], cost: number, now: number = this.clock()): EvaluateResponse {
-    const evaluation = this.evaluateInto(key, policies, cost, this.evaluation, now)
-    const results: PolicyResult[] = new Array(evaluation.results.length)
-    for (let i = 0; i < results.length; i++) results[i] = { ...evaluation.results[i] }
-    return { allowed: evaluation.allowed, results, now }
-  }
-
-  /**
-   * The hot path of the embedded limiter: decides one request into `out` (see `evaluateKeyInto`:
-   * valid until the next call with the same `out`) and stores the outcome, allocating nothing but
-   * the algorithms' new states. `now` defaults to the store's clock.
-   */
-  evaluateInto(key: string, policies: readonly Policy[], cost: number, out: KeyEvaluation, now: number = this.clock()): KeyEvaluation {
+  evaluateSync(request: EvaluateRequest): EvaluateResponse {
+    const { key, policies, cost } = request
+    const now = request.now ?? this.clock()
+    const out = this.evaluation
     const entry = this.open.get(key) ?? this.guarded.get(key)
     const scratch = this.scratch
     if (scratch.length !== policies.length) scratch.length = policies.length
@@ -170,7 +161,19 @@ export class MemoryStore implements Store {
       // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
       this.insert(key, policies, evaluation, now)
     }
-    return evaluation
+    out.now = now
+    return out
+  }
+
+  /**
+   * Decides one request synchronously. Same meaning as one element of `evaluate`; `now` defaults
+   * to the store's clock. The answer is the caller's to keep.
+   */
+  evaluateOne(key: string, policies: readonly Policy[], cost: number, now: number = this.clock()): EvaluateResponse {
+    const evaluation = this.evaluateSync({ key, policies, cost, now })
+    const results: PolicyResult[] = new Array(evaluation.results.length)
+    for (let i = 0; i < results.length; i++) results[i] = { ...evaluation.results[i] }
+    return { allowed: evaluation.allowed, results, now }
   }
 
   /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */

@@ -21,13 +21,9 @@ export const MIN_PART = 64
  * turns (an HTTP server's) still share one call instead of queueing a call per turn.
  *
  * Why not more in flight: a second call queued behind the running one spares Redis the round trip
- * between calls (98% busy against 83%), but it splits the callers in three smaller groups and
- * keeps every request alive for one call longer, and this process then spends far more on garbage
- * collection, whose helper threads compete with Redis for the machine's cores. In bench/redis.ts
- * (256 callers, gcra, five interleaved rounds) two in flight gave 398–411k decisions/s against
- * 467–476k for one, at 1.66–1.76 against 0.96–0.98 µs of this process's CPU per decision: with two,
- * the garbage collector promoted 1–1.4 MB per scavenge against 15 KB (--trace-gc-nvp). One scratch
- * loop measured the other way once (556k against 492k); the bench and another loop did not.
+ * between calls, but it splits the callers in three smaller groups and keeps every request alive
+ * for one call longer, and this process then spends far more on garbage collection, whose helper
+ * threads compete with Redis for the machine's cores: one in flight decides more per second.
  *
  * A call that has not answered after STALL_MS is given up on: what waits goes anyway, and its
  * late answer no longer holds anything back.

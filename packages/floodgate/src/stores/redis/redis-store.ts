@@ -93,7 +93,7 @@ interface Call {
  * work at the same time.
  *
  * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
- * the state (and any block) as binary doubles (see runner.lua), and expiring when the state no
+ * the state (and any block) as binary doubles (see scripts/record.lua), and expiring when the state no
  * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read
  * and written only by the script. A request's `now` (tests) replaces the server clock for the
  * decision; a `now` ahead of the server's also keeps the record that much longer, so it never

@@ -1,4 +1,5 @@
-// Assembles the one Lua script RedisStore runs (prelude + every algorithm twin + runner) and its SHA1.
+// Assembles the one Lua script RedisStore runs (prelude, every algorithm twin, the record codec, the
+// decision, the runner) and its SHA1.
 
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
@@ -26,7 +27,7 @@ export function runnerScript(): RunnerScript {
   if (cached === undefined) {
     const directory = scriptsDirectory()
     const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
-    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('runner')].join('\n')
+    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('record'), read('evaluate'), read('runner')].join('\n')
     cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
   }
   return cached

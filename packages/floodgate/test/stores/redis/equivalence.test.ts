@@ -1,5 +1,5 @@
 // One truth, two executors: random traces through evaluateKey in TypeScript and through RedisStore
-// (runner.lua + the Lua twins) must give identical decisions at every step; MemoryStore too.
+// (runner.lua, evaluate.lua and the Lua twins) must give identical decisions at every step; MemoryStore too.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'

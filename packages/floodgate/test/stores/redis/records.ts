@@ -1,4 +1,4 @@
-// Reads a RedisStore record the way runner.lua writes it, so tests can check what is stored.
+// Reads a RedisStore record the way scripts/record.lua writes it, so tests can check what is stored.
 
 import type { Redis } from 'ioredis'
 
@@ -9,27 +9,26 @@ export interface StoredRecord {
 }
 
 /**
- * Decodes a record: a tag byte, then little-endian doubles: 's' the state, 'b' blockedUntil and the
- * state, 'n' blockedUntil alone; an upper-case tag first has the key's expiry, which this skips.
+ * Decodes a record: a tag byte, the key's expiry, then little-endian doubles: 'S' the state, 'B'
+ * blockedUntil and the state, 'N' blockedUntil alone.
  */
 export function decodeStoredRecord(bytes: Buffer): StoredRecord {
-  const { tag, numbers } = splitRecord(bytes)
-  if (tag === 's') return { blockedUntil: 0, state: numbers }
-  if (tag === 'b') return { blockedUntil: numbers[0], state: numbers.slice(1) }
-  if (tag === 'n' && numbers.length === 1) return { blockedUntil: numbers[0], state: undefined }
-  throw new Error(`not a record: tag ${JSON.stringify(tag)}, ${numbers.length} numbers`)
-}
-
-/** The expiry (server ms) a record carries, or undefined when it carries none. */
-export function storedExpiry(bytes: Buffer): number | undefined {
-  return bytes[0] >= 0x41 && bytes[0] <= 0x5a ? bytes.readDoubleLE(1) : undefined
-}
-
-function splitRecord(bytes: Buffer): { tag: string; numbers: number[] } {
-  if ((bytes.length - 1) % 8 !== 0) throw new Error(`not a record: ${bytes.length} bytes`)
-  const numbers = Array.from({ length: (bytes.length - 1) / 8 }, (_, i) => bytes.readDoubleLE(1 + 8 * i))
+  const numbers = doubles(bytes).slice(1)
   const tag = String.fromCharCode(bytes[0])
-  return tag === tag.toUpperCase() ? { tag: tag.toLowerCase(), numbers: numbers.slice(1) } : { tag, numbers }
+  if (tag === 'S') return { blockedUntil: 0, state: numbers }
+  if (tag === 'B' && numbers.length >= 1) return { blockedUntil: numbers[0], state: numbers.slice(1) }
+  if (tag === 'N' && numbers.length === 1) return { blockedUntil: numbers[0], state: undefined }
+  throw new Error(`not a record: tag ${JSON.stringify(tag)}, ${numbers.length} numbers after the expiry`)
+}
+
+/** The expiry (server ms) a record carries. */
+export function storedExpiry(bytes: Buffer): number {
+  return doubles(bytes)[0]
+}
+
+function doubles(bytes: Buffer): number[] {
+  if (bytes.length < 9 || (bytes.length - 1) % 8 !== 0) throw new Error(`not a record: ${bytes.length} bytes`)
+  return Array.from({ length: (bytes.length - 1) / 8 }, (_, i) => bytes.readDoubleLE(1 + 8 * i))
 }
 
 /** The record stored under `key`, or null when there is none. */

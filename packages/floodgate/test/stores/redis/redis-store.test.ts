@@ -180,7 +180,7 @@ test('a record expires once its padded expiry has passed, so Redis holds only ac
   assert.equal(await client.exists(key), 0)
 })
 
-/** The most a record's expiry is padded past its ttl (see paddedExpiry in runner.lua). */
+/** The most a record's expiry is padded past its ttl (see paddedExpiry in scripts/record.lua). */
 function maxPadMs(ttlMs: number): number {
   return Math.max(1_000, ttlMs / 16)
 }
@@ -364,19 +364,16 @@ test('a window record in a later window gets a new expiry', async () => {
   assert.ok(ttl <= second - beforeNext && ttl >= second - (await serverTime()), `pttl ${ttl}`)
 })
 
-test('a record written before records carried their expiry (lower-case tag) is read, and rewritten with one', async () => {
+test('a record without its expiry (a lower-case tag) is refused as not a record, and nothing is written', async () => {
   const policies = createPolicies([{ name: 'old', algorithm: 'fixed-window', limit: 10, period: '1h' }])
-  const key = policyKey('fg:', 'legacy', policies[0])
-  const now = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 3_600_000 + 5
-  const legacy = Buffer.alloc(17)
-  legacy.write('s', 0, 'latin1')
-  legacy.writeDoubleLE(now - 5, 1)
-  legacy.writeDoubleLE(3, 9)
-  await client.set(key, legacy, 'PX', 3 * 3_600_000)
-  const [response] = await store.evaluate([{ key: 'legacy', policies, cost: 1, now }])
-  assert.equal(response.results[0].remaining, 6)
-  assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [now - 5, 4] })
-  assert.ok(storedExpiry((await client.getBuffer(key))!)! >= now - 5 + 3_600_000)
+  const key = policyKey('fg:', 'untagged', policies[0])
+  const text = Buffer.alloc(17)
+  text.write('s', 0, 'latin1')
+  text.writeDoubleLE(5, 1)
+  text.writeDoubleLE(3, 9)
+  await client.set(key, text)
+  await assert.rejects(store.evaluate([{ key: 'untagged', policies, cost: 1, now: 10 }]), /does not hold a Floodgate record/)
+  assert.deepEqual(await client.getBuffer(key), text)
 })
 
 test('a state longer than one encoding chunk is stored and read back exactly', async () => {

@@ -1,4 +1,4 @@
-// How runner.lua writes a record that keeps its key's expiry: in place (SETRANGE) when the new
+// How the runner (scripts/record.lua) writes a record that keeps its key's expiry: in place (SETRANGE) when the new
 // record has the stored one's length, SET ... KEEPTTL when it does not; either way the key keeps
 // its TTL and holds exactly the new record.
 
