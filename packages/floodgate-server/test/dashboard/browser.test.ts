@@ -118,6 +118,9 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
   })
 
   it('shows allowed and denied totals equal to /metrics, within one refresh', async () => {
+    // Refreshed by the test alone: the page's own timer cannot redraw between a refresh and the reading.
+    await page.goto(`${service.httpUrl}/dashboard/?refresh=manual`)
+    await until('the first manual refresh', async () => ((await page.getAttribute('body', 'data-refreshes')) === '1' ? true : undefined))
     // Under load: the page's figure lies between a scrape before its refresh and one after.
     const loading = Promise.all([load(100), load(101)])
     const before = await metrics()

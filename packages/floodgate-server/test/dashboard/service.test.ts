@@ -72,7 +72,9 @@ describe('service /dashboard on Redis', () => {
   })
 
   it('shows store latency, then the open breaker and closed-mode fallbacks once Redis stops', async () => {
-    await eventually('Redis connected', async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r1' }]))).status === 200)
+    let probe = 0
+    // A fresh user per probe: a decision the failure mode answered while Redis was connecting may still be charged.
+    await eventually('Redis connected', async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: `probe-${probe++}` }]))).status === 200)
     for (let i = 0; i < 3; i++) await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r2' }]))
     let data = await snapshot(service)
     assert.equal(data.store.kind, 'redis')

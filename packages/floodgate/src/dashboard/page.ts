@@ -63,7 +63,8 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margi
 /**
  * The browser script: asks data.json every `refreshMs` (a new request only once the last one is
  * answered) and redraws. `window.floodgateDashboard.refresh()` fetches and draws at once and
- * resolves when drawn, so a test can drive the page instead of waiting on its timer.
+ * resolves with the snapshot drawn; with `?refresh=manual` the page never refreshes by itself, so a
+ * test (or a screenshot) drives it without racing its timer.
  */
 export const PAGE_SCRIPT = `'use strict'
 ;(function () {
@@ -162,7 +163,7 @@ export const PAGE_SCRIPT = `'use strict'
       draw(d)
       state.refreshes++
       var status = $('status'); status.className = ''
-      status.textContent = 'updated ' + new Date(d.now).toLocaleTimeString() + ' · every ' + d.refreshMs / 1000 + ' s'
+      status.textContent = 'updated ' + new Date(d.now).toLocaleTimeString() + (manual ? ' · manual refresh' : ' · every ' + d.refreshMs / 1000 + ' s')
       document.body.dataset.refreshes = String(state.refreshes)
       return d
     }, function (error) {
@@ -176,8 +177,10 @@ export const PAGE_SCRIPT = `'use strict'
       state.timer = setTimeout(loop, every)
     })
   }
+  var manual = /[?&]refresh=manual(&|$)/.test(location.search)
   window.floodgateDashboard = { refresh: refresh, state: state }
-  loop()
+  if (manual) refresh().catch(function () {})
+  else loop()
 })()
 `
 
