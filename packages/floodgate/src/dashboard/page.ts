@@ -85,7 +85,9 @@ export const PAGE_SCRIPT = `'use strict'
     var series = [{}].concat(names.map(function (name, i) {
       return { label: name, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }
     }))
-    var opts = { width: Math.max(300, el.clientWidth || 440), height: 200, series: series, axes: [{}, { label: yLabel, size: 60 }],
+    // Times of day only (uPlot's default adds the date on a second line, which crowds narrow charts).
+    var clock = function (u, ticks) { return ticks.map(function (t) { return new Date(t * 1000).toLocaleTimeString([], { hour12: false }) }) }
+    var opts = { width: Math.max(300, el.clientWidth || 440), height: 200, series: series, axes: [{ values: clock, space: 80 }, { label: yLabel, size: 60 }],
       scales: { x: { time: true } }, legend: { live: false } }
     charts[id] = { signature: signature, plot: new uPlot(opts, data, el) }
   }
