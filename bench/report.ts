@@ -27,7 +27,9 @@ const RUNS = {
   service: {
     file: 'service.ts',
     args: [],
-    env: QUICK ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' } : {},
+    env: QUICK
+      ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' }
+      : {},
   },
 } as const
 
@@ -70,7 +72,8 @@ function runBench<T>(name: keyof typeof RUNS, dir: string): T {
   const json = join(dir, `${name}.json`)
   console.log(`\n== bench:${name} ${run.args.join(' ')} ${Object.entries(run.env).map(([k, v]) => `${k}=${v}`).join(' ')}`)
   const started = performance.now()
-  const child = spawnSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', join(ROOT, 'bench', run.file), ...run.args], {
+  const args = ['--conditions=floodgate-source', '--import', 'tsx', join(ROOT, 'bench', run.file), ...run.args]
+  const child = spawnSync(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...run.env, BENCH_JSON: json },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -88,6 +91,11 @@ function svg(option: echarts.EChartsOption, width = 860, height = 380): string {
   return out
 }
 
+/** Floodgate's own contenders (the library, the service's routes), as opposed to peers and floors. */
+function ours(name: string): boolean {
+  return /floodgate|check|gRPC/i.test(name)
+}
+
 /** Horizontal bars, one per contender, the largest on top; Floodgate's in blue, the others grey. */
 function barChart(title: string, unit: string, rows: { name: string; value: number }[]): string {
   const sorted = [...rows].sort((a, b) => a.value - b.value)
@@ -100,7 +108,7 @@ function barChart(title: string, unit: string, rows: { name: string; value: numb
       series: [
         {
           type: 'bar',
-          data: sorted.map((row) => ({ value: Math.round(row.value), itemStyle: { color: /floodgate|check|gRPC/i.test(row.name) ? '#3366cc' : '#9aa0a6' } })),
+          data: sorted.map((row) => ({ value: Math.round(row.value), itemStyle: { color: ours(row.name) ? '#3366cc' : '#9aa0a6' } })),
           label: { show: true, position: 'right', fontSize: 10, formatter: (p: { value: unknown }) => formatCount(Number(p.value)) },
         },
       ],
@@ -130,7 +138,8 @@ function latencyChart(latency: ServiceResults['latencyMs']): string {
 }
 
 function table(headers: string[], rows: string[][]): string {
-  return [`| ${headers.join(' | ')} |`, `|${headers.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n')
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`
+  return [line(headers), `|${headers.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n')
 }
 
 /** The installed version of a package, as its package.json says. */
@@ -151,12 +160,17 @@ function main(): void {
     const redis = runBench<RedisResults>('redis', dir)
     const service = runBench<ServiceResults>('service', dir)
     mkdirSync(CHARTS, { recursive: true })
+    const medians = (rows: Throughput[]) => rows.map((r) => ({ name: r.name, value: r.median }))
     const charts: Record<string, string> = {
-      'memory-throughput.svg': barChart('Embedded store: decisions/s (median of rounds)', 'decisions/s', memory.throughput.map((r) => ({ name: r.name, value: r.median }))),
-      'redis-throughput.svg': barChart(`Redis: decisions/s, ${redis.callers} concurrent callers (median)`, 'decisions/s', redis.throughput.map((r) => ({ name: r.name, value: r.median }))),
-      'service-throughput.svg': barChart('Service: requests/s (median)', 'requests/s', service.throughput.map((r) => ({ name: r.name, value: r.median }))),
+      'memory-throughput.svg': barChart('Embedded store: decisions/s (median of rounds)', 'decisions/s', medians(memory.throughput)),
+      'redis-throughput.svg': barChart(`Redis: decisions/s, ${redis.callers} callers (median)`, 'decisions/s', medians(redis.throughput)),
+      'service-throughput.svg': barChart('Service: requests/s (median)', 'requests/s', medians(service.throughput)),
       'latency.svg': latencyChart(service.latencyMs),
-      'memory-per-key.svg': barChart(`Embedded store: heap bytes per key (${formatCount(memory.heapKeys)} keys, one policy)`, 'bytes', memory.heapBytesPerKey.map((r) => ({ name: r.name, value: r.bytes }))),
+      'memory-per-key.svg': barChart(
+        `Embedded store: heap bytes per key (${formatCount(memory.heapKeys)} keys, one policy)`,
+        'bytes',
+        memory.heapBytesPerKey.map((r) => ({ name: r.name, value: r.bytes })),
+      ),
       'redis-memory-per-key.svg': barChart(
         'Redis: MEMORY USAGE of one key (limit 100 per 1h)',
         'bytes',
@@ -189,10 +203,31 @@ function report(memory: MemoryResults, redis: RedisResults, service: ServiceResu
     ['autocannon (HTTP load)', versionOf('autocannon')],
     ['echarts (these charts)', versionOf('echarts')],
   ]
+  const quickNote = QUICK
+    ? '\n\n> **Reduced sizes (`--quick`)**: this file checks that the report is produced. Its figures are not measurements.'
+    : ''
+  const memoryTable = table(
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible'],
+    memory.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfMemory)]),
+  )
+  const redisTable = table(
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'failed'],
+    redis.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfRedis), formatCount(r.failed)]),
+  )
+  const serviceTable = table(
+    ['contender', 'requests/s', 'vs bare route', 'server CPU per request'],
+    service.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, bare.median), `${r.cpuMicrosPerRequest.toFixed(1)} µs`]),
+  )
+  const percentiles = Object.keys(service.latencyMs[0]?.percentiles ?? {})
+  const latencyTable = table(
+    ['contender', ...percentiles.map((k) => k.replace('_', '.'))],
+    service.latencyMs.map((r) => [r.name, ...percentiles.map((k) => String(r.percentiles[k]))]),
+  )
+  const perManyKey = Math.round(redis.manyKeys.bytes / Math.max(1, redis.manyKeys.keys))
   return `# Benchmarks
 
 Produced by \`npm run bench:report\` (bench/report.ts), which runs \`bench:memory\`, \`bench:redis\` and
-\`bench:service\` one after the other and charts their figures.${QUICK ? '\n\n> **Reduced sizes (`--quick`)**: this file checks that the report is produced. Its figures are not measurements.' : ''}
+\`bench:service\` one after the other and charts their figures.${quickNote}
 Every figure is a median of interleaved rounds (each round runs every contender once, so a slow
 phase of the machine hits them all), and ratios compare contenders of the same run. Absolute numbers
 depend on the machine; compare the ratios.
@@ -207,13 +242,13 @@ ${table(['component', 'version'], versions)}
 
 ## Embedded store
 
-\`bench:memory\`: ${formatCount(memory.ops)} decisions per measurement over ${formatCount(memory.keys)} keys, rounds: ${memory.rounds}, in one
-process; every request admitted. The floors are not products: the core alone, and what any
+\`bench:memory\`: ${formatCount(memory.ops)} decisions per measurement over ${formatCount(memory.keys)} keys,
+rounds: ${memory.rounds}, in one process; every request admitted. The floors are not products: the core alone, and what any
 in-process limiter call costs at least (an async call, a Map read, the clock, a decision object).
 
 ${link('memory-throughput.svg', 'Embedded store decisions per second')}
 
-${table(['contender', 'decisions/s', 'vs rate-limiter-flexible'], memory.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfMemory)]))}
+${memoryTable}
 
 ${link('memory-per-key.svg', 'Heap bytes per key')}
 
@@ -221,29 +256,31 @@ ${table(['store', 'heap per key'], memory.heapBytesPerKey.map((r) => [r.name, fo
 
 ## Redis
 
-\`bench:redis\`: ${redis.callers} concurrent callers over ${formatCount(redis.keys)} keys against one local redis-server, rounds: ${redis.rounds} of
-${formatCount(redis.roundMs)} ms per contender; every contender uses ioredis with auto-pipelining, and every request is admitted.
+\`bench:redis\`: ${redis.callers} concurrent callers over ${formatCount(redis.keys)} keys against one local redis-server,
+rounds: ${redis.rounds} of ${formatCount(redis.roundMs)} ms per contender; every contender uses ioredis with auto-pipelining,
+and every request is admitted.
 Raw \`INCR\` (one command per request, no limiting logic) is the floor a Redis limiter cannot beat by much.
 
 ${link('redis-throughput.svg', 'Redis decisions per second')}
 
-${table(['contender', 'decisions/s', 'vs rate-limiter-flexible', 'failed'], redis.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfRedis), formatCount(r.failed)]))}
+${redisTable}
 
 ${link('redis-memory-per-key.svg', 'Redis memory per key')}
 
 ${table(['algorithm', 'state', 'MEMORY USAGE'], redis.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]))}
 
-${formatCount(redis.manyKeys.keys)} active GCRA keys grew \`used_memory\` by ${formatBytes(redis.manyKeys.bytes)}: ${Math.round(redis.manyKeys.bytes / Math.max(1, redis.manyKeys.keys))} B per key (allocator and dictionary overhead included).
+${formatCount(redis.manyKeys.keys)} active GCRA keys grew \`used_memory\` by ${formatBytes(redis.manyKeys.bytes)}: ${perManyKey} B per key
+(allocator and dictionary overhead included).
 
 ## Service
 
 \`bench:service\`: the service in a child process, loaded by autocannon (${service.connections} HTTP connections) and a grpc-js client
-(${service.grpcCallers} concurrent calls), rounds: ${service.rounds} of ${service.seconds} s per contender; the bare Fastify route parses the same body and
-answers a JSON body of the same size, with no limiting: the ceiling for the HTTP API.
+(${service.grpcCallers} concurrent calls), rounds: ${service.rounds} of ${service.seconds} s per contender; the bare Fastify route parses
+the same body and answers a JSON body of the same size, with no limiting: the ceiling for the HTTP API.
 
 ${link('service-throughput.svg', 'Service requests per second')}
 
-${table(['contender', 'requests/s', 'vs bare route', 'server CPU per request'], service.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, bare.median), `${r.cpuMicrosPerRequest.toFixed(1)} µs`]))}
+${serviceTable}
 
 ${link('latency.svg', 'HTTP latency by percentile')}
 
@@ -251,7 +288,7 @@ Latency is what autocannon's ${service.connections} connections saw at full load
 next request when the answer arrives), in milliseconds; autocannon counts whole milliseconds, so
 values under 1 ms show as 0 (drawn at 0.1 on the log axis).
 
-${table(['contender', ...Object.keys(service.latencyMs[0]?.percentiles ?? {}).map((k) => k.replace('_', '.'))], service.latencyMs.map((r) => [r.name, ...Object.values(r.percentiles).map((v) => String(v))]))}
+${latencyTable}
 `
 }
 

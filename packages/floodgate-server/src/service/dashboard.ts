@@ -29,7 +29,8 @@ export interface ServiceDashboard {
 
 /** Creates the collector and subscribes it to the limiter's store events (decisions come from the Decider, per rule). */
 export function createServiceDashboard(options: ServiceDashboardOptions): ServiceDashboard {
-  const collector = new DashboardCollector({ storeKind: options.storeKind, config: options.config, keys: options.rawKeys ? 'raw' : 'hashed' })
+  const keys = options.rawKeys ? 'raw' : 'hashed'
+  const collector = new DashboardCollector({ storeKind: options.storeKind, config: options.config, keys })
   const stop = collector.watch(options.limiter, { decisions: false })
   return {
     collector,

@@ -27,7 +27,9 @@ descriptors:
 /** Sums every series of a counter in a Prometheus exposition. */
 function sumOf(metrics: string, name: string): number {
   let total = 0
-  for (const line of metrics.split('\n')) if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  for (const line of metrics.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
   return total
 }
 
@@ -55,7 +57,8 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
     await Promise.all(calls)
   }
   const metrics = async () => (await fetch(`${service.httpUrl}/metrics`)).text()
-  const refresh = () => page.evaluate(() => (window as unknown as { floodgateDashboard: { refresh(): Promise<DashboardSnapshot> } }).floodgateDashboard.refresh())
+  type DashboardWindow = { floodgateDashboard: { refresh(): Promise<DashboardSnapshot> } }
+  const refresh = () => page.evaluate(() => (window as unknown as DashboardWindow).floodgateDashboard.refresh())
   const shown = async (id: string) => Number((await page.textContent(`#${id}`))!.replace(/,/g, ''))
 
   before(async () => {
@@ -66,7 +69,10 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      ],
       httpCredentials: { username: 'admin', password: TOKEN },
       viewport: { width: 1280, height: 1100 },
     })
@@ -141,7 +147,9 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
 
   it('lists the key being denied first among the top limited keys, hashed', async () => {
     await refresh()
-    const rows = await page.$$eval('#top-keys tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
+    const rows = await page.$$eval('#top-keys tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+    )
     const mallory = hashKey(storeKeyOf('shop', [{ key: 'user', value: 'mallory' }]))
     assert.equal(rows[0]?.[0], mallory, JSON.stringify(rows))
     assert.ok(!(await page.content()).includes('mallory'), 'no raw key on the page')

@@ -64,13 +64,16 @@ describe('the Grafana dashboard', () => {
   })
 
   it('names in every query a metric the service exports', () => {
-    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating: { list: { query: { query: string } }[] } }
+    type Dashboard = { panels: Panel[]; templating: { list: { query: { query: string } }[] } }
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard
     const queries: [string, string][] = []
     for (const panel of dashboard.panels) {
       for (const target of panel.targets ?? []) queries.push([`${panel.title} ${target.refId}`, target.expr])
       if (panel.targets !== undefined && panel.targets.length > 0) assert.equal(panel.datasource?.uid, '${DS_PROMETHEUS}', panel.title)
     }
-    for (const variable of dashboard.templating.list) queries.push(['variable', variable.query.query.replace(/^label_values\((\w+),.*$/, '$1')])
+    for (const variable of dashboard.templating.list) {
+      queries.push(['variable', variable.query.query.replace(/^label_values\((\w+),.*$/, '$1')])
+    }
     assert.ok(queries.length >= 15, `${queries.length} queries`)
     for (const [where, expr] of queries) {
       const used = metricNames(expr)
@@ -81,7 +84,16 @@ describe('the Grafana dashboard', () => {
 
   it('has a panel for each figure the live page shows', () => {
     const text = readFileSync(DASHBOARD, 'utf8')
-    for (const metric of ['floodgate_within_limit', 'floodgate_over_limit', 'floodgate_breaker_state', 'floodgate_fallback_decisions_total', 'floodgate_rules_loaded', 'floodgate_config_reloads_total', 'floodgate_store_errors_total']) {
+    const shown = [
+      'floodgate_within_limit',
+      'floodgate_over_limit',
+      'floodgate_breaker_state',
+      'floodgate_fallback_decisions_total',
+      'floodgate_rules_loaded',
+      'floodgate_config_reloads_total',
+      'floodgate_store_errors_total',
+    ]
+    for (const metric of shown) {
       assert.ok(text.includes(metric), metric)
     }
     assert.match(text, /sum by \(rule\) \(rate\(floodgate_over_limit/)

@@ -64,7 +64,8 @@ describe('service /dashboard on Redis', () => {
   let service: TestService
   before(async () => {
     redis = await startRedis()
-    service = await startTestService(undefined, ['--admin-token', TOKEN, '--redis', redis.url, '--redis-prefix', 'dash-test:', '--on-store-error', 'closed'])
+    const store = ['--redis', redis.url, '--redis-prefix', 'dash-test:', '--on-store-error', 'closed']
+    service = await startTestService(undefined, ['--admin-token', TOKEN, ...store])
   })
   after(async () => {
     await service?.stop()
@@ -74,7 +75,8 @@ describe('service /dashboard on Redis', () => {
   it('shows store latency, then the open breaker and closed-mode fallbacks once Redis stops', async () => {
     let probe = 0
     // A fresh user per probe: a decision the failure mode answered while Redis was connecting may still be charged.
-    await eventually('Redis connected', async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: `probe-${probe++}` }]))).status === 200)
+    const probeOnce = () => postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: `probe-${probe++}` }]))
+    await eventually('Redis connected', async () => (await probeOnce()).status === 200)
     for (let i = 0; i < 3; i++) await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r2' }]))
     let data = await snapshot(service)
     assert.equal(data.store.kind, 'redis')

@@ -172,7 +172,8 @@ export class DashboardCollector {
     const onError = () => this.recordStoreError()
     const onOpen = () => this.setBreakerOpen(true)
     const onClose = () => this.setBreakerOpen(false)
-    const onFallback = (source: Decision['source']) => this.recordFallback(source === 'fallback-closed' ? 'closed' : source === 'fallback-local' ? 'local' : 'open')
+    const onFallback = (source: Decision['source']) =>
+      this.recordFallback(source === 'fallback-closed' ? 'closed' : source === 'fallback-local' ? 'local' : 'open')
     if (options.decisions ?? true) limiter.on('decision', onDecision)
     limiter.on('store-error', onError)
     limiter.on('breaker-open', onOpen)
@@ -210,7 +211,8 @@ export class DashboardCollector {
         deniedPerSecond: recentDenied / RECENT_SECONDS,
       }
     })
-    rules.sort((a, b) => b.deniedPerSecond + b.allowedPerSecond - (a.deniedPerSecond + a.allowedPerSecond) || b.denied - a.denied || a.rule.localeCompare(b.rule))
+    const busy = (row: RuleSnapshot) => row.deniedPerSecond + row.allowedPerSecond
+    rules.sort((a, b) => busy(b) - busy(a) || b.denied - a.denied || a.rule.localeCompare(b.rule))
     for (const row of rules.slice(0, this.#chartedRules)) {
       const ring = this.#rules.get(row.rule)!.ring
       row.series = { allowed: ring.series(ALLOWED, end, count), denied: ring.series(DENIED, end, count) }
@@ -236,7 +238,9 @@ export class DashboardCollector {
         spanMs: this.#topKeys.spanMs,
         windowMs: this.#topKeys.windowMs,
         capacity: this.#topKeys.capacity,
-        keys: this.#topKeys.top(20, now).map(({ key, count, error }) => ({ key: this.#rawKeys ? key : hashKey(key), denied: count, error })),
+        keys: this.#topKeys
+          .top(20, now)
+          .map(({ key, count, error }) => ({ key: this.#rawKeys ? key : hashKey(key), denied: count, error })),
       },
       store: {
         kind: this.#storeKind,
@@ -275,6 +279,8 @@ function sum(values: readonly number[]): number {
 }
 
 function positiveInteger(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new FloodgateError('INVALID_OPTION', `${name}: expected a whole number ≥ 1, got ${value}`)
+  if (!Number.isInteger(value) || value < 1) {
+    throw new FloodgateError('INVALID_OPTION', `${name}: expected a whole number ≥ 1, got ${value}`)
+  }
   return value
 }

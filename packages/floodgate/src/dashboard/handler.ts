@@ -38,10 +38,15 @@ export type DashboardHandler = (request: IncomingMessage, response: ServerRespon
  */
 export function dashboardHandler(options: DashboardHandlerOptions): DashboardHandler {
   if (typeof options.token !== 'string' || options.token.length < 8) {
-    throw new FloodgateError('INVALID_OPTION', 'token: give the dashboard a token of at least 8 characters (it guards key names and rule internals)')
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'token: give the dashboard a token of at least 8 characters (it guards key names and rule internals)',
+    )
   }
   const base = (options.path ?? '/dashboard').replace(/\/+$/, '')
-  if (!base.startsWith('/')) throw new FloodgateError('INVALID_OPTION', `path: expected an absolute path such as /dashboard, got ${JSON.stringify(options.path)}`)
+  if (!base.startsWith('/')) {
+    throw new FloodgateError('INVALID_OPTION', `path: expected an absolute path such as /dashboard, got ${JSON.stringify(options.path)}`)
+  }
   const expected = digest(options.token)
   const html = pageHtml(options.title ?? 'Floodgate')
   let library: { script: string; style: string } | null | undefined
@@ -57,11 +62,13 @@ export function dashboardHandler(options: DashboardHandlerOptions): DashboardHan
     }
     if (!authorized(request.headers.authorization, expected)) {
       response.setHeader('www-authenticate', 'Basic realm="floodgate-dashboard", charset="UTF-8"')
-      return send(response, 401, 'application/json', JSON.stringify({ error: 'unauthorized', message: 'send Authorization: Bearer <token> (or Basic, the token as password)' }))
+      const message = 'send Authorization: Bearer <token> (or Basic, the token as password)'
+      return send(response, 401, 'application/json', JSON.stringify({ error: 'unauthorized', message }))
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.setHeader('allow', 'GET, HEAD')
-      return send(response, 405, 'application/json', JSON.stringify({ error: 'method_not_allowed', message: 'the dashboard is read-only: GET' }))
+      const body = JSON.stringify({ error: 'method_not_allowed', message: 'the dashboard is read-only: GET' })
+      return send(response, 405, 'application/json', body)
     }
     const rest = path.slice(base.length)
     if (rest === '') {

@@ -27,11 +27,13 @@ export function pageHtml(title: string): string {
 <section class="panel wide"><h2>Decisions per second</h2><div id="chart-decisions" class="chart"></div></section>
 <section class="panel"><h2>Allowed per second, per rule</h2><div id="chart-rules-allowed" class="chart"></div></section>
 <section class="panel"><h2>Denied per second, per rule</h2><div id="chart-rules-denied" class="chart"></div></section>
-<section class="panel"><h2>Store</h2><dl id="store"></dl><div id="chart-latency" class="chart"></div><p id="latency-note" class="note"></p></section>
+<section class="panel"><h2>Store</h2><dl id="store"></dl>
+  <div id="chart-latency" class="chart"></div><p id="latency-note" class="note"></p></section>
 <section class="panel"><h2>Top limited keys</h2><p id="top-keys-note" class="note"></p>
   <table id="top-keys"><thead><tr><th>key</th><th>denied</th><th>± error</th></tr></thead><tbody></tbody></table></section>
 <section class="panel"><h2>Rules</h2><dl id="config"></dl>
-  <table id="rules"><thead><tr><th>rule</th><th>allowed/s</th><th>denied/s</th><th>allowed</th><th>denied</th></tr></thead><tbody></tbody></table></section>
+  <table id="rules"><thead><tr><th>rule</th><th>allowed/s</th><th>denied/s</th><th>allowed</th><th>denied</th></tr></thead>
+  <tbody></tbody></table></section>
 <section class="panel" id="sync-panel" hidden><h2>Lease / write-back</h2><dl id="sync"></dl></section>
 </main>
 <script src="uplot.js"></script>
@@ -54,7 +56,8 @@ main { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr
 .label { font-size: 0.8em; color: #5b6472; } .figure { font-size: 1.6em; font-variant-numeric: tabular-nums; }
 .allowed { color: #1a7f37; } .denied { color: #cf222e; }
 table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
-th, td { text-align: left; padding: 2px 6px; border-bottom: 1px solid #eef0f3; } td:not(:first-child), th:not(:first-child) { text-align: right; }
+th, td { text-align: left; padding: 2px 6px; border-bottom: 1px solid #eef0f3; }
+td:not(:first-child), th:not(:first-child) { text-align: right; }
 td:first-child { font-family: ui-monospace, monospace; word-break: break-all; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0 0 8px; } dt { color: #5b6472; } dd { margin: 0; }
 .note { color: #5b6472; font-size: 0.85em; margin: 0 0 6px; } .bad { color: #cf222e; font-weight: 600; }
@@ -86,8 +89,11 @@ export const PAGE_SCRIPT = `'use strict'
       return { label: name, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }
     }))
     // Times of day only (uPlot's default adds the date on a second line, which crowds narrow charts).
-    var clock = function (u, ticks) { return ticks.map(function (t) { return new Date(t * 1000).toLocaleTimeString([], { hour12: false }) }) }
-    var opts = { width: Math.max(300, el.clientWidth || 440), height: 200, series: series, axes: [{ values: clock, space: 80 }, { label: yLabel, size: 60 }],
+    var clock = function (u, ticks) {
+      return ticks.map(function (t) { return new Date(t * 1000).toLocaleTimeString([], { hour12: false }) })
+    }
+    var opts = { width: Math.max(300, el.clientWidth || 440), height: 200, series: series,
+      axes: [{ values: clock, space: 80 }, { label: yLabel, size: 60 }],
       scales: { x: { time: true } }, legend: { live: false } }
     charts[id] = { signature: signature, plot: new uPlot(opts, data, el) }
   }
@@ -119,17 +125,21 @@ export const PAGE_SCRIPT = `'use strict'
       [s.time, s.allowed, s.denied, s.fallback], 'per second')
     var charted = d.rules.filter(function (r) { return r.series })
     var names = charted.map(function (r) { return r.rule })
-    chart('chart-rules-allowed', 'allowed', names, COLORS, [s.time].concat(charted.map(function (r) { return r.series.allowed })), 'per second')
-    chart('chart-rules-denied', 'denied', names, COLORS, [s.time].concat(charted.map(function (r) { return r.series.denied })), 'per second')
+    var allowedByRule = charted.map(function (r) { return r.series.allowed })
+    var deniedByRule = charted.map(function (r) { return r.series.denied })
+    chart('chart-rules-allowed', 'allowed', names, COLORS, [s.time].concat(allowedByRule), 'per second')
+    chart('chart-rules-denied', 'denied', names, COLORS, [s.time].concat(deniedByRule), 'per second')
 
     var st = d.store
     var latency = st.latency
     pairs($('store'), [
       ['kind', st.kind], ['circuit breaker', st.breaker, st.breaker === 'open' ? 'bad' : ''],
       ['errors', fmt(st.errors)],
-      ['fallback decisions', 'open ' + fmt(st.fallbacks.open) + ' · closed ' + fmt(st.fallbacks.closed) + ' · local ' + fmt(st.fallbacks.local)],
+      ['fallback decisions',
+        'open ' + fmt(st.fallbacks.open) + ' · closed ' + fmt(st.fallbacks.closed) + ' · local ' + fmt(st.fallbacks.local)],
       ['latency p50 / p99', latency ? (latency.p50Ms == null ? 'no calls in the last 10 s'
-        : '≤ ' + latency.p50Ms.toFixed(3) + ' ms / ≤ ' + latency.p99Ms.toFixed(3) + ' ms (' + fmt(latency.samples) + ' calls, 10 s)') : 'in-process store: no I/O']
+        : '≤ ' + latency.p50Ms.toFixed(3) + ' ms / ≤ ' + latency.p99Ms.toFixed(3) + ' ms (' + fmt(latency.samples) + ' calls, 10 s)')
+        : 'in-process store: no I/O']
     ])
     if (latency) {
       $('latency-note').textContent = 'store call latency per second (ms, bucket upper bounds)'
@@ -140,7 +150,8 @@ export const PAGE_SCRIPT = `'use strict'
 
     var tk = d.topKeys
     $('top-keys-note').textContent = 'Most denied keys, last ' + Math.round(tk.spanMs / 60000) + ' min (Space-Saving estimates, ' +
-      tk.capacity + ' counters per ' + Math.round(tk.windowMs / 1000) + ' s window); ' + (tk.hashed ? 'keys shown as SHA-256 prefixes.' : 'raw keys.')
+      tk.capacity + ' counters per ' + Math.round(tk.windowMs / 1000) + ' s window); ' +
+      (tk.hashed ? 'keys shown as SHA-256 prefixes.' : 'raw keys.')
     fill($('top-keys').tBodies[0], tk.keys.map(function (k) { return row([k.key, fmt(k.denied), fmt(k.error)]) }))
 
     var c = d.config
@@ -165,7 +176,8 @@ export const PAGE_SCRIPT = `'use strict'
       draw(d)
       state.refreshes++
       var status = $('status'); status.className = ''
-      status.textContent = 'updated ' + new Date(d.now).toLocaleTimeString() + (manual ? ' · manual refresh' : ' · every ' + d.refreshMs / 1000 + ' s')
+      var every = manual ? ' · manual refresh' : ' · every ' + d.refreshMs / 1000 + ' s'
+      status.textContent = 'updated ' + new Date(d.now).toLocaleTimeString() + every
       document.body.dataset.refreshes = String(state.refreshes)
       return d
     }, function (error) {

@@ -47,7 +47,9 @@ export class RecentTopKeys {
     this.capacity = options.capacity ?? 100
     this.windowMs = options.windowMs ?? 60_000
     const windows = options.windows ?? 5
-    if (!Number.isInteger(windows) || windows < 1) throw new FloodgateError('INVALID_OPTION', `windows: expected a whole number ≥ 1, got ${windows}`)
+    if (!Number.isInteger(windows) || windows < 1) {
+      throw new FloodgateError('INVALID_OPTION', `windows: expected a whole number ≥ 1, got ${windows}`)
+    }
     if (!(this.windowMs > 0)) throw new FloodgateError('INVALID_OPTION', `windowMs: expected a positive number, got ${this.windowMs}`)
     this.#sketches = Array.from({ length: windows }, () => new SpaceSaving(this.capacity))
     this.#windowOf = new Array<number>(windows).fill(-1)

@@ -34,7 +34,9 @@ export class SpaceSaving {
   #total = 0
 
   constructor(capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new FloodgateError('INVALID_OPTION', `capacity: expected a whole number ≥ 1, got ${capacity}`)
+    if (!Number.isInteger(capacity) || capacity < 1) {
+      throw new FloodgateError('INVALID_OPTION', `capacity: expected a whole number ≥ 1, got ${capacity}`)
+    }
     this.capacity = capacity
   }
 

@@ -80,7 +80,8 @@ describe('DashboardCollector', () => {
 describe('DashboardCollector.watch', () => {
   it('counts the decisions of a limiter on the embedded store, without latency (nothing to time)', async () => {
     const clock = new Clock()
-    const limiter = new RateLimiter({ clock: clock.read, policies: [{ name: 'per-minute', algorithm: 'fixed-window', limit: 2, period: '1m' }] })
+    const policies = [{ name: 'per-minute', algorithm: 'fixed-window', limit: 2, period: '1m' }] as const
+    const limiter = new RateLimiter({ clock: clock.read, policies })
     const collector = new DashboardCollector({ clock: clock.read })
     const stop = collector.watch(limiter)
     for (let i = 0; i < 5; i++) await limiter.limit('alice')
@@ -103,7 +104,13 @@ describe('DashboardCollector.watch', () => {
   it('times decisions a remote store made, and counts errors, fallbacks and the breaker', async () => {
     const clock = new Clock()
     const store = new FaultyStore(clock)
-    const limiter = new RateLimiter({ store, clock: clock.read, onStoreError: 'closed', breaker: { failures: 1, cooldown: '1h' }, policies: [{ algorithm: 'gcra', limit: 5, period: '1s' }] })
+    const limiter = new RateLimiter({
+      store,
+      clock: clock.read,
+      onStoreError: 'closed',
+      breaker: { failures: 1, cooldown: '1h' },
+      policies: [{ algorithm: 'gcra', limit: 5, period: '1s' }],
+    })
     const collector = new DashboardCollector({ clock: clock.read })
     collector.watch(limiter)
     await limiter.limit('k')

@@ -29,29 +29,33 @@ describe('SpaceSaving', () => {
 
   it('holds its guarantees on random streams, against exact counts', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 12 }), fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 5 })), { maxLength: 400 }), (capacity, stream) => {
-        const sketch = new SpaceSaving(capacity)
-        const exact = new Map<string, number>()
-        let total = 0
-        for (const [id, weight] of stream) {
-          sketch.add(`k${id}`, weight)
-          exact.set(`k${id}`, (exact.get(`k${id}`) ?? 0) + weight)
-          total += weight
-        }
-        assert.ok(sketch.size <= capacity)
-        assert.equal(sketch.total, total)
-        const top = sketch.top()
-        for (const hitter of top) {
-          const truth = exact.get(hitter.key)!
-          assert.ok(hitter.count >= truth && hitter.count - hitter.error <= truth)
-        }
-        // Every key heavier than total / capacity is monitored; an unmonitored one weighs at most the floor.
-        for (const [key, truth] of exact) {
-          const hitter = sketch.get(key)
-          if (truth > total / capacity) assert.ok(hitter !== undefined, `${key} (${truth} of ${total}) is monitored`)
-          if (hitter === undefined) assert.ok(truth <= sketch.floor)
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 5 })), { maxLength: 400 }),
+        (capacity, stream) => {
+          const sketch = new SpaceSaving(capacity)
+          const exact = new Map<string, number>()
+          let total = 0
+          for (const [id, weight] of stream) {
+            sketch.add(`k${id}`, weight)
+            exact.set(`k${id}`, (exact.get(`k${id}`) ?? 0) + weight)
+            total += weight
+          }
+          assert.ok(sketch.size <= capacity)
+          assert.equal(sketch.total, total)
+          const top = sketch.top()
+          for (const hitter of top) {
+            const truth = exact.get(hitter.key)!
+            assert.ok(hitter.count >= truth && hitter.count - hitter.error <= truth)
+          }
+          // Every key heavier than total / capacity is monitored; an unmonitored one weighs at most the floor.
+          for (const [key, truth] of exact) {
+            const hitter = sketch.get(key)
+            if (truth > total / capacity) assert.ok(hitter !== undefined, `${key} (${truth} of ${total}) is monitored`)
+            if (hitter === undefined) assert.ok(truth <= sketch.floor)
+          }
+        },
+      ),
     )
   })
 })
