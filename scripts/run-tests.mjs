@@ -21,7 +21,7 @@ const roots = [...readdirSync('packages').map((name) => join('packages', name, '
 const files = (only.length > 0 ? only : roots.flatMap(findTests)).sort()
 const result = spawnSync(
   process.execPath,
-  ['--conditions=floodgate-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
+  ['--conditions=floodgate-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=600000', ...files],
   { stdio: 'inherit' },
 )
 process.exit(result.status ?? 1)

@@ -92,7 +92,6 @@ async function serve(argv: readonly string[]): Promise<number> {
     process.stderr.write(`floodgate: ${line}\n`)
     return 1
   }
-  process.stderr.write(listeningLine(service, settings))
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       service.logger.info({ signal }, 'signal received')
@@ -109,6 +108,9 @@ async function serve(argv: readonly string[]): Promise<number> {
     process.on('SIGINT', onInt)
     // As many daemons do: SIGHUP re-reads the configuration (useful with --no-watch).
     process.on('SIGHUP', () => service.reloadRules())
+    // Only now: whoever waits for this line may signal at once, and a signal before the handlers
+    // exist would kill the process (exit by SIGTERM, not 0) instead of draining it.
+    process.stderr.write(listeningLine(service, settings))
   })
   return 0
 }
