@@ -1,11 +1,11 @@
 // `npm run bench:redis`: decisions/s against one local redis-server with 256 concurrent callers
 // over 10k keys — Floodgate (several algorithms) side by side with rate-limiter-flexible,
 // rate-limit-redis and raw autopipelined INCR (one command per request: the physical limit), with
-// Redis CPU per decision and every contender's denials and failures (all should be zero) — plus
-// Redis memory per key. Not a test: numbers only, printed as tables.
+// Redis CPU per decision and every contender's denials and failures (all should be zero). Not a
+// test: numbers only, printed as tables. Memory per key: `npm run bench:redis-memory`.
 //
 // Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and
-// round), BENCH_MEMORY_KEYS (default 1,000,000 GCRA keys for the used_memory figure).
+// round).
 
 import { Redis, type RedisOptions } from 'ioredis'
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
@@ -14,13 +14,12 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
-import { formatBytes, formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
+import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 
 const CALLERS = 256
 const KEYS = 10_000
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1500)
-const MEMORY_KEYS = Number(process.env.BENCH_MEMORY_KEYS ?? 1_000_000)
 // A cap on calls per measurement so one round stays bounded on a fast machine too.
 const MAX_OPS_PER_ROUND = 2_000_000
 // High enough that every contender admits every request: all of them do the same writing work.
@@ -131,19 +130,15 @@ async function main(): Promise<void> {
       }),
       'Denials and failures over all rounds (all should be 0: a contender that denies or fails does less work)',
     )
-
-    const perKey = await printMemoryPerKey(newClient())
-    const manyKeys = await printMemoryForManyKeys(newClient())
     writeResults({
       redisVersion,
       callers: CALLERS,
       keys: KEYS,
       rounds: ROUNDS,
       roundMs: ROUND_MS,
-      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed, denied: tallyOf(name).denied })),
-      memoryUsagePerKey: perKey,
-      manyKeys,
+      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed })),
     })
+
   } finally {
     for (const client of clients) client.disconnect()
     await server.stop()
@@ -287,63 +282,6 @@ function incrContender(client: Redis): Contender {
       return result.perSecond
     },
   }
-}
-
-/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full); printed and returned. */
-async function printMemoryPerKey(client: Redis): Promise<{ algorithm: string; state: string; bytes: number }[]> {
-  const rows: string[][] = []
-  const figures: { algorithm: string; state: string; bytes: number }[] = []
-  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency']
-  const store = new RedisStore({ client, prefix: 'mem:' })
-  for (const algorithm of algorithms) {
-    const policies = createPolicies([{ algorithm, limit: 100, period: '1h' }])
-    for (const charges of algorithm === 'sliding-log' ? [1, 100] : [1]) {
-      const key = `${algorithm}-${charges}`
-      for (let i = 0; i < charges; i++) await store.evaluate([{ key, policies, cost: 1 }])
-      const [redisKey] = await client.keys(`mem:{${key}}*`)
-      const bytes = redisKey === undefined ? Number.NaN : Number(await client.call('MEMORY', 'USAGE', redisKey, 'SAMPLES', '0'))
-      const state = charges === 1 ? '1 request' : `${charges} requests (full log)`
-      rows.push([algorithm, state, redisKey ?? '(missing)', `${bytes} B`])
-      figures.push({ algorithm, state, bytes })
-    }
-  }
-  printTable(['algorithm', 'state after', 'redis key', 'MEMORY USAGE'], rows, 'Redis memory per key (limit 100 per 1h)')
-  return figures
-}
-
-/** `used_memory` growth for MEMORY_KEYS active GCRA keys, created with large batches; printed and returned. */
-async function printMemoryForManyKeys(client: Redis): Promise<{ keys: number; bytes: number }> {
-  await client.flushall()
-  const before = await usedMemory(client)
-  const store = new RedisStore({ client, prefix: 'many:' })
-  const policies = createPolicies([{ algorithm: 'gcra', limit: 100, period: '1h' }])
-  const batch = 1000
-  const started = performance.now()
-  let next = 0
-  async function filler(): Promise<void> {
-    while (next < MEMORY_KEYS) {
-      const from = next
-      next += batch
-      const requests = []
-      for (let i = from; i < Math.min(from + batch, MEMORY_KEYS); i++) requests.push({ key: `u${i}`, policies, cost: 1 })
-      await store.evaluate(requests)
-    }
-  }
-  await Promise.all(Array.from({ length: 8 }, filler))
-  const seconds = (performance.now() - started) / 1000
-  const keys = await client.dbsize()
-  const delta = (await usedMemory(client)) - before
-  printTable(
-    ['active GCRA keys', 'created in', 'used_memory delta', 'per key'],
-    [[formatCount(keys), `${seconds.toFixed(1)} s`, formatBytes(delta), `${Math.round(delta / keys)} B`]],
-    'Redis used_memory for many active keys',
-  )
-  await client.flushall()
-  return { keys, bytes: delta }
-}
-
-async function usedMemory(client: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
 }
 
 async function serverVersion(client: Redis): Promise<string> {

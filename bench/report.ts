@@ -23,7 +23,8 @@ const ROOT = join(import.meta.dirname, '..')
 /** Each bench and its sizes: the defaults for a full run, small ones for --quick. */
 const RUNS = {
   memory: { file: 'memory.ts', args: QUICK ? ['--ops', '20000', '--rounds', '1', '--keys', '1000', '--heap-keys', '10000'] : [], env: {} },
-  redis: { file: 'redis.ts', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150', BENCH_MEMORY_KEYS: '2000' } : {} },
+  redis: { file: 'redis.ts', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150' } : {} },
+  redisMemory: { file: 'redis-memory.ts', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '2000' } : {} },
   service: {
     file: 'service.ts',
     args: [],
@@ -53,9 +54,12 @@ interface RedisResults {
   keys: number
   rounds: number
   roundMs: number
-  throughput: (Throughput & { failed: number; denied: number })[]
+  throughput: (Throughput & { failed: number })[]
+}
+interface RedisMemoryResults {
   memoryUsagePerKey: { algorithm: string; state: string; bytes: number }[]
-  manyKeys: { keys: number; bytes: number }
+  /** used_memory delta per key, per key count and layout (Floodgate's records and reference layouts). */
+  usedMemoryPerKey: { keys: number; layout: string; bytesPerKey: number }[]
 }
 interface ServiceResults {
   rounds: number
@@ -168,6 +172,7 @@ function main(): void {
   try {
     const memory = runBench<MemoryResults>('memory', dir)
     const redis = runBench<RedisResults>('redis', dir)
+    const redisMemory = runBench<RedisMemoryResults>('redisMemory', dir)
     const service = runBench<ServiceResults>('service', dir)
     mkdirSync(CHARTS, { recursive: true })
     const medians = (rows: Throughput[]) => rows.map((r) => ({ name: r.name, value: r.median }))
@@ -184,19 +189,25 @@ function main(): void {
       'redis-memory-per-key.svg': barChart(
         'Redis: MEMORY USAGE of one key (limit 100 per 1h)',
         'bytes',
-        redis.memoryUsagePerKey.map((r) => ({ name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`, value: r.bytes })),
+        redisMemory.memoryUsagePerKey.map((r) => ({ name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`, value: r.bytes })),
       ),
     }
     for (const [name, text] of Object.entries(charts)) writeFileSync(join(CHARTS, name), text)
     const link = (name: string, alt: string) => `![${alt}](${relative(OUT, join(CHARTS, name)).replaceAll('\\', '/')})`
-    writeFileSync(join(OUT, 'benchmarks.md'), report(memory, redis, service, link))
+    writeFileSync(join(OUT, 'benchmarks.md'), report(memory, redis, redisMemory, service, link))
     console.log(`\nwrote ${join(OUT, 'benchmarks.md')} and ${Object.keys(charts).length} charts in ${CHARTS}`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-function report(memory: MemoryResults, redis: RedisResults, service: ServiceResults, link: (name: string, alt: string) => string): string {
+function report(
+  memory: MemoryResults,
+  redis: RedisResults,
+  redisMemory: RedisMemoryResults,
+  service: ServiceResults,
+  link: (name: string, alt: string) => string,
+): string {
   const cpu = cpus()
   const rlfMemory = memory.throughput.find((r) => r.name.startsWith('rate-limiter-flexible'))?.median ?? Number.NaN
   const rlfRedis = redis.throughput.find((r) => r.name === 'rate-limiter-flexible')?.median ?? Number.NaN
@@ -233,11 +244,14 @@ function report(memory: MemoryResults, redis: RedisResults, service: ServiceResu
     ['contender', ...percentiles.map((k) => k.replace('_', '.'))],
     service.latencyMs.map((r) => [r.name, ...percentiles.map((k) => String(r.percentiles[k]))]),
   )
-  const perManyKey = Math.round(redis.manyKeys.bytes / Math.max(1, redis.manyKeys.keys))
+  const usedMemoryTable = table(
+    ['keys', 'layout', 'used_memory per key'],
+    redisMemory.usedMemoryPerKey.map((r) => [formatCount(r.keys), r.layout, `${Math.round(r.bytesPerKey)} B`]),
+  )
   return `# Benchmarks
 
-Produced by \`npm run bench:report\` (bench/report.ts), which runs \`bench:memory\`, \`bench:redis\` and
-\`bench:service\` one after the other and charts their figures.${quickNote}
+Produced by \`npm run bench:report\` (bench/report.ts), which runs \`bench:memory\`, \`bench:redis\`,
+\`bench:redis-memory\` and \`bench:service\` one after the other and charts their figures.${quickNote}
 Every figure is a median of interleaved rounds (each round runs every contender once, so a slow
 phase of the machine hits them all), and ratios compare contenders of the same run. Absolute numbers
 depend on the machine; compare the ratios.
@@ -277,10 +291,12 @@ ${redisTable}
 
 ${link('redis-memory-per-key.svg', 'Redis memory per key')}
 
-${table(['algorithm', 'state', 'MEMORY USAGE'], redis.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]))}
+${table(['algorithm', 'state', 'MEMORY USAGE'], redisMemory.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]))}
 
-${formatCount(redis.manyKeys.keys)} active GCRA keys grew \`used_memory\` by ${formatBytes(redis.manyKeys.bytes)}: ${perManyKey} B per key
-(allocator and dictionary overhead included).
+\`bench:redis-memory\`: \`used_memory\` grown per active key (allocator and dictionary overhead included), for
+Floodgate's records and for reference layouts (plain strings, hash buckets):
+
+${usedMemoryTable}
 
 ## Service
 

@@ -1,6 +1,8 @@
 // `npm run bench:service`: requests/s of the standalone service — POST /v1/check on the embedded store and
 // on Redis, side by side with a bare Fastify route answering a same-sized JSON body (the limit), and gRPC
-// ShouldRateLimit calls/s from a grpc-js client with many concurrent calls. Not a test: numbers only.
+// ShouldRateLimit calls/s with many concurrent calls, side by side with bare gRPC servers: grpc-js with
+// proto-loader (and around the same Decider: the service's transport before), grpc-js with protobufjs
+// codecs, Connect-ES, and node:http2 answering a fixed frame (the floor). Not a test: numbers only.
 //
 // The servers run in a child process (their own event loop, as in production); autocannon and the
 // gRPC client run here. Each contender first runs once unmeasured (BENCH_WARMUP_SECONDS, default 2),
@@ -8,7 +10,8 @@
 // CPU time per request: on a shared machine it moves less than a rate does, and it does not depend
 // on whether the load generator keeps the server busy. Environment knobs: BENCH_ROUNDS (default 3),
 // BENCH_SECONDS (default 5 per contender and round), BENCH_CONNECTIONS (default 64),
-// BENCH_GRPC_CALLERS (default 128).
+// BENCH_GRPC_CALLERS (default 128 calls in flight), BENCH_GRPC_SESSIONS (default 4 HTTP/2 connections),
+// BENCH_ONLY (a regular expression: only the contenders whose names match).
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -16,16 +19,20 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import * as grpc from '@grpc/grpc-js'
+import protobuf from 'protobufjs'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
+import { grpcFrame, LeanGrpcClient } from './grpc-client.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const GRPC_CALLERS = Number(process.env.BENCH_GRPC_CALLERS ?? 128)
+const GRPC_SESSIONS = Number(process.env.BENCH_GRPC_SESSIONS ?? 4)
+const ONLY = process.env.BENCH_ONLY === undefined ? undefined : new RegExp(process.env.BENCH_ONLY)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 2)
 const USERS = 10_000
+const SHOULD_RATE_LIMIT = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit'
 const TARGET = 0.75
 
 // High limits: every request is admitted, so every contender does the same (charging) work.
@@ -49,6 +56,8 @@ interface ServerPorts {
   bare: number
   memory: { http: number; grpc: number }
   redis: { http: number; grpc: number }
+  /** Bare gRPC servers (fixed answers) and the grpc-js service path from before. */
+  grpc: { floor: number; grpcJs: number; grpcJsStatic: number; connect: number; grpcJsService: number }
 }
 
 /** What the server process reports when it is ready: ports, and the answer sizes of the bare route and /v1/check. */
@@ -77,6 +86,7 @@ async function main(): Promise<void> {
   writeFileSync(rulesFile, RULES)
   const servers = await startServers(rulesFile, redis.url)
   const { ports, bodyBytes } = servers.ready
+  const clients: LeanGrpcClient[] = []
   try {
     const bodies = Array.from({ length: USERS }, (_, i) => JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }))
     // Each HTTP round's latency percentiles, per contender (warm-up runs left out).
@@ -90,14 +100,30 @@ async function main(): Promise<void> {
         return result
       },
     })
-    const measured: Measured[] = [
+    const frames = requestFrames()
+    const grpc = async (name: string, port: number): Promise<Measured> => {
+      // One long-lived client per contender, connected before any measuring and warmed with the rest.
+      const client = await LeanGrpcClient.connect(port, GRPC_SESSIONS)
+      clients.push(client)
+      return { name, run: (seconds) => callLoad(client, frames, seconds) }
+    }
+    const all: Measured[] = [
       http('bare Fastify route (same-sized JSON)', ports.bare, '/bare'),
       http('POST /v1/check, embedded store', ports.memory.http, '/v1/check'),
       http('POST /v1/check, Redis', ports.redis.http, '/v1/check'),
-      grpcContender('gRPC ShouldRateLimit, embedded store', ports.memory.grpc),
-      grpcContender('gRPC ShouldRateLimit, Redis', ports.redis.grpc),
+      await grpc(GRPC_FLOOR, ports.grpc.floor),
+      await grpc('bare grpc-js + proto-loader', ports.grpc.grpcJs),
+      await grpc('bare grpc-js + protobufjs codecs', ports.grpc.grpcJsStatic),
+      await grpc('bare Connect-ES (connect-node)', ports.grpc.connect),
+      await grpc(GRPC_BEFORE, ports.grpc.grpcJsService),
+      await grpc('gRPC ShouldRateLimit, embedded store', ports.memory.grpc),
+      await grpc('gRPC ShouldRateLimit, Redis', ports.redis.grpc),
     ]
-    console.log(`service benchmark: ${ROUNDS} rounds × ${SECONDS}s per contender (after ${WARMUP_SECONDS}s warm-up each), ${CONNECTIONS} HTTP connections, ${GRPC_CALLERS} concurrent gRPC calls`)
+    const measured = all.filter((m) => ONLY === undefined || ONLY.test(m.name))
+    console.log(
+      `service benchmark: ${ROUNDS} rounds × ${SECONDS}s per contender (after ${WARMUP_SECONDS}s warm-up each), ${CONNECTIONS} HTTP connections, ` +
+        `${GRPC_CALLERS} concurrent gRPC calls over ${GRPC_SESSIONS} HTTP/2 connections`,
+    )
     console.log(`answer bodies: bare route ${bodyBytes.bare} B, /v1/check ${bodyBytes.check} B`)
     if (WARMUP_SECONDS > 0) for (const m of measured) await m.run(WARMUP_SECONDS)
     warm = true
@@ -113,23 +139,8 @@ async function main(): Promise<void> {
     const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) =>
       console.log(`  round ${round + 1}: ${name}: ${formatCount(value)}/s, server CPU ${cpu.get(name)!.at(-1)!.toFixed(1)} µs per request`),
     )
-    const bare = results[0].median
-    const bareCpu = median(cpu.get(results[0].name)!)
-    printTable(
-      ['contender', 'median req/s', 'vs bare route', 'server CPU µs/req', 'bare CPU / this CPU'],
-      results.map((r) => {
-        const micros = median(cpu.get(r.name)!)
-        return [r.name, formatCount(r.median), ratio(r.median, bare), micros.toFixed(1), ratio(bareCpu, micros)]
-      }),
-      `Median of ${ROUNDS} rounds (target: /v1/check ≥ ${TARGET * 100}% of the bare route)`,
-    )
-    for (const r of results.slice(1, 3)) {
-      const share = r.median / bare
-      const cpuShare = bareCpu / median(cpu.get(r.name)!)
-      console.log(
-        `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
-      )
-    }
+    printHttp(results.filter((r) => !isGrpc(r.name)), cpu)
+    printGrpc(results.filter((r) => isGrpc(r.name)), cpu)
     writeResults({
       rounds: ROUNDS,
       seconds: SECONDS,
@@ -143,11 +154,65 @@ async function main(): Promise<void> {
       })),
     })
   } finally {
+    for (const client of clients) client.close()
     servers.child.kill('SIGTERM')
     await new Promise((resolve) => servers.child.once('exit', resolve))
     await redis.stop()
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+const GRPC_FLOOR = 'floor: node:http2, fixed gRPC frame'
+const GRPC_BEFORE = 'grpc-js + proto-loader service path (before)'
+const isGrpc = (name: string) => !name.includes('Fastify') && !name.includes('/v1/check')
+type Result = { name: string; median: number }
+
+function printHttp(results: Result[], cpu: Map<string, number[]>): void {
+  const bareResult = results.find((r) => r.name.startsWith('bare Fastify'))
+  if (bareResult === undefined) return
+  const bare = bareResult.median
+  const bareCpu = median(cpu.get(bareResult.name)!)
+  printTable(
+    ['contender', 'median req/s', 'vs bare route', 'server CPU µs/req', 'bare CPU / this CPU'],
+    results.map((r) => {
+      const micros = median(cpu.get(r.name)!)
+      return [r.name, formatCount(r.median), ratio(r.median, bare), micros.toFixed(1), ratio(bareCpu, micros)]
+    }),
+    `Median of ${ROUNDS} rounds (target: /v1/check ≥ ${TARGET * 100}% of the bare route)`,
+  )
+  for (const r of results.filter((r) => r !== bareResult)) {
+      const share = r.median / bare
+      const cpuShare = bareCpu / median(cpu.get(r.name)!)
+      console.log(
+        `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
+    )
+  }
+}
+
+/** The gRPC table: each contender against the floor and against the service's transport before. */
+function printGrpc(results: Result[], cpu: Map<string, number[]>): void {
+  if (results.length === 0) return
+  const floor = results.find((r) => r.name === GRPC_FLOOR)
+  const before = results.find((r) => r.name === GRPC_BEFORE)
+  const cpuOf = (r: Result | undefined) => (r === undefined ? Number.NaN : median(cpu.get(r.name)!))
+  printTable(
+    ['gRPC contender', 'median calls/s', 'vs floor', 'vs before', 'server CPU µs/call', 'floor CPU / this CPU', 'before CPU / this CPU'],
+    results.map((r) => {
+      const micros = cpuOf(r)
+      return [r.name, formatCount(r.median), ratio(r.median, floor?.median ?? 0), ratio(r.median, before?.median ?? 0), micros.toFixed(1), ratio(cpuOf(floor), micros), ratio(cpuOf(before), micros)]
+    }),
+    `gRPC, median of ${ROUNDS} rounds (${GRPC_CALLERS} calls in flight over ${GRPC_SESSIONS} connections)`,
+  )
+}
+
+/** The benchmark's RateLimitRequests, one per user, encoded and framed once. */
+function requestFrames(): Buffer[] {
+  const root = new protobuf.Root()
+  const dir = fileURLToPath(new URL('../packages/floodgate-server/src/service/proto/', import.meta.url))
+  root.resolvePath = (_origin, target) => dir + target
+  root.loadSync('envoy/service/ratelimit/v3/rls.proto', { keepCase: true })
+  const type = root.lookupType('envoy.service.ratelimit.v3.RateLimitRequest')
+  return Array.from({ length: USERS }, (_, i) => grpcFrame(type.encode({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: `u${i}` }] }] }).finish()))
 }
 
 /** A contender before its samples are taken: runs its load for some seconds and gives operations/s and the count. */
@@ -185,33 +250,21 @@ async function hammer(url: string, bodies: string[], seconds: number): Promise<{
   return { perSecond: result.requests.average, ops: result.requests.total, latency }
 }
 
-function grpcContender(name: string, port: number): Measured {
-  return {
-    name,
-    async run(seconds) {
-      const { loadRlsPackage } = await import('../packages/floodgate-server/src/service/grpc-server.js')
-      const pkg = loadRlsPackage() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } }
-      const client = new pkg.envoy.service.ratelimit.v3.RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-        ShouldRateLimit(request: unknown, callback: (error: Error | null) => void): void
-      }
-      try {
-        const result = await runLoad({
-          callers: GRPC_CALLERS,
-          durationMs: seconds * 1000,
-          maxOps: 50_000_000,
-          op: (i) =>
-            new Promise<void>((resolve, reject) =>
-              client.ShouldRateLimit({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: `u${i % USERS}` }] }] }, (error) =>
-                error ? reject(error) : resolve(),
-              ),
-            ),
-        })
-        return { perSecond: result.perSecond, ops: result.ops }
-      } finally {
-        client.close()
-      }
+/** Closed-loop ShouldRateLimit calls with GRPC_CALLERS in flight, cycling through the users; calls/s and the count. */
+async function callLoad(client: LeanGrpcClient, frames: Buffer[], seconds: number): Promise<{ perSecond: number; ops: number }> {
+  const failed = new Map<number, number>()
+  const result = await runLoad({
+    callers: GRPC_CALLERS,
+    durationMs: seconds * 1000,
+    maxOps: 50_000_000,
+    op: async (i) => {
+      const status = await client.call(SHOULD_RATE_LIMIT, frames[i % frames.length])
+      if (status !== 0) failed.set(status, (failed.get(status) ?? 0) + 1)
     },
-  }
+  })
+  // As for HTTP's non-2xx: said, not hidden (e.g. UNAVAILABLE when a busy machine's Redis misses the store timeout).
+  if (failed.size > 0) console.log(`  (gRPC: ${[...failed].map(([status, count]) => `${count} calls with grpc-status ${status}`).join(', ')})`)
+  return { perSecond: result.perSecond, ops: result.ops }
 }
 
 /** Spawns this file in server mode and waits until it says it is ready. */
@@ -254,16 +307,31 @@ async function serve(rulesFile: string, redisUrl: string): Promise<void> {
   bare.post('/bare', async (request) => (request.body === undefined ? {} : answer))
   await bare.listen({ host: '127.0.0.1', port: 0 })
 
+  const transports = await import('./grpc-transports.js')
+  const bareGrpc = await Promise.all([
+    transports.startHttp2Floor(),
+    transports.startGrpcJsProtoLoader(),
+    transports.startGrpcJsStatic(),
+    transports.startConnectNode(),
+    transports.startGrpcJsService(rulesFile),
+  ])
   const ports: ServerPorts = {
     bare: (bare.server.address() as { port: number }).port,
     memory: { http: memory.httpPort, grpc: memory.grpcPort },
     redis: { http: redis.httpPort, grpc: redis.grpcPort },
+    grpc: {
+      floor: bareGrpc[0].port,
+      grpcJs: bareGrpc[1].port,
+      grpcJsStatic: bareGrpc[2].port,
+      connect: bareGrpc[3].port,
+      grpcJsService: bareGrpc[4].port,
+    },
   }
   const bareSample = await fetch(`http://127.0.0.1:${ports.bare}/bare`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
   const ready: ReadyMessage = { ports, bodyBytes: { bare: (await bareSample.text()).length, check: size } }
   process.on('message', () => process.send!(process.cpuUsage()))
   process.send!(ready)
-  const stop = () => void Promise.all([bare.close(), memory.close(), redis.close()]).then(() => process.exit(0))
+  const stop = () => void Promise.all([bare.close(), memory.close(), redis.close(), ...bareGrpc.map((server) => server.close())]).then(() => process.exit(0))
   process.once('SIGTERM', stop)
   // A benchmark that died without stopping its servers must not leave them running.
   process.once('disconnect', stop)

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort, startRedis, type RedisProcess } from '../../packages/floodgate/test/support/redis-server.js'
+import { startMemcached, type MemcachedProcess } from '../../packages/floodgate/test/support/memcached-server.js'
 import { extractSnippets } from './snippets.js'
 
 const run = promisify(execFile)
@@ -46,6 +47,7 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
   let tarballs: { library: string; server: string }
   let added: { packages: number; bytes: number }
   let redis: RedisProcess
+  let memcached: MemcachedProcess
 
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'floodgate-consumer-'))
@@ -66,10 +68,12 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
     await npm(app, 'install', tarballs.server, ...PEERS, ...TYPES)
     cpSync(join(import.meta.dirname, 'apps'), app, { recursive: true })
     redis = await startRedis()
+    memcached = await startMemcached()
   })
 
   after(async () => {
     await redis?.stop()
+    await memcached?.stop()
     if (work) rmSync(work, { recursive: true, force: true })
   })
 
@@ -101,6 +105,10 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
       await node(app, `redis-${client}.mjs`, { REDIS_URL: redis.url })
     })
   }
+
+  it("MemcachedStore takes the app's memjs (floodgate-server brings it; for the library it is an optional peer)", async () => {
+    await node(app, 'memcached-memjs.mjs', { MEMCACHED_ADDRESS: memcached.address })
+  })
 
   it('runs the installed floodgate command: --version, then serve and answer', async () => {
     const version = JSON.parse(readFileSync(join(ROOT, 'packages/floodgate-server/package.json'), 'utf8')).version

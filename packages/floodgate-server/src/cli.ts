@@ -151,26 +151,15 @@ const LISTEN_ERRORS = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'])
 
 /**
  * One line for a server that could not listen: which port, which server, which flag to change.
- * HTTP (node's listen) fails with an error carrying `code` and `port`; gRPC (grpc-js bindAsync)
- * with a message that quotes node's error.
+ * Both fail with node's listen error (`code`, `port`); the gRPC server's also says `server: 'gRPC'`.
  */
 export function listenFailure(error: unknown, settings: Pick<Settings, 'host' | 'httpPort' | 'grpcPort'>): string | undefined {
-  const failure = error as { code?: unknown; port?: unknown; message?: unknown } | null
+  const failure = error as { code?: unknown; port?: unknown; server?: unknown } | null
   if (failure === null || typeof failure !== 'object') return undefined
-  let server: 'HTTP' | 'gRPC'
-  let code: string
-  let port: number
-  if (typeof failure.code === 'string' && LISTEN_ERRORS.has(failure.code)) {
-    server = 'HTTP'
-    code = failure.code
-    port = typeof failure.port === 'number' ? failure.port : settings.httpPort
-  } else {
-    const quoted = typeof failure.message === 'string' ? /^No address added.*\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(failure.message) : null
-    if (quoted === null) return undefined
-    server = 'gRPC'
-    code = quoted[1]
-    port = settings.grpcPort
-  }
+  if (typeof failure.code !== 'string' || !LISTEN_ERRORS.has(failure.code)) return undefined
+  const server = failure.server === 'gRPC' ? 'gRPC' : 'HTTP'
+  const code = failure.code
+  const port = typeof failure.port === 'number' ? failure.port : server === 'HTTP' ? settings.httpPort : settings.grpcPort
   const flag = server === 'HTTP' ? '--http-port' : '--grpc-port'
   if (code === 'EADDRINUSE') return `port ${port} is in use (${server}); choose another with ${flag}, or stop what holds it`
   if (code === 'EACCES') return `port ${port} needs privileges this process lacks (${server}); choose one above 1023 with ${flag}`

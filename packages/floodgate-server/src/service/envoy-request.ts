@@ -1,11 +1,11 @@
-// Reads Envoy RLS v3 requests — from gRPC (proto-loader objects) and from protobuf-JSON (`POST /json`) — into Decider input.
+// Reads Envoy RLS v3 requests — from gRPC (decoded messages) and from protobuf-JSON (`POST /json`) — into Decider input.
 
 import { z } from 'zod'
 import { FloodgateError } from 'floodgate'
 import type { EnvoyUnit } from 'floodgate/rules'
 import type { DecideInput, DescriptorInput } from './decide.js'
 
-/** A `RateLimitRequest` as @grpc/proto-loader hands it over (keepCase, enums as names, defaults filled). */
+/** A decoded `RateLimitRequest` (snake_case names; an unset message is null; a unit by number or by name). */
 export interface GrpcRateLimitRequest {
   domain: string
   descriptors: {

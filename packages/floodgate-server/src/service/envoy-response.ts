@@ -7,7 +7,7 @@ import type { DecideInput, DecideResult, DescriptorOutcome } from './decide.js'
 export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT'
 export type RlsUnit = EnvoyUnit
 
-/** `google.protobuf.Duration` as @grpc/proto-loader reads and writes it. */
+/** `google.protobuf.Duration`, whole seconds and nanoseconds. */
 export interface ProtoDuration {
   seconds: number
   nanos: number
@@ -32,29 +32,12 @@ export interface RlsHeader {
   value: string
 }
 
-/**
- * `google.protobuf.Value` as @grpc/proto-loader writes it. The well-known types come from
- * protobufjs's bundled definitions, whose field names are camelCase whatever `keepCase` says.
- */
-export type ProtoValue =
-  | { nullValue: 'NULL_VALUE' }
-  | { numberValue: number }
-  | { stringValue: string }
-  | { boolValue: boolean }
-  | { structValue: ProtoStruct }
-  | { listValue: { values: ProtoValue[] } }
-
-/** `google.protobuf.Struct` as @grpc/proto-loader writes it. */
-export interface ProtoStruct {
-  fields: Record<string, ProtoValue>
-}
-
-/** `RateLimitResponse` in the shape @grpc/proto-loader (keepCase) serializes. */
+/** `RateLimitResponse` with the .proto's snake_case names and enums by name; `envoy-codec.ts` writes it. */
 export interface RlsResponse {
   overall_code: RlsCode
   statuses: RlsDescriptorStatus[]
   response_headers_to_add: RlsHeader[]
-  /** Plain JSON here; `toGrpcResponse` turns it into a Struct message. */
+  /** Plain JSON here; the gRPC codec writes it as a `google.protobuf.Struct`. */
   dynamic_metadata: Record<string, unknown> | null
 }
 
@@ -193,28 +176,6 @@ function mergeInto(target: Record<string, unknown>, source: Readonly<Record<stri
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** The message to hand @grpc/proto-loader: dynamic metadata as a `google.protobuf.Struct`. */
-export function toGrpcResponse(response: RlsResponse): Omit<RlsResponse, 'dynamic_metadata'> & { dynamic_metadata: ProtoStruct | null } {
-  return { ...response, dynamic_metadata: response.dynamic_metadata === null ? null : toStruct(response.dynamic_metadata) }
-}
-
-function toStruct(object: Readonly<Record<string, unknown>>): ProtoStruct {
-  const fields: Record<string, ProtoValue> = {}
-  for (const [key, value] of Object.entries(object)) fields[key] = toValue(value)
-  return { fields }
-}
-
-function toValue(value: unknown): ProtoValue {
-  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' }
-  if (typeof value === 'number') return { numberValue: value }
-  if (typeof value === 'boolean') return { boolValue: value }
-  if (typeof value === 'string') return { stringValue: value }
-  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } }
-  if (value instanceof Date) return { stringValue: value.toISOString() }
-  if (typeof value === 'object') return { structValue: toStruct(value as Record<string, unknown>) }
-  return { stringValue: String(value) }
 }
 
 /**

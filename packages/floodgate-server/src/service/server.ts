@@ -4,6 +4,8 @@ import { pino, type Logger } from 'pino'
 import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
+import { MemcachedStore } from 'floodgate/memcached'
+import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
@@ -252,7 +254,19 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
 
 /** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
 function createStore(settings: Settings, onCall: (ms: number) => void): Store {
+  const store = createOwnStore(settings, onCall)
+  if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
+  const counter =
+    settings.store.kind === 'memcached'
+      ? createUpstreamMemcacheCounter(settings.store.servers)
+      : createUpstreamRedisCounter(settings.store, settings.redisPerSecondUrl)
+  return new EnvoyCompatStore(store, counter, settings.compatPrefix)
+}
+
+function createOwnStore(settings: Settings, onCall: (ms: number) => void): Store {
   if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
+  // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
+  if (settings.store.kind === 'memcached') return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
   return new LazyRedisStore(settings.store, settings.redisPrefix, onCall)
 }
@@ -266,7 +280,7 @@ class LazyRedisStore implements Store {
   #store: (Store & { connected: boolean }) | undefined
   readonly #onCall: (ms: number) => void
 
-  constructor(settings: Exclude<StoreSettings, { kind: 'memory' }>, prefix: string, onCall: (ms: number) => void) {
+  constructor(settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>, prefix: string, onCall: (ms: number) => void) {
     this.#onCall = onCall
     this.#ready = import('floodgate/redis').then(({ RedisStore }) => {
       const store =
@@ -321,6 +335,7 @@ class LazyRedisStore implements Store {
 }
 
 function storeConnected(store: Store): boolean {
+  if (store instanceof EnvoyCompatStore) return storeConnected(store.inner)
   return store instanceof LazyRedisStore ? store.connected : true
 }
 

@@ -12,6 +12,7 @@ export type StoreSettings =
   | { kind: 'redis'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
+  | { kind: 'memcached'; servers: string[] }
 
 export interface HostPort {
   host: string
@@ -23,8 +24,17 @@ export interface Settings extends AbuseBounds {
   /** The rules: one YAML file or a directory of them. */
   config: string
   store: StoreSettings
-  /** Key prefix in Redis, so several deployments can share one Redis. */
+  /** Key prefix in Redis (or memcached), so several deployments can share one. */
   redisPrefix: string
+  /**
+   * `envoy`: rules in envoyproxy/ratelimit's format count under upstream's own keys, the way it
+   * counts (see compat-keys.ts), so a fleet half on upstream and half on Floodgate enforces one limit.
+   */
+  compatKeys: 'envoy' | undefined
+  /** Upstream's CACHE_KEY_PREFIX, put before its keys in compat mode (default empty, as upstream). */
+  compatPrefix: string
+  /** Compat mode: a separate Redis for per-second counters, as upstream's REDIS_PERSECOND_URL. */
+  redisPerSecondUrl: string | undefined
   host: string
   /** 0 picks a free port (tests). */
   httpPort: number
@@ -156,7 +166,11 @@ export const SERVE_OPTIONS = {
   redisCluster: { flag: 'redis-cluster', env: 'FLOODGATE_REDIS_CLUSTER', type: 'string', help: 'Redis Cluster seed nodes host:port,…' },
   redisSentinels: { flag: 'redis-sentinel', env: 'FLOODGATE_REDIS_SENTINELS', type: 'string', help: 'Redis Sentinels host:port,…' },
   sentinelName: { flag: 'sentinel-name', env: 'FLOODGATE_REDIS_SENTINEL_NAME', type: 'string', help: 'master name the Sentinels watch' },
-  redisPrefix: { flag: 'redis-prefix', env: 'FLOODGATE_REDIS_PREFIX', type: 'string', help: 'key prefix in Redis (default fg:)' },
+  redisPrefix: { flag: 'redis-prefix', env: 'FLOODGATE_REDIS_PREFIX', type: 'string', help: 'key prefix in Redis, memcached (fg:)' },
+  memcached: { flag: 'memcached', env: 'FLOODGATE_MEMCACHED', type: 'string', help: 'memcached servers host:port,…' },
+  compatKeys: { flag: 'compat-keys', env: 'FLOODGATE_COMPAT_KEYS', type: 'string', help: "envoy: share envoyproxy/ratelimit's counters" },
+  compatPrefix: { flag: 'compat-prefix', env: 'FLOODGATE_COMPAT_PREFIX', type: 'string', help: "upstream's CACHE_KEY_PREFIX" },
+  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: "upstream's per-second Redis URL" },
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
@@ -323,6 +337,10 @@ const schema = z
     redisSentinels: hostPortList,
     sentinelName: z.string().min(1).optional(),
     redisPrefix: z.string().min(1).optional().transform((p) => p ?? 'fg:'),
+    memcached: hostPortList,
+    compatKeys: z.enum(['envoy'], { error: 'expected envoy' }).optional(),
+    compatPrefix: z.string().optional().transform((p) => p ?? ''),
+    redisPerSecond: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
     host: z.string().min(1).optional().transform((h) => h ?? '0.0.0.0'),
     httpPort: port(8080),
     grpcPort: port(8081),
@@ -367,8 +385,15 @@ const schema = z
     logFormat: z.enum(['pretty', 'json'], { error: 'expected pretty or json' }).optional(),
   })
   .superRefine((o, ctx) => {
-    const stores = [o.redisUrl, o.redisCluster, o.redisSentinels].filter((s) => s !== undefined).length
-    if (stores > 1) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'give only one of --redis, --redis-cluster, --redis-sentinel' })
+    const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
+    if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
+    if (o.memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
+    if (o.compatKeys && stores === 0) {
+      issue('compatKeys', 'shares counters with envoyproxy/ratelimit, so it needs its store: add --redis (or a Cluster, Sentinel) or --memcached')
+    }
+    if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
+    if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
     if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
     if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
     if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
@@ -382,8 +407,13 @@ const schema = z
           ? { kind: 'cluster', nodes: o.redisCluster }
           : o.redisSentinels
             ? { kind: 'sentinel', sentinels: o.redisSentinels, name: o.sentinelName as string }
-            : { kind: 'memory' },
+            : o.memcached
+              ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`) }
+              : { kind: 'memory' },
       redisPrefix: o.redisPrefix,
+      compatKeys: o.compatKeys,
+      compatPrefix: o.compatPrefix,
+      redisPerSecondUrl: o.redisPerSecond,
       host: o.host,
       httpPort: o.httpPort,
       grpcPort: o.grpcPort,

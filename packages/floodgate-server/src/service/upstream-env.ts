@@ -15,6 +15,8 @@ const SAME_MEANING: readonly [string, string][] = [
   ['GRPC_PORT', 'FLOODGATE_GRPC_PORT'],
   ['NEAR_LIMIT_RATIO', 'FLOODGATE_NEAR_LIMIT_RATIO'],
   ['CACHE_KEY_PREFIX', 'FLOODGATE_REDIS_PREFIX'],
+  // Upstream's own key layout, when Floodgate shares its counters (--compat-keys envoy).
+  ['CACHE_KEY_PREFIX', 'FLOODGATE_COMPAT_PREFIX'],
   ['LIMIT_RESPONSE_HEADERS_ENABLED', 'FLOODGATE_GRPC_RESPONSE_HEADERS'],
   ['USE_PROMETHEUS', 'FLOODGATE_UPSTREAM_METRICS'],
   ['LIMIT_LIMIT_HEADER', 'FLOODGATE_LIMIT_HEADER'],
@@ -60,22 +62,24 @@ const HARMLESS: Readonly<Record<string, string>> = {
   GRPC_MAX_CONNECTION_AGE: 'connections are kept until the client or a shutdown closes them',
   GRPC_MAX_CONNECTION_AGE_GRACE: 'connections are kept until the client or a shutdown closes them',
   TRACING_ENABLED: 'no OpenTelemetry tracing',
-  MEMCACHE_MAX_IDLE_CONNS: 'no memcached backend',
+  MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
 
 /** Refused when set to anything but upstream's default: Floodgate cannot do what they ask, and answers would differ. */
 const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; reason: string }[] = [
-  { name: 'BACKEND_TYPE', isDefault: (v) => v.toLowerCase() === 'redis', reason: 'only redis is supported (or no Redis: the embedded memory store)' },
+  {
+    name: 'BACKEND_TYPE',
+    isDefault: (v) => /^(redis|memcache)$/i.test(v),
+    reason: 'only redis and memcache are supported (or neither: the embedded memory store)',
+  },
   { name: 'CONFIG_TYPE', isDefault: (v) => v.toUpperCase() === 'FILE', reason: 'rules come from files only (no xDS config server)' },
   { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
   { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
   { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },
-  { name: 'REDIS_PERSECOND', isDefault: isFalse, reason: 'one store holds every counter; a separate per-second Redis is not supported' },
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
   { name: 'REDIS_TLS_CLIENT_CERT', isDefault: (v) => v === '', reason: 'client certificates for Redis are not supported' },
   { name: 'REDIS_TLS_CACERT', isDefault: (v) => v === '', reason: 'a custom CA for Redis is not supported' },
-  { name: 'MEMCACHE_HOST_PORT', isDefault: (v) => v === '', reason: 'no memcached backend' },
-  { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'no memcached backend' },
+  { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
 function isFalse(value: string): boolean {
@@ -125,8 +129,45 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
     set('FLOODGATE_CONFIG', join(root, env.RUNTIME_SUBDIRECTORY ?? '', env.RUNTIME_APPDIRECTORY || 'config'))
   }
 
+  if (/^memcache$/i.test(env.BACKEND_TYPE ?? '')) {
+    // As upstream: the memcache backend ignores every REDIS_* setting.
+    if (!given('MEMCACHE_HOST_PORT')) {
+      throw new FloodgateError('INVALID_OPTION', 'BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT to the servers, host:port[,host:port…]')
+    }
+    set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
+    if (given('REDIS_URL')) notes.push('REDIS_URL is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
+    if (isTrue(env.REDIS_PERSECOND)) notes.push('REDIS_PERSECOND is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
+    return { env: out, notes }
+  }
+  if (given('MEMCACHE_HOST_PORT')) notes.push('MEMCACHE_HOST_PORT is ignored without BACKEND_TYPE=memcache, as upstream ignores it')
   if (given('REDIS_URL')) readRedis(env, set)
+  if (isTrue(env.REDIS_PERSECOND)) readRedisPerSecond(env, set)
   return { env: out, notes }
+}
+
+/**
+ * REDIS_PERSECOND=true with REDIS_PERSECOND_URL (and its _SOCKET_TYPE, _TYPE, _AUTH, _TLS): the Redis
+ * of upstream's per-second counters. Floodgate uses it for upstream's keys only (--compat-keys envoy).
+ */
+function readRedisPerSecond(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void): void {
+  const url = env.REDIS_PERSECOND_URL || '/var/run/nutcracker/ratelimitpersecond.sock'
+  const socket = (env.REDIS_PERSECOND_SOCKET_TYPE || 'unix').toLowerCase()
+  const type = (env.REDIS_PERSECOND_TYPE || 'SINGLE').toUpperCase()
+  if (socket !== 'tcp') {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `REDIS_PERSECOND_SOCKET_TYPE=${socket}: Floodgate connects to the per-second Redis over TCP only; ` +
+        'set it to tcp and REDIS_PERSECOND_URL=host:port',
+    )
+  }
+  if (type !== 'SINGLE') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_TYPE=${type}: Floodgate supports a single per-second Redis only`)
+  }
+  if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
+  const auth = env.REDIS_PERSECOND_AUTH || undefined
+  const userPassword = auth?.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth ?? '')}`
+  const credentials = auth === undefined ? '' : `${userPassword}@`
+  set('FLOODGATE_REDIS_PER_SECOND', `${isTrue(env.REDIS_PERSECOND_TLS) ? 'rediss' : 'redis'}://${credentials}${url}`)
 }
 
 /** Upstream's log levels (logrus names, any case) as pino's. */

@@ -136,7 +136,7 @@ describe('floodgate serve: a taken port', () => {
     const settings = { host: '192.0.2.1', httpPort: 80, grpcPort: 81 }
     assert.equal(listenFailure(Object.assign(new Error('listen EACCES'), { code: 'EACCES', port: 80 }), settings), 'port 80 needs privileges this process lacks (HTTP); choose one above 1023 with --http-port')
     assert.equal(
-      listenFailure(new Error('No address added out of total 1 resolved errors: [listen EADDRNOTAVAIL: address not available 192.0.2.1:81]'), settings),
+      listenFailure(Object.assign(new Error('listen EADDRNOTAVAIL: address not available 192.0.2.1:81'), { code: 'EADDRNOTAVAIL', port: 81, server: 'gRPC' }), settings),
       "address 192.0.2.1 is not one of this machine's (gRPC); choose another with --host",
     )
     assert.equal(listenFailure(new Error('something else'), settings), undefined)

@@ -358,10 +358,10 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
 
   it('settings Floodgate cannot honour are refused with the reason', () => {
     const cases: [Record<string, string>, RegExp][] = [
-      [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: not supported by Floodgate: only redis/],
+      [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT/],
       [{ REDIS_URL: '/var/run/redis.sock' }, /REDIS_SOCKET_TYPE=unix: Floodgate connects to Redis over TCP only/],
       [{ CONFIG_TYPE: 'GRPC_XDS_SOTW' }, /CONFIG_TYPE=GRPC_XDS_SOTW: .*no xDS/],
-      [{ REDIS_PERSECOND: 'true' }, /REDIS_PERSECOND=true: .*per-second Redis/],
+      [{ REDIS_PERSECOND: 'true' }, /REDIS_PERSECOND_SOCKET_TYPE=unix: .*per-second Redis over TCP/],
       [{ HOST: '0.0.0.0', GRPC_HOST: '127.0.0.1' }, /one address/],
     ]
     for (const [env, message] of cases) assert.throws(() => readSettings(['rules.yaml'], env), message)

@@ -1,5 +1,5 @@
 // Decides several policies for one key all-or-nothing, with block periods. Mirrored line by line
-// by src/stores/redis/scripts/runner.lua; both stores call this logic, nothing else does.
+// by src/stores/redis/scripts/evaluate.lua; both stores call this logic, nothing else does.
 
 import type { Policy } from './policy.js'
 import { createStepResult, type State, type StepResult } from './algorithms/types.js'

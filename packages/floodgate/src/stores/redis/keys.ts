@@ -1,5 +1,14 @@
 // The Redis key layout: one string per (user key, policy), every policy of a user key in one Cluster slot.
+//
+//   <prefix>{<escaped user key>}:<policy id>:<algorithm tag>      e.g.  fg:{ip:203.0.113.7}:Lb3Xk9:gcra
+//
+// The policy id is the first 6 base64url characters of SHA-1(policy name), see policyId: short, as Redis keeps
+// the key's text once per active user key and policy, and stable, because it depends on the name
+// alone, so a policy reloaded with a new limit or period keeps its counter (an unnamed policy's
+// default name, e.g. `gcra-100-per-1h`, holds its limit, so changing that limit starts afresh).
+// `policyKey` gives the key of any (user key, policy) when debugging; docs/redis.md has the rest.
 
+import { createHash } from 'node:crypto'
 import type { AlgorithmName, Policy } from '../../core/policy.js'
 import { FloodgateError } from '../../core/errors.js'
 
@@ -52,14 +61,14 @@ function isLowSurrogate(unit: number): boolean {
 
 /**
  * The Redis key of one policy of one user key:
- * `prefix + '{' + escape(userKey) + '}' + ':' + escape(policy.name) + ':' + tag`.
+ * `prefix + '{' + escape(userKey) + '}' + ':' + policyId(policy) + ':' + tag`.
  * The braces are a Redis Cluster hash tag, so every policy of a user key lands in the same slot
  * and one script call can decide them together.
  */
 export function policyKey(prefix: string, userKey: string, policy: Policy): string {
   let suffix = suffixes.get(policy)
   if (suffix === undefined) {
-    suffix = `}:${escapeKeyPart(policy.name)}:${stateTag(policy)}`
+    suffix = `}:${policyId(policy.name)}:${stateTag(policy)}`
     suffixes.set(policy, suffix)
   }
   return prefix + '{' + escapeKeyPart(userKey) + suffix
@@ -67,6 +76,16 @@ export function policyKey(prefix: string, userKey: string, policy: Policy): stri
 
 // What follows the user key, per policy: made once, as policies are immutable and long-lived.
 const suffixes = new WeakMap<Policy, string>()
+
+/**
+ * The policy's part of its keys: 36 bits of SHA-1 of its escaped name (escaping keeps distinct names
+ * distinct in UTF-8), as 6 base64url characters (no brace, no colon). Two policies of one user key
+ * share a key only if their names collide, a chance of about n² / 2^37 for n policies (1 in 340
+ * million for 20).
+ */
+export function policyId(name: string): string {
+  return createHash('sha1').update(escapeKeyPart(name), 'utf8').digest('base64url').slice(0, 6)
+}
 
 /**
  * The algorithm's tag, and for leaky-bucket whether it shapes: policing and shaping keep states of

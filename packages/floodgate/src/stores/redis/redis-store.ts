@@ -92,7 +92,7 @@ interface Call {
  * one call when it answers, and a big batch for an idle lane split in two so that Redis and Node
  * work at the same time.
  *
- * Layout: one string per (key, policy), `fg:{<key>}:<policy>:<algorithm tag>` (see keys.ts), holding
+ * Layout: one string per (key, policy), `fg:{<key>}:<policy id>:<algorithm tag>` (see keys.ts), holding
  * the state (and any block) as binary doubles (see scripts/record.lua), and expiring when the state no
  * longer matters (padded to a coarse grid, so most writes keep the key's expiry). Records are read
  * and written only by the script. A request's `now` (tests) replaces the server clock for the

@@ -15,10 +15,10 @@ import { RedisStore } from '../../../src/redis.js'
 import type { RedisClientLike } from '../../../src/stores/redis/connection.js'
 import { createClient } from '../../../src/stores/redis/create-client.js'
 import { toConnection } from '../../../src/stores/redis/connection.js'
-import { runnerScript } from '../../../src/stores/redis/scripts.js'
 import { readRecord } from './records.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster, type RedisClusterHandle } from '../../support/redis-cluster.js'
+import { policyId } from '../../../src/stores/redis/keys.js'
 
 const perMinute = createPolicies([{ name: 'minute', algorithm: 'fixed-window', limit: 3, period: '1m' }])
 const pair = createPolicies([
@@ -138,7 +138,7 @@ function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; f
         assert.deepEqual(mine.map((r) => r.allowed), [true, true, true, false], KEYS[k])
         assert.deepEqual(mine.map((r) => r.results[0].remaining), [2, 1, 0, 0], KEYS[k])
       }
-      assert.deepEqual(await admin().record('smoke:{user:7}:minute:fw'), { blockedUntil: 0, state: [60_000, 3] })
+      assert.deepEqual(await admin().record(`smoke:{user:7}:${policyId('minute')}:fw`), { blockedUntil: 0, state: [60_000, 3] })
     })
 
     test('several policies are all-or-nothing: a denial by one charges none', async () => {
@@ -148,7 +148,7 @@ function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; f
       const denied = await decide()
       assert.equal(denied.allowed, false)
       assert.deepEqual(denied.results.map((r) => r.allowed), [true, false])
-      assert.deepEqual(await admin().record('smoke:{pair}:short:fw'), { blockedUntil: 0, state: [60_000, 2] }, 'the short window kept 2, not 3')
+      assert.deepEqual(await admin().record(`smoke:{pair}:${policyId('short')}:fw`), { blockedUntil: 0, state: [60_000, 2] }, 'the short window kept 2, not 3')
     })
 
     test('after SCRIPT FLUSH the script is sent again (NOSCRIPT) and every call counts once', async () => {
@@ -159,7 +159,7 @@ function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; f
 
     test('reset deletes the key; close leaves a given client open and usable', async () => {
       await store.reset('user:7', perMinute)
-      assert.equal(await admin().record('smoke:{user:7}:minute:fw'), null)
+      assert.equal(await admin().record(`smoke:{user:7}:${policyId('minute')}:fw`), null)
       await store.close()
       const again = new RedisStore({ client: made.client, prefix: 'smoke:' })
       const [response] = await again.evaluate([{ key: 'user:7', policies: perMinute, cost: 1, now: 60_000 }])

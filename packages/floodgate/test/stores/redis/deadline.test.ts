@@ -12,6 +12,7 @@ import { RedisStore } from '../../../src/redis.js'
 import { readRecord } from './records.js'
 import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
+import { policyId } from '../../../src/stores/redis/keys.js'
 
 const LIMIT = 100
 // A day's window: a test spans a few seconds on a busy machine, and a window that ended between its
@@ -61,7 +62,7 @@ const HANGS: Hang[] = [
 
 /** What the store charged `key` (0 when it holds no record). */
 async function charged(key: string): Promise<number> {
-  const record = await readRecord(admin, `fg:{${key}}:day:fw`)
+  const record = await readRecord(admin, `fg:{${key}}:${policyId('day')}:fw`)
   return record === null ? 0 : record.state![1]
 }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import fc from 'fast-check'
 import { createPolicy, ALGORITHMS, type Policy } from '../../../src/core/policy.js'
-import { escapeKeyPart, policyKey, validatePrefix, ALGORITHM_TAG } from '../../../src/stores/redis/keys.js'
+import { escapeKeyPart, policyId, policyKey, validatePrefix, ALGORITHM_TAG } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 
@@ -43,11 +43,31 @@ function unescape(text: string): string {
   )
 }
 
-test('keys read as prefix{key}:policy:tag and keep plain text readable', () => {
+test('keys read as prefix{key}:policy id:tag and keep the user key readable', () => {
   const policy = createPolicy({ name: 'burst', algorithm: 'gcra', limit: 10, period: '1s' })
-  assert.equal(policyKey('fg:', 'user:42', policy), 'fg:{user:42}:burst:gcra')
-  assert.equal(policyKey('app:', 'ip:2001:db8::1', policy), 'app:{ip:2001:db8::1}:burst:gcra')
-  assert.equal(policyKey('', '', policy), '{%}:burst:gcra')
+  assert.equal(policyKey('fg:', 'user:42', policy), 'fg:{user:42}:rRFXxY:gcra')
+  assert.equal(policyKey('app:', 'ip:2001:db8::1', policy), 'app:{ip:2001:db8::1}:rRFXxY:gcra')
+  assert.equal(policyKey('', '', policy), '{%}:rRFXxY:gcra')
+})
+
+test('a policy id depends on the name alone: a reloaded policy with another limit or period keeps its key', () => {
+  const before = createPolicy({ name: 'api', algorithm: 'gcra', limit: 10, period: '1s', burst: 5 })
+  const after = createPolicy({ name: 'api', algorithm: 'gcra', limit: 500, period: '1m' })
+  assert.equal(policyKey('fg:', 'u', after), policyKey('fg:', 'u', before))
+  // An unnamed policy's default name holds its limit and period, so changing them starts afresh.
+  const unnamed = createPolicy({ algorithm: 'gcra', limit: 100, period: '1h' })
+  assert.equal(policyKey('fg:', 'u', unnamed), `fg:{u}:${policyId('gcra-100-per-1h')}:gcra`)
+})
+
+test('policy ids are 6 characters without braces or colons, distinct for distinct names', () => {
+  fc.assert(
+    fc.property(anyText, anyText, (a, b) => {
+      fc.pre(a !== b)
+      assert.match(policyId(a), /^[A-Za-z0-9_-]{6}$/)
+      assert.notEqual(policyId(a), policyId(b))
+    }),
+    { numRuns: 3000 },
+  )
 })
 
 test('braces and percent signs are escaped so user text cannot close the hash tag', () => {
@@ -58,7 +78,7 @@ test('braces and percent signs are escaped so user text cannot close the hash ta
   assert.equal(escapeKeyPart('\uD800x'), '%uD800x')
   assert.equal(escapeKeyPart('😀'), '😀')
   const policy = createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 1, period: '1s' })
-  assert.equal(policyKey('fg:', 'x}:other:fw', policy), 'fg:{x%7D:other:fw}:p:fw')
+  assert.equal(policyKey('fg:', 'x}:other:fw', policy), `fg:{x%7D:other:fw}:${policyId('p')}:fw`)
 })
 
 test('every algorithm has its own tag without a colon', () => {
@@ -70,8 +90,8 @@ test('every algorithm has its own tag without a colon', () => {
 test('a leaky bucket keeps policing and shaping state under different keys', () => {
   const policing = createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 5, period: '1s' })
   const shaping = createPolicy({ name: 'queue', algorithm: 'leaky-bucket', limit: 5, period: '1s', shaping: true })
-  assert.equal(policyKey('fg:', 'u', policing), 'fg:{u}:queue:lb')
-  assert.equal(policyKey('fg:', 'u', shaping), 'fg:{u}:queue:lbs')
+  assert.equal(policyKey('fg:', 'u', policing), 'fg:{u}:EDg0Xs:lb')
+  assert.equal(policyKey('fg:', 'u', shaping), 'fg:{u}:EDg0Xs:lbs')
 })
 
 test('escaping round-trips and its output is well-formed text without braces', () => {
@@ -90,24 +110,24 @@ test('escaping round-trips and its output is well-formed text without braces', (
 // Short strings over the characters that matter, so a broken escape shows up quickly.
 const trickyText = fc.string({ unit: fc.constantFrom('{', '}', ':', '%', '7', 'D', 'u', 'a', '\uD800', '\uD801', '\uDC00'), maxLength: 6 })
 
-/** Reads (user key, policy name, tag) back from the bytes Redis stores: a left inverse of policyKey. */
+/** Reads (user key, policy id, tag) back from the bytes Redis stores: a left inverse of policyKey. */
 function parseKey(prefix: string, bytes: Buffer): [string, string, string] {
   const key = bytes.toString('utf8')
   assert.ok(key.startsWith(prefix + '{'))
   const close = key.indexOf('}', prefix.length + 1)
-  const rest = key.slice(close + 1)
-  assert.equal(rest[0], ':')
-  const lastColon = rest.lastIndexOf(':')
-  return [unescape(key.slice(prefix.length + 1, close)), unescape(rest.slice(1, lastColon)), rest.slice(lastColon + 1)]
+  const [empty, id, tag, ...rest] = key.slice(close + 1).split(':')
+  assert.equal(empty, '')
+  assert.equal(rest.length, 0)
+  return [unescape(key.slice(prefix.length + 1, close)), id, tag]
 }
 
-test('the bytes of a Redis key give back exactly its user key and policy name, so distinct pairs never collide', () => {
+test('the bytes of a Redis key give back exactly its user key, policy id and tag, so distinct user keys never collide', () => {
   const text = fc.oneof(trickyText, anyText)
   fc.assert(
     fc.property(text, text.filter((name) => name.length > 0), fc.constantFrom(...ALGORITHMS), fc.constantFrom('fg:', '', 'a:b:'), (userKey, name, algorithm, prefix) => {
       const policy = createPolicy({ name, algorithm, limit: 1, period: '1s' })
       const bytes = Buffer.from(policyKey(prefix, userKey, policy), 'utf8')
-      assert.deepEqual(parseKey(prefix, bytes), [userKey, name, ALGORITHM_TAG[algorithm]])
+      assert.deepEqual(parseKey(prefix, bytes), [userKey, policyId(name), ALGORITHM_TAG[algorithm]])
     }),
     { numRuns: 3000 },
   )

@@ -125,10 +125,10 @@ for run = 1, runCount do
   local lead = max(0, now - serverNow)
   if count == 1 then
     -- One policy (the usual request): evaluateKeyInto for one policy, written out here in the main
-    -- chunk (where its variables are registers) because its tables and calls cost a third more per
-    -- decision in Redis. The request is allowed exactly when its step is (and no block holds), a
-    -- denied request keeps its record's state, and no step is re-read as a peek (that is for a
-    -- policy that allowed while another denied).
+    -- chunk (where its variables are registers), because in Redis evaluateKeyInto's tables and calls
+    -- cost more than the step they serve. The request is allowed exactly when its step is (and no
+    -- block holds), a denied request keeps its record's state, and no step is re-read as a peek
+    -- (that is for a policy that allowed while another denied).
     local policy = policies[tonumber(ARGV[arg])]
     local algorithm = ALGORITHMS[policy.algorithm]
     local step, ttlOf, blockMs = algorithm.step, algorithm.ttl, policy.blockMs

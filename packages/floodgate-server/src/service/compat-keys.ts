@@ -1,0 +1,285 @@
+// Counters shared with a running envoyproxy/ratelimit: its key layout and its fixed-window counting, on its Redis or memcache.
+
+import { createRequire } from 'node:module'
+import { crc32 } from 'node:zlib'
+import { FloodgateError, type EvaluateRequest, type EvaluateResponse, type Policy, type Store, type SubmitCallback } from 'floodgate'
+import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
+import { COUNT_CEILING } from './decide.js'
+import type { StoreSettings } from './settings.js'
+
+/** One descriptor entry as upstream joins it into a key. */
+export interface KeyEntry {
+  key: string
+  value: string
+}
+
+/**
+ * Upstream's cache key, as `GenerateCacheKey` in envoyproxy/ratelimit's src/limiter/cache_key.go
+ * builds it: CACHE_KEY_PREFIX, the domain and `_`, then `key_value_` for each descriptor entry (a
+ * `share_threshold` entry by its rule's pattern), then the window start in Unix seconds (the time
+ * divided by the unit's seconds, times them: src/utils/utilities.go `UnitToDivider`). Nothing is
+ * escaped, as upstream escapes nothing.
+ */
+export function upstreamCacheKey(prefix: string, domain: string, entries: readonly KeyEntry[], windowStartSeconds: number): string {
+  let key = `${prefix}${domain}_`
+  for (const entry of entries) key += `${entry.key}_${entry.value}_`
+  return key + String(windowStartSeconds)
+}
+
+/**
+ * The domain and entries of a rule's store key (`storeKeyOf` in floodgate/rules: `domain|key=value|…`,
+ * with `\`, `|` and `=` escaped by a backslash); undefined for a key hashed for its length, which
+ * keeps no text to share.
+ */
+export function parseStoreKey(storeKey: string): { domain: string; entries: KeyEntry[] } | undefined {
+  if (storeKey.startsWith('sha256:')) return undefined
+  const parts: string[][] = [[]]
+  let text = ''
+  for (let i = 0; i < storeKey.length; i++) {
+    const char = storeKey[i]
+    if (char === '\\') text += storeKey[++i] ?? ''
+    else if (char === '|') {
+      parts[parts.length - 1].push(text)
+      parts.push([])
+      text = ''
+    } else if (char === '=' && parts.length > 1 && parts[parts.length - 1].length === 0) {
+      parts[parts.length - 1].push(text)
+      text = ''
+    } else text += char
+  }
+  parts[parts.length - 1].push(text)
+  const [[domain], ...rest] = parts
+  if (rest.some((part) => part.length !== 2)) return undefined
+  return { domain, entries: rest.map(([key, value]) => ({ key, value })) }
+}
+
+/** Where upstream-layout counters live: adds `hits` to `key` (0 reads it) and answers the count after. */
+export interface UpstreamCounter {
+  count(key: string, hits: number, unitSeconds: number): Promise<number>
+  /** Whether a key can be kept at all (memcache: printable ASCII of at most 250 bytes). */
+  accepts(key: string): boolean
+  close(): Promise<void>
+}
+
+interface IoredisPipeline {
+  incrby(key: string, n: number): IoredisPipeline
+  expire(key: string, seconds: number): IoredisPipeline
+  exec(): Promise<[Error | null, unknown][] | null>
+}
+
+/** An ioredis client (standalone, Sentinel or Cluster), as far as the counter uses it. */
+export interface IoredisCounterClient {
+  pipeline(): IoredisPipeline
+  get(key: string): Promise<string | null>
+  quit(): Promise<unknown>
+}
+
+/**
+ * Upstream's Redis counting (src/redis/fixed_cache_impl.go): one pipeline of `INCRBY key hits` and
+ * `EXPIRE key <unit seconds>` per descriptor, and `GET` to read; per-second keys on the separate
+ * per-second Redis when there is one (REDIS_PERSECOND).
+ */
+export class RedisUpstreamCounter implements UpstreamCounter {
+  constructor(
+    private readonly client: IoredisCounterClient,
+    private readonly perSecond?: IoredisCounterClient,
+  ) {}
+
+  accepts(): boolean {
+    return true
+  }
+
+  async count(key: string, hits: number, unitSeconds: number): Promise<number> {
+    const client = unitSeconds === 1 && this.perSecond !== undefined ? this.perSecond : this.client
+    if (hits === 0) return Number((await client.get(key)) ?? 0)
+    const replies = await client.pipeline().incrby(key, hits).expire(key, unitSeconds).exec()
+    const [error, count] = replies?.[0] ?? [new Error('no reply'), undefined]
+    if (error !== null) throw error
+    return Number(count)
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.client.quit(), this.perSecond?.quit()])
+  }
+}
+
+/** A memjs client, as far as the memcache counter uses it. */
+export interface MemjsCounterClient {
+  increment(key: string, amount: number, options: { initial: number; expires: number }): Promise<{ success: boolean; value: number | null }>
+  decrement(key: string, amount: number, options: object): Promise<{ success: boolean; value: number | null }>
+  get(key: string): Promise<{ value: Buffer | null }>
+  getServer(key: string): number
+  readonly servers: readonly unknown[]
+  close(): void
+}
+
+/**
+ * Upstream's memcache counting (src/memcached/cache_impl.go): `incr key hits`, and when the key is
+ * missing `add key hits` with the unit's seconds as expiry (then `incr` again if another instance
+ * added it first). The binary protocol's `incr` with an initial value and expiry does all of that in
+ * one atomic step, leaving the same value and expiry. Keys go to the server upstream's client
+ * (gomemcache's ServerList) picks: CRC-32 (IEEE) of the key modulo the number of servers, in
+ * MEMCACHE_HOST_PORT order, so both fleets find a counter on the same server.
+ */
+export class MemcacheUpstreamCounter implements UpstreamCounter {
+  constructor(private readonly client: MemjsCounterClient) {
+    const count = client.servers.length
+    client.getServer = (key: string) => (count === 1 ? 0 : crc32(key) % count)
+  }
+
+  /** gomemcache's `legalKey`: at most 250 bytes, nothing at or below space, no DEL. */
+  accepts(key: string): boolean {
+    return Buffer.byteLength(key) <= 250 && !/[\x00-\x20\x7f]/.test(key)
+  }
+
+  async count(key: string, hits: number, unitSeconds: number): Promise<number> {
+    if (hits === 0) {
+      const { value } = await this.client.get(key)
+      return value === null ? 0 : Number(value.toString('latin1').trim()) || 0
+    }
+    // Upstream never takes hits back; a refund (which its decider does not send) comes off the count.
+    const { value } = hits > 0 ? await this.increment(key, hits, unitSeconds) : await this.client.decrement(key, -hits, {})
+    if (value === null) throw new FloodgateError('STORE_UNAVAILABLE', `memcached did not count ${JSON.stringify(key)}`)
+    return value
+  }
+
+  async close(): Promise<void> {
+    this.client.close()
+  }
+
+  // Two first increments at once: memcached creates the key for one and answers the other "not
+  // stored" (upstream's add fails the same way and it increments again); the next try counts.
+  private async increment(key: string, hits: number, unitSeconds: number): Promise<{ value: number | null }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.client.increment(key, hits, { initial: hits, expires: unitSeconds })
+      } catch (error) {
+        if (attempt >= 3 || !/not stored/i.test(String(error))) throw error
+      }
+    }
+  }
+}
+
+/** A memjs client for upstream's memcache servers (`host:port` each), created with the app's memjs. */
+export function createUpstreamMemcacheCounter(servers: readonly string[]): MemcacheUpstreamCounter {
+  const memjs = createRequire(import.meta.url)('memjs') as { Client: { create(servers: string, options: object): MemjsCounterClient } }
+  return new MemcacheUpstreamCounter(memjs.Client.create(servers.join(','), { retries: 1, timeout: 0.5, logger: { log: () => {} } }))
+}
+
+/** ioredis clients for upstream's Redis (and its per-second Redis), created with the app's ioredis. */
+export function createUpstreamRedisCounter(
+  store: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>,
+  perSecondUrl: string | undefined,
+): RedisUpstreamCounter {
+  const { Redis, Cluster } = createRequire(import.meta.url)('ioredis') as {
+    Redis: new (...args: unknown[]) => IoredisCounterClient
+    Cluster: new (...args: unknown[]) => IoredisCounterClient
+  }
+  // A command queued while disconnected would be applied after its caller was answered by the failure mode.
+  const options = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }
+  const quiet = (client: IoredisCounterClient) => {
+    ;(client as unknown as { on(event: string, listener: () => void): void }).on('error', () => {})
+    return client
+  }
+  const client =
+    store.kind === 'redis'
+      ? new Redis(store.url, options)
+      : store.kind === 'cluster'
+        ? new Cluster(store.nodes, { redisOptions: options, enableOfflineQueue: false })
+        : new Redis({ sentinels: store.sentinels, name: store.name, ...options })
+  return new RedisUpstreamCounter(quiet(client), perSecondUrl === undefined ? undefined : quiet(new Redis(perSecondUrl, options)))
+}
+
+/** Where one request's upstream-style counter is, and when. */
+interface SharedCounter {
+  key: string
+  policy: Policy
+  windowStart: number
+  now: number
+}
+
+const UNIT_OF_PERIOD = new Map(ENVOY_UNITS.map((unit) => [UNIT_MS[unit], unit]))
+
+/**
+ * A Store that keeps the decider's upstream-style counters (rules in envoyproxy/ratelimit's format,
+ * and Envoy overrides) under upstream's keys with upstream's counting, and passes everything else
+ * (Floodgate's own `limits:` rules) to `inner`. A fleet half on upstream and half on Floodgate then
+ * counts every hit in one counter per descriptor and window. Descriptors whose key was hashed for
+ * its length, or that memcache cannot hold, keep Floodgate's own layout (they are not shared).
+ */
+export class EnvoyCompatStore implements Store {
+  constructor(
+    readonly inner: Store,
+    private readonly counter: UpstreamCounter,
+    private readonly prefix: string,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
+    const upstream = batch.map((request) => this.upstreamKey(request))
+    if (upstream.every((key) => key === undefined)) return this.inner.evaluate(batch)
+    const own = batch.filter((_, i) => upstream[i] === undefined)
+    const ownAnswers = own.length === 0 ? Promise.resolve([]) : this.inner.evaluate(own)
+    const shared = batch.map((request, i) => (upstream[i] === undefined ? undefined : this.countShared(request, upstream[i])))
+    return Promise.all([ownAnswers, Promise.all(shared)]).then(([ownResponses, sharedResponses]) => {
+      let next = 0
+      return sharedResponses.map((response) => response ?? ownResponses[next++])
+    })
+  }
+
+  submit(request: EvaluateRequest, done: SubmitCallback): void {
+    const key = this.upstreamKey(request)
+    if (key === undefined && this.inner.submit !== undefined) return this.inner.submit(request, done)
+    const answer = key === undefined ? this.inner.evaluate([request]).then(([response]) => response) : this.countShared(request, key)
+    answer.then(
+      (response) => done(null, response),
+      (error: unknown) => done(error),
+    )
+  }
+
+  onRecovered(listener: () => void): () => void {
+    return this.inner.onRecovered?.(listener) ?? (() => {})
+  }
+
+  recover(): void {
+    this.inner.recover?.()
+  }
+
+  reset(key: string, policies: readonly Policy[]): Promise<void> {
+    return this.inner.reset(key, policies)
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.inner.close(), this.counter.close()])
+  }
+
+  // Upstream's key of a request for one upstream-style counter (the decider's never-denying
+  // fixed window of a unit), or undefined for anything else.
+  private upstreamKey(request: EvaluateRequest): SharedCounter | undefined {
+    const policies = request.policies
+    if (policies.length !== 1) return undefined
+    const policy = policies[0]
+    const unit = UNIT_OF_PERIOD.get(policy.periodMs)
+    if (unit === undefined || policy.algorithm !== 'fixed-window' || policy.limit !== COUNT_CEILING) return undefined
+    if (policy.name !== envoyPolicyName(unit)) return undefined
+    const parsed = parseStoreKey(request.key)
+    if (parsed === undefined) return undefined
+    const now = request.now ?? this.clock()
+    const windowStart = Math.floor(now / policy.periodMs) * policy.periodMs
+    const key = upstreamCacheKey(this.prefix, parsed.domain, parsed.entries, windowStart / 1000)
+    return this.counter.accepts(key) ? { key, policy, windowStart, now } : undefined
+  }
+
+  // Counts as upstream does and answers as the decider's counter policy would: allowed (it never
+  // denies), with the count after the hits as what is used, and the window's end as the reset.
+  private async countShared(request: EvaluateRequest, target: SharedCounter): Promise<EvaluateResponse> {
+    if (request.deadline !== undefined && performance.now() > request.deadline) {
+      throw new FloodgateError('STORE_TIMEOUT', 'the decision passed its deadline before it was sent; nothing was counted')
+    }
+    const { key, policy, windowStart, now } = target
+    const count = await this.counter.count(key, request.cost, policy.periodMs / 1000)
+    const resetMs = windowStart + policy.periodMs - now
+    const result = { allowed: true, remaining: Math.max(0, policy.limit - count), resetMs, retryAfterMs: 0, delayMs: 0, blocked: false }
+    return { allowed: true, results: [result], now }
+  }
+}

@@ -1,0 +1,65 @@
+// Creates the memjs client of a MemcachedStore given { servers }: the app's memjs, keys placed by the store's hash ring.
+
+import { createRequire } from 'node:module'
+import { FloodgateError } from '../../core/errors.js'
+import { HashRing } from './hash-ring.js'
+import type { MemjsClientLike } from './protocol.js'
+
+interface MemjsModule {
+  Client: { create(servers: string, options: object): MemjsClientLike }
+}
+
+/** Loads memjs, or undefined when the app does not have it. */
+export type MemjsLoader = () => unknown
+
+const requireFromHere = createRequire(import.meta.url)
+
+function loadMemjs(): unknown {
+  try {
+    return requireFromHere('memjs')
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes("'memjs'")) return undefined
+    throw error
+  }
+}
+
+/**
+ * Defaults for a client the store creates: no retry inside memjs (the limiter has its own timeout
+ * and breaker, and a retried increment could count twice), no failover to another server (that
+ * would split a key's counter in two), and no log line per failed request (the limiter reports outages).
+ */
+const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 0.5, logger: { log: () => {} } }
+
+/**
+ * A memjs client for `servers` (`host:port` each), with `memjs` as extra options. Its `getServer`
+ * is replaced by a consistent-hash ring, memjs's documented way to choose how keys are spread.
+ */
+export function createMemjsClient(servers: readonly string[], memjs: object | undefined, load: MemjsLoader = loadMemjs): MemjsClientLike {
+  const module = load() as MemjsModule | undefined
+  if (module === undefined) {
+    throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: install the memcached client: npm i memjs (or pass { client })')
+  }
+  const client = module.Client.create(servers.join(','), { ...MEMJS_DEFAULTS, ...memjs })
+  const ring = new HashRing(servers)
+  client.getServer = (key: string) => ring.serverOf(key)
+  return client
+}
+
+/** Checks a server list: `host:port` strings (or one comma-separated string), at least one, no repeats. */
+export function parseServers(servers: unknown): string[] {
+  const list = typeof servers === 'string' ? servers.split(',').map((part) => part.trim()) : servers
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `MemcachedStore servers: expected host:port strings like ['10.0.0.1:11211'], got ${JSON.stringify(servers)}`,
+    )
+  }
+  for (const server of list) {
+    if (typeof server !== 'string' || !/^[^\s:,@]+:\d{1,5}$/.test(server) || Number(server.split(':')[1]) > 65535) {
+      const problem = `${JSON.stringify(server)} is not host:port, e.g. '127.0.0.1:11211'`
+      throw new FloodgateError('INVALID_OPTION', `MemcachedStore servers: ${problem}`)
+    }
+  }
+  if (new Set(list).size !== list.length) throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: a server is listed twice')
+  return list as string[]
+}

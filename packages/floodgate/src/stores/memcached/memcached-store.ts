@@ -1,0 +1,237 @@
+// MemcachedStore: the Store on one or more memcached servers (consistent hashing), counters by incr, other algorithms by gets/cas.
+
+import type { PolicyResult } from '../../core/evaluate.js'
+import { FloodgateError } from '../../core/errors.js'
+import type { Policy } from '../../core/policy.js'
+import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
+import { createMemjsClient, parseServers } from './create-client.js'
+import { memcachedPolicyKey, validateMemcachedPrefix } from './keys.js'
+import { PolicyOps, timedOut, type CasStats, type PolicyCharge } from './policy-ops.js'
+import { MemcachedOps, type MemjsClientLike } from './protocol.js'
+
+/** How to reach memcached: give `servers` or `client`. */
+export interface MemcachedStoreOptions {
+  /**
+   * Servers as `host:port` (an array, or one comma-separated string). The store creates a memjs
+   * client (install `memjs`) and spreads keys over them by consistent hashing: a key is always on
+   * the same server while the list is the same, and adding or removing one server moves only its
+   * share of keys (those start afresh). `close()` closes it.
+   */
+  servers?: readonly string[] | string
+  /** Extra options for the memjs client the store creates (e.g. `{ timeout: 0.2 }`, in seconds). */
+  memjs?: object
+  /**
+   * A memjs `Client` of your own (`memjs.Client.create(...)`), recognised by its methods. It places
+   * keys with its own `getServer` (memjs's default is a hash modulo the server count). It stays
+   * yours: `close()` leaves it open.
+   */
+  client?: MemjsClientLike
+  /** Put before every key (default `fg:`): printable ASCII, no spaces, `#` or `|`. */
+  prefix?: string
+  /**
+   * How many times a read-modify-write policy (token bucket, GCRA, leaky bucket, sliding log,
+   * concurrency) is tried again when another writer changed its record between `gets` and `cas`
+   * (default 16). Past it the decision is refused (STORE_UNAVAILABLE) and the limiter answers with its
+   * `onStoreError` mode: see docs/memcached.md on hot keys.
+   */
+  casRetries?: number
+  /** Milliseconds since the epoch when a request carries no `now` (default `Date.now`). Memcached has no clock to read. */
+  clock?: () => number
+}
+
+/**
+ * Keeps rate-limit state in memcached. Memcached runs no scripts, so a request's policies are
+ * charged one after another, in order; when one denies, those already charged are refunded and
+ * the request is denied. No policy ever admits beyond its limit; while a denied request's charge
+ * is being refunded, a concurrent request on the same key may see it and be denied too (a brief
+ * over-count). See docs/memcached.md.
+ *
+ * Fixed and sliding windows are counters (`incr`, one per window); the other algorithms keep their
+ * record (block deadline and state, as doubles) under one key, updated by `gets`/`cas`. The time is
+ * the app's clock (or a request's `now`), so app servers' clocks must agree, as for envoyproxy/ratelimit.
+ * A request's `deadline` is checked before each step: once it has passed, what was charged is
+ * refunded and the request rejected with STORE_TIMEOUT.
+ */
+export class MemcachedStore implements Store {
+  /** The memjs client in use (created by the store or given to it). */
+  readonly client: MemjsClientLike
+  readonly prefix: string
+  private readonly ownsClient: boolean
+  private readonly ops: MemcachedOps
+  private readonly policyOps: PolicyOps
+  private readonly clock: () => number
+
+  constructor(options: MemcachedStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw invalidOption('options', "expected an object like { servers: ['127.0.0.1:11211'] }")
+    }
+    this.prefix = validateMemcachedPrefix(options.prefix ?? 'fg:')
+    const casRetries = options.casRetries ?? 16
+    if (typeof casRetries !== 'number' || !Number.isInteger(casRetries) || casRetries < 0 || casRetries > 1000) {
+      throw invalidOption('casRetries', `must be a whole number from 0 to 1000, got ${JSON.stringify(casRetries)}`)
+    }
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw invalidOption('clock', 'must be a function returning milliseconds since the epoch')
+    }
+    if (options.memjs !== undefined && (options.memjs === null || typeof options.memjs !== 'object')) {
+      throw invalidOption('memjs', 'expected an object of memjs client options')
+    }
+    if (options.client !== undefined) {
+      if (options.servers !== undefined || options.memjs !== undefined) {
+        throw invalidOption('client', 'give either client or servers (with memjs options), not both')
+      }
+      if (!isMemjsClient(options.client)) {
+        throw invalidOption('client', 'expected a memjs Client (memjs.Client.create(...)), with perform, incrSeq and getServer')
+      }
+      this.client = options.client
+      this.ownsClient = false
+    } else if (options.servers !== undefined) {
+      this.client = createMemjsClient(parseServers(options.servers), options.memjs)
+      this.ownsClient = true
+    } else {
+      throw invalidOption('options', "give servers (e.g. ['127.0.0.1:11211']) or client")
+    }
+    this.clock = options.clock ?? Date.now
+    this.ops = new MemcachedOps(this.client)
+    this.policyOps = new PolicyOps(this.ops, casRetries)
+  }
+
+  /** Compare-and-swap contention since the store was created (the counters are live). */
+  get casStats(): Readonly<CasStats> {
+    return this.policyOps.stats
+  }
+
+  /** Decides each request (concurrently; each request's policies in order). */
+  evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
+    if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of requests'))
+    return Promise.all(batch.map((request) => this.decide(request)))
+  }
+
+  /** Decides one request and calls `done(null, response)` or `done(error)`. */
+  submit(request: EvaluateRequest, done: SubmitCallback): void {
+    this.decide(request).then(
+      (response) => done(null, response),
+      (error: unknown) => done(error),
+    )
+  }
+
+  /** Deletes the records and the current and previous windows' counters of every given policy of `key`. */
+  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
+    const now = this.clock()
+    const keys = policies.flatMap((policy) => {
+      const base = memcachedPolicyKey(this.prefix, key, policy)
+      if (policy.algorithm !== 'fixed-window' && policy.algorithm !== 'sliding-window') return [base]
+      // Counted windows: this one's and the one before (a sliding window still weighs it).
+      const previous = now - policy.periodMs
+      return [base, ...this.policyOps.counterKeys(base, policy, now), ...this.policyOps.counterKeys(base, policy, previous)]
+    })
+    await Promise.all([...new Set(keys)].map((k) => this.ops.delete(k)))
+  }
+
+  /** Closes the client if the store created it; a client passed in is left to its owner. */
+  close(): Promise<void> {
+    if (this.ownsClient) this.client.close()
+    return Promise.resolve()
+  }
+
+  private async decide(request: EvaluateRequest): Promise<EvaluateResponse> {
+    const problem = requestProblem(request)
+    if (problem !== undefined) throw invalidRequest(problem)
+    const { key, policies, cost, deadline } = request
+    const now = request.now ?? this.clock()
+    if (deadline !== undefined && performance.now() > deadline) throw timedOut()
+    const keys = policies.map((policy) => memcachedPolicyKey(this.prefix, key, policy))
+    if (cost <= 0) {
+      // A peek or a refund changes nothing that another policy's answer depends on: all at once.
+      const charges = await Promise.all(policies.map((policy, i) => this.policyOps.apply(keys[i], policy, cost, now, deadline)))
+      const results = charges.map((charge) => charge.result)
+      return { allowed: results.every((result) => result.allowed), results, now }
+    }
+    const results: PolicyResult[] = new Array(policies.length)
+    const charged: PolicyCharge[] = []
+    let denied = -1
+    for (let i = 0; i < policies.length; i++) {
+      let charge: PolicyCharge
+      try {
+        if (i > 0 && deadline !== undefined && performance.now() > deadline) throw timedOut()
+        charge = await this.policyOps.apply(keys[i], policies[i], cost, now, deadline)
+      } catch (error) {
+        await refund(charged)
+        throw error
+      }
+      results[i] = charge.result
+      if (!charge.result.allowed) {
+        denied = i
+        break
+      }
+      charged.push(charge)
+    }
+    if (denied < 0) {
+      // Every policy charged, but the caller stopped waiting meanwhile: it was answered otherwise.
+      if (deadline !== undefined && performance.now() > deadline) {
+        await refund(charged)
+        throw timedOut()
+      }
+      return { allowed: true, results, now }
+    }
+    await refund(charged)
+    // The others' answers as evaluateKey gives them: the charged ones re-read with a peek, the ones
+    // after the denial judged for this cost (a denial among them starts its block period too).
+    const peeks = await Promise.all(
+      policies.map((policy, i) => {
+        if (i < denied) return this.policyOps.apply(keys[i], policy, 0, now, undefined)
+        return i > denied ? this.policyOps.judge(keys[i], policy, cost, now) : undefined
+      }),
+    )
+    for (let i = 0; i < policies.length; i++) {
+      const peek = peeks[i]
+      if (peek !== undefined) results[i] = peek.result
+    }
+    return { allowed: false, results, now }
+  }
+}
+
+/**
+ * Takes back what a denied or abandoned request charged, newest first. A refund that fails (the
+ * server went away) leaves its units counted until the window or state expires: an over-count,
+ * never an over-admission.
+ */
+async function refund(charged: readonly PolicyCharge[]): Promise<void> {
+  for (let i = charged.length - 1; i >= 0; i--) {
+    const undo = charged[i].undo
+    if (undo !== undefined) await undo().catch(nothing)
+  }
+}
+
+function nothing(): void {}
+
+function isMemjsClient(client: unknown): client is MemjsClientLike {
+  const c = client as Partial<MemjsClientLike> | null
+  if (c === null || typeof c !== 'object') return false
+  return typeof c.perform === 'function' && typeof c.incrSeq === 'function' && typeof c.getServer === 'function'
+}
+
+function requestProblem(request: EvaluateRequest): string | undefined {
+  if (request === null || typeof request !== 'object') return 'each request must be an object { key, policies, cost }'
+  if (typeof request.key !== 'string') return `key must be a string, got ${typeof request.key}`
+  if (!Array.isArray(request.policies) || request.policies.length === 0) {
+    return `key ${JSON.stringify(request.key)}: give at least one policy`
+  }
+  // Memcached counts whole units (`incr`), so every algorithm here takes whole costs, as the limiter sends them.
+  if (typeof request.cost !== 'number' || !Number.isSafeInteger(request.cost)) {
+    return `cost must be a whole number, got ${String(request.cost)}`
+  }
+  if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
+    return `now must be a finite number of milliseconds, got ${String(request.now)}`
+  }
+  return undefined
+}
+
+function invalidOption(field: string, message: string): FloodgateError {
+  return new FloodgateError('INVALID_OPTION', `MemcachedStore ${field}: ${message}`)
+}
+
+function invalidRequest(message: string): FloodgateError {
+  return new FloodgateError('INVALID_REQUEST', message)
+}

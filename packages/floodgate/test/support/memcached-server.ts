@@ -1,0 +1,87 @@
+// Starts a throwaway memcached on a free loopback port for a test (TCP only, no UDP), and stops it afterwards.
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
+import { freePort } from './redis-server.js'
+
+export interface MemcachedProcess {
+  readonly host: string
+  readonly port: number
+  /** `host:port`, as MemcachedStore's `servers` takes it. */
+  readonly address: string
+  /** Stops the server (SIGTERM) and waits for it to exit; its data is gone. */
+  stop(): Promise<void>
+  /** Starts it again on the same port (after `stop`), empty. */
+  restart(): Promise<void>
+  /** Freezes the process (SIGSTOP): connections stay open and nothing answers. */
+  pause(): void
+  /** Lets a paused process run again (SIGCONT). */
+  resume(): void
+}
+
+/** Starts `memcached -p PORT -l 127.0.0.1 -U 0` (Debian's `memcached` package). */
+export async function startMemcached(port?: number): Promise<MemcachedProcess> {
+  const host = '127.0.0.1'
+  const chosen = port ?? (await freePort())
+  let child: ChildProcess | undefined
+
+  async function launch(): Promise<void> {
+    // memcached refuses to run as root unless told which user to be (CI containers run as root).
+    const user = process.getuid?.() === 0 ? ['-u', 'root'] : []
+    const args = ['-p', String(chosen), '-l', host, '-U', '0', '-m', '64', '-t', '2', ...user]
+    child = spawn('memcached', args, { stdio: ['ignore', 'ignore', 'inherit'] })
+    child.unref()
+    const started = child
+    const exited = new Promise<never>((_, reject) =>
+      started.once('error', (error) => reject(new Error(`memcached did not start (apt-get install memcached?): ${error.message}`))),
+    )
+    await Promise.race([waitForPort(host, chosen, 10_000), exited])
+  }
+
+  await launch()
+  const handle: MemcachedProcess = {
+    host,
+    port: chosen,
+    address: `${host}:${chosen}`,
+    async stop() {
+      const current = child
+      child = undefined
+      if (!current || current.exitCode !== null || current.signalCode !== null) return
+      await new Promise<void>((resolve) => {
+        current.once('exit', () => resolve())
+        current.ref()
+        current.kill('SIGCONT')
+        current.kill('SIGTERM')
+      })
+    },
+    async restart() {
+      await handle.stop()
+      await launch()
+    },
+    pause() {
+      child?.kill('SIGSTOP')
+    },
+    resume() {
+      child?.kill('SIGCONT')
+    },
+  }
+  process.once('exit', () => child?.kill('SIGKILL'))
+  return handle
+}
+
+async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, host)
+      socket.once('connect', () => {
+        socket.end()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`memcached on ${host}:${port} did not start within ${timeoutMs}ms`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
