@@ -61,17 +61,41 @@ function poisson(next: () => number, client: number, peakPerMs: number, ratePerM
   return out
 }
 
+/** Quiet at half the limit's rate, with a burst at 6x for 5-30 s every one to four minutes; `seed` picks the bursts. */
+function burstyArrivals(seed: number): Arrival[] {
+  const rate = LIMIT / PERIOD_MS
+  const next = random(seed)
+  const bursts: [number, number][] = []
+  for (let t = 20_000; t < DURATION_MS; t += 60_000 + next() * 180_000) bursts.push([t, t + 5_000 + next() * 25_000])
+  const inBurst = (t: number) => bursts.some(([from, to]) => t >= from && t < to)
+  return poisson(next, 0, 6 * rate, (t) => (inBurst(t) ? 6 * rate : 0.5 * rate))
+}
+
+/** Seeds of the bursty traces the sliding-window sweep replays (the single bursty trace above is seed 2). */
+const SWEEP_SEEDS = Array.from({ length: QUICK ? 6 : 40 }, (_, i) => 100 + i)
+
+/**
+ * Over-admission of modes whose documented bound is not "never over the limit": write-back sync
+ * (issue 12: at most the deltas of one flush interval per instance) and regions in `shared` mode
+ * (issue 13: at most what other regions admitted before their usage was heard). When they land,
+ * each adds an entry that replays its mode on the traces and states its bound's formula; the
+ * report then tables measured over-admission against the bound. Empty until then.
+ */
+interface BoundCheck {
+  readonly mode: string
+  /** The documented bound, as a formula a reader can check. */
+  readonly bound: string
+  /** Replays the mode; the most admitted in any rolling window, and the bound evaluated for the same setup. */
+  readonly measure: () => { worstWindow: number; boundValue: number }
+}
+const BOUND_CHECKS: readonly BoundCheck[] = []
+
 function traces(): Trace[] {
   const rate = LIMIT / PERIOD_MS
   const steadyNext = random(1)
   const steady = poisson(steadyNext, 0, 1.2 * rate, () => 1.2 * rate)
 
-  // Quiet at half the limit's rate, with a burst at 6x for 5-30 s every one to four minutes.
-  const burstNext = random(2)
-  const bursts: [number, number][] = []
-  for (let t = 20_000; t < DURATION_MS; t += 60_000 + burstNext() * 180_000) bursts.push([t, t + 5_000 + burstNext() * 25_000])
-  const inBurst = (t: number) => bursts.some(([from, to]) => t >= from && t < to)
-  const bursty = poisson(burstNext, 0, 6 * rate, (t) => (inBurst(t) ? 6 * rate : 0.5 * rate))
+  const bursty = burstyArrivals(2)
 
   // A client that knows the window: the limit just before each minute ends and again just after.
   const edge: Arrival[] = []
@@ -250,7 +274,26 @@ function main(): void {
     860,
     420,
   )
+  // The sliding-window counter on many hour-long bursty traces: how far its error spreads.
+  const sweep = SWEEP_SEEDS.map((seed) => {
+    const trace: Trace = { name: `bursty-${seed}`, about: '', clients: 1, arrivals: burstyArrivals(seed) }
+    const [sliding, truth] = [replay('sliding-window', trace), replay('sliding-log', trace)]
+    return { seed, over: (sliding.admitted - truth.admitted) / truth.admitted, worst: sliding.worstWindow / LIMIT, wrong: (sliding.wronglyAllowed + sliding.wronglyDenied) / sliding.requests }
+  }).sort((a, b) => a.worst - b.worst)
+  files['sliding-window-bursty.svg'] = svg({
+    title: { text: `Sliding-window counter on ${sweep.length} bursty ${DURATION_MS / 60_000}-minute traces, sorted by worst window`, left: 'center', textStyle: { fontSize: 14 } },
+    legend: { top: 30 },
+    grid: { top: 80, left: 60, right: 20, bottom: 40 },
+    xAxis: { type: 'category', name: 'trace', data: sweep.map((r) => String(r.seed)), axisLabel: { show: false } },
+    yAxis: { type: 'value', name: '%' },
+    series: [
+      { name: 'worst rolling window, % over the limit', type: 'bar' as const, data: sweep.map((r) => round(100 * (r.worst - 1), 1)) },
+      { name: 'admitted overall vs exact, %', type: 'bar' as const, data: sweep.map((r) => round(100 * r.over, 2)) },
+    ],
+  })
   for (const [name, content] of Object.entries(files)) writeFileSync(join(CHARTS, name), content)
+  const spread = (values: number[], digits: number) => `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`
+  const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]
 
   const rows = outcomes.map((o) => {
     const truth = exact(o.trace).admitted
@@ -291,6 +334,41 @@ ${chart('wrong-decisions.svg', 'Share of requests decided otherwise than the exa
 
 ${chart('bursty-window.svg', 'Rolling-window admissions over time on the bursty trace')}
 
+## The sliding-window counter on bursty traffic
+
+One trace is one draw. The same bursty shape (half the limit's rate, bursts at 6x for 5–30 s every
+1–4 minutes), replayed for ${DURATION_MS / 60_000} minutes with ${sweep.length} seeds, through the sliding-window counter and the
+exact log:
+
+| | median | range |
+|---|---|---|
+| admitted overall vs exact | ${(100 * medianOf(sweep.map((r) => r.over))).toFixed(2)}% | ${spread(sweep.map((r) => 100 * r.over), 2)}% |
+| worst rolling window, over the limit | +${(100 * (medianOf(sweep.map((r) => r.worst)) - 1)).toFixed(0)}% | ${spread(sweep.map((r) => 100 * (r.worst - 1)), 0)}% |
+| requests decided otherwise than the exact window | ${(100 * medianOf(sweep.map((r) => r.wrong))).toFixed(1)}% | ${spread(sweep.map((r) => 100 * r.wrong), 1)}% |
+
+${chart('sliding-window-bursty.svg', 'Sliding-window counter: over-admission and worst window per bursty trace')}
+
+Issue 15 quotes +2.8% overall and a worst window 55–78% over the limit, measured earlier on traces
+that are not in the repository; the table above is what \`npm run accuracy\` reproduces from seeds.
+
+Overall it stays within a few percent of the exact window, because its errors go both ways: it
+over-admits after a quiet window (the estimate spreads the previous window's few requests evenly,
+so a burst late in the previous window is discounted while it is still inside the rolling window)
+and under-admits after a busy one. The worst rolling window is another matter: when a burst lands
+at the end of a window that was quiet before it, the next window's estimate discounts that burst
+while it is still inside the rolling window: here up to ${(100 * (Math.max(...sweep.map((r) => r.worst)) - 1)).toFixed(0)}% over the limit within one
+period. That is the figure to look at if the limit protects something that breaks above it.
+
+## Write-back and regions against their bounds
+
+Write-back sync (issue 12) and regions in \`shared\` mode (issue 13) admit over the limit by design,
+within a documented bound. They are not in the repository yet; when they land, each adds an entry to
+\`BOUND_CHECKS\` in \`bench/accuracy.ts\` (its replay and its bound's formula) and this section tables
+the measured worst window against the bound.${BOUND_CHECKS.length === 0 ? ' No mode is registered yet.' : ''}
+${BOUND_CHECKS.length === 0 ? '' : `\n| mode | bound | worst window | bound for this setup |\n|---|---|---|---|\n${BOUND_CHECKS.map((check) => {
+    const { worstWindow, boundValue } = check.measure()
+    return `| ${check.mode} | ${check.bound} | ${worstWindow} | ${boundValue} |`
+  }).join('\n')}\n`}
 ## Reading it
 
 - **sliding-log** is the truth by construction: it keeps every admitted timestamp, so it never
@@ -311,9 +389,11 @@ ${chart('bursty-window.svg', 'Rolling-window admissions over time on the bursty 
 
 ### Against Cloudflare's 0.003%
 
-Cloudflare reported that its sliding-window counter decided 0.003% of requests wrongly, on 400
-million requests from 270,000 sources. That figure is a property of the traffic as much as of the
-algorithm. A client below its limit is decided right by every algorithm here: on the crowd trace,
+Cloudflare's post on its rate limiter ([Counting things, a lot of different things](https://blog.cloudflare.com/counting-things-a-lot-of-different-things/),
+June 2017) reports that its sliding-window counter decided 0.003% of requests wrongly (allowed when
+over the threshold, or limited when under it), on 400 million requests from 270,000 distinct
+sources. (The figure is often repeated as 0.0003%; the post says 0.003%.) That figure is a property
+of the traffic as much as of the algorithm. A client below its limit is decided right by every algorithm here: on the crowd trace,
 ${crowdTrace.clients - crowdTrace.overLimit!.size} of ${crowdTrace.clients} clients stay below the limit and the sliding window decided
 ${slidingCrowd.wrongBelowLimit} of their requests wrongly. Every wrong decision fell on the ${crowdTrace.overLimit!.size} clients above
 it, which sent ${percent(fromOverLimit, crowdTrace.arrivals.length, 1)} of the requests: ${percent(slidingCrowd.wronglyAllowed + slidingCrowd.wronglyDenied, fromOverLimit, 1)} of their requests, ${percent(slidingCrowd.wronglyAllowed + slidingCrowd.wronglyDenied, slidingCrowd.requests, 2)} of all.

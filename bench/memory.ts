@@ -3,7 +3,7 @@
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
-// --keys K (distinct keys, default 10 000).
+// --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, default 100 000).
 
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/index.js'
 import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
-import { formatBytes, formatCount, interleavedRounds, printTable, ratio, type Contender } from './support.js'
+import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
 const gc = (globalThis as { gc?: () => void }).gc
@@ -20,10 +20,11 @@ if (gc === undefined) {
   process.exit(child.status ?? 1)
 }
 
-const { values } = parseArgs({ options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' } } })
+const { values } = parseArgs({ options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' }, 'heap-keys': { type: 'string' } } })
 const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
 const KEYS = Number(values.keys ?? 10_000)
+const HEAP_KEYS = Number(values['heap-keys'] ?? 100_000)
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
 
 // Limits high enough that every request is admitted: the benchmark measures the decision path,
@@ -152,7 +153,7 @@ async function bytesPerKey(count: number, fill: (key: string) => unknown): Promi
 }
 
 async function memoryPerKey(): Promise<[string, number][]> {
-  const count = 100_000
+  const count = HEAP_KEYS
   const rows: [string, number][] = []
   for (const algorithm of ALGORITHMS) {
     const store = new MemoryStore({ maxKeys: count * 2 })
@@ -181,11 +182,21 @@ async function main(): Promise<void> {
     results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map)]),
     'Throughput (median; targets: Floodgate ≥ 3x rate-limiter-flexible, ≥ 0.50x bare Map)',
   )
+  const heap = await memoryPerKey()
   printTable(
     ['store', 'bytes/key'],
-    (await memoryPerKey()).map(([name, bytes]) => [name, formatBytes(bytes)]),
-    'Heap per key (100 000 keys, one policy, after a full GC)',
+    heap.map(([name, bytes]) => [name, formatBytes(bytes)]),
+    `Heap per key (${formatCount(HEAP_KEYS)} keys, one policy, after a full GC)`,
   )
+  writeResults({
+    node: process.version,
+    ops: OPS,
+    rounds: ROUNDS,
+    keys: KEYS,
+    heapKeys: HEAP_KEYS,
+    throughput: results.map(({ name, median, samples }) => ({ name, median, samples })),
+    heapBytesPerKey: heap.map(([name, bytes]) => ({ name, bytes })),
+  })
 }
 
 await main()

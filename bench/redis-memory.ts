@@ -11,7 +11,7 @@ import { ALGORITHMS, createPolicies, type AlgorithmName } from '../packages/floo
 import type { EvaluateRequest } from '../packages/floodgate/src/stores/store.js'
 import { policyId, policyKey } from '../packages/floodgate/src/stores/redis/keys.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
-import { formatBytes, formatCount, printTable } from './support.js'
+import { formatBytes, formatCount, printTable, writeResults } from './support.js'
 
 const COUNTS = (process.env.BENCH_MEMORY_KEYS ?? '100000,1000000').split(',').map(Number)
 // Requests per store call and commands per pipeline while filling.
@@ -129,8 +129,9 @@ async function main(): Promise<void> {
       plainStrings('SET, key "k:N", 1 B value, no expiry', (i) => `k:${i}`, 1, false),
       hashBuckets(recordBytes),
     ]
-    await printMemoryPerAlgorithm(client)
+    const perAlgorithm = await printMemoryPerAlgorithm(client)
     const rows: string[][] = []
+    const perKeyFigures: { keys: number; layout: string; bytesPerKey: number }[] = []
     for (const count of COUNTS) {
       for (const layout of layouts) {
         await client.flushall()
@@ -143,6 +144,7 @@ async function main(): Promise<void> {
         const usage = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'))
         const perKey = `${Math.round(delta / count)} B`
         rows.push([formatCount(count), layout.name, key, `${usage} B`, `${seconds.toFixed(1)} s`, formatBytes(delta), perKey])
+        perKeyFigures.push({ keys: count, layout: layout.name, bytesPerKey: delta / count })
       }
     }
     await client.flushall()
@@ -151,16 +153,18 @@ async function main(): Promise<void> {
       rows,
       'Redis used_memory per active key (per record for hash buckets; every key expires in about an hour)',
     )
+    writeResults({ memoryUsagePerKey: perAlgorithm, usedMemoryPerKey: perKeyFigures })
   } finally {
     client.disconnect()
     await server.stop()
   }
 }
 
-/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full). */
-async function printMemoryPerAlgorithm(client: Redis): Promise<void> {
+/** `MEMORY USAGE` of one freshly charged key per algorithm (sliding-log also when full); printed and returned. */
+async function printMemoryPerAlgorithm(client: Redis): Promise<{ algorithm: string; state: string; bytes: number }[]> {
   await client.flushall()
   const rows: string[][] = []
+  const figures: { algorithm: string; state: string; bytes: number }[] = []
   const store = new RedisStore({ client, prefix: 'mem:' })
   for (const algorithm of ALGORITHMS) {
     const policies = createPolicies([{ algorithm, limit: 100, period: '1h' }])
@@ -172,10 +176,12 @@ async function printMemoryPerAlgorithm(client: Redis): Promise<void> {
       const bytes = Number(await client.call('MEMORY', 'USAGE', redisKey, 'SAMPLES', '0'))
       const after = charges === 1 ? '1 request' : `${charges} requests (full log)`
       rows.push([algorithm, after, redisKey, `${record?.length ?? 0} B`, `${bytes} B`])
+      figures.push({ algorithm, state: after, bytes })
     }
   }
   await store.close()
   printTable(['algorithm', 'state after', 'redis key', 'record', 'MEMORY USAGE'], rows, 'One key per algorithm (limit 100 per 1h)')
+  return figures
 }
 
 /** used_memory once the server has finished rehashing (two equal readings 200 ms apart, at most 5 s). */

@@ -14,7 +14,7 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
-import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 import { printWriteBackOverAdmission, printWriteBackSummary, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
 import { leaseContenders, printLeaseSummary, printLeaseUnderAdmission } from './lease.js'
 
@@ -84,7 +84,8 @@ async function main(): Promise<void> {
     return client
   }
   try {
-    console.log(`Floodgate Redis bench: redis-server ${await serverVersion(newClient())} on ${server.url}`)
+    const redisVersion = await serverVersion(newClient())
+    console.log(`Floodgate Redis bench: redis-server ${redisVersion} on ${server.url}`)
     console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
     const writeBack: WriteBackBenchContext = {
       callers: CALLERS,
@@ -149,6 +150,14 @@ async function main(): Promise<void> {
       }),
       'Denials and failures over all rounds (all should be 0: a contender that denies or fails does less work)',
     )
+    writeResults({
+      redisVersion,
+      callers: CALLERS,
+      keys: KEYS,
+      rounds: ROUNDS,
+      roundMs: ROUND_MS,
+      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed })),
+    })
 
   } finally {
     for (const close of closers) await close()

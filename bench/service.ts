@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url'
 import protobuf from 'protobufjs'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
 import { grpcFrame, LeanGrpcClient } from './grpc-client.js'
-import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -49,7 +49,7 @@ type Autocannon = (options: {
   connections: number
   duration: number
   requests: { method: string; headers: Record<string, string>; setupRequest: (request: Record<string, unknown>) => Record<string, unknown> }[]
-}) => Promise<{ requests: { average: number; total: number }; non2xx: number; errors: number; timeouts: number }>
+}) => Promise<{ requests: { average: number; total: number }; latency: Record<string, number>; non2xx: number; errors: number; timeouts: number }>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 interface ServerPorts {
@@ -89,9 +89,16 @@ async function main(): Promise<void> {
   const clients: LeanGrpcClient[] = []
   try {
     const bodies = Array.from({ length: USERS }, (_, i) => JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }))
+    // Each HTTP round's latency percentiles, per contender (warm-up runs left out).
+    const latencies = new Map<string, Record<string, number>[]>()
+    let warm = WARMUP_SECONDS === 0
     const http = (name: string, port: number, path: string): Measured => ({
       name,
-      run: (seconds) => hammer(`http://127.0.0.1:${port}${path}`, bodies, seconds),
+      run: async (seconds) => {
+        const result = await hammer(`http://127.0.0.1:${port}${path}`, bodies, seconds)
+        if (warm) latencies.set(name, [...(latencies.get(name) ?? []), result.latency])
+        return result
+      },
     })
     const frames = requestFrames()
     const grpc = async (name: string, port: number): Promise<Measured> => {
@@ -119,6 +126,7 @@ async function main(): Promise<void> {
     )
     console.log(`answer bodies: bare route ${bodyBytes.bare} B, /v1/check ${bodyBytes.check} B`)
     if (WARMUP_SECONDS > 0) for (const m of measured) await m.run(WARMUP_SECONDS)
+    warm = true
     const cpu = new Map<string, number[]>(measured.map((m) => [m.name, []]))
     const contenders: Contender[] = measured.map((m) => ({
       name: m.name,
@@ -133,6 +141,18 @@ async function main(): Promise<void> {
     )
     printHttp(results.filter((r) => !isGrpc(r.name)), cpu)
     printGrpc(results.filter((r) => isGrpc(r.name)), cpu)
+    writeResults({
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      grpcCallers: GRPC_CALLERS,
+      throughput: results.map(({ name, median: rate, samples }) => ({ name, median: rate, samples, cpuMicrosPerRequest: median(cpu.get(name)!) })),
+      // autocannon's latency percentiles (ms) of each HTTP contender, the median of its rounds per percentile.
+      latencyMs: [...latencies].map(([name, rounds]) => ({
+        name,
+        percentiles: Object.fromEntries(Object.keys(rounds[0]).map((key) => [key, median(rounds.map((round) => round[key]))])),
+      })),
+    })
   } finally {
     for (const client of clients) client.close()
     servers.child.kill('SIGTERM')
@@ -209,8 +229,8 @@ async function sampleWithCpu(servers: Servers, load: () => Promise<{ perSecond: 
   return { perSecond, cpuMicrosPerOp: ops > 0 ? (after - before) / ops : Number.NaN }
 }
 
-/** One autocannon run against a JSON POST endpoint, cycling through the bodies; requests/s and the count. */
-async function hammer(url: string, bodies: string[], seconds: number): Promise<{ perSecond: number; ops: number }> {
+/** One autocannon run against a JSON POST endpoint, cycling through the bodies; requests/s, the count and latency percentiles (ms). */
+async function hammer(url: string, bodies: string[], seconds: number): Promise<{ perSecond: number; ops: number; latency: Record<string, number> }> {
   let next = 0
   const result = await autocannon({
     url,
@@ -225,7 +245,9 @@ async function hammer(url: string, bodies: string[], seconds: number): Promise<{
     ],
   })
   if (result.non2xx > 0 || result.errors > 0) console.log(`  (${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`)
-  return { perSecond: result.requests.average, ops: result.requests.total }
+  const latency: Record<string, number> = {}
+  for (const [key, value] of Object.entries(result.latency)) if (/^p\d/.test(key)) latency[key] = value
+  return { perSecond: result.requests.average, ops: result.requests.total, latency }
 }
 
 /** Closed-loop ShouldRateLimit calls with GRPC_CALLERS in flight, cycling through the users; calls/s and the count. */

@@ -1,6 +1,8 @@
 // Shared benchmark helpers: closed-loop load with N concurrent callers, interleaved rounds with
 // medians, and plain-text tables, so every bench measures and reports the same way.
 
+import { writeFileSync } from 'node:fs'
+
 /** The middle value (mean of the two middle values for an even count); NaN for none. */
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN
@@ -106,4 +108,13 @@ export function printTable(headers: readonly string[], rows: readonly (readonly 
   console.log(line(headers))
   console.log(widths.map((w) => '-'.repeat(w)).join('  '))
   for (const row of rows) console.log(line(row))
+}
+
+/**
+ * Writes a bench's figures as JSON to the file named by BENCH_JSON, when it is set: how
+ * `npm run bench:report` (bench/report.ts) collects them for docs/benchmarks.md and its charts.
+ */
+export function writeResults(results: unknown): void {
+  const file = process.env.BENCH_JSON
+  if (file !== undefined && file !== '') writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
 }

@@ -18,7 +18,7 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', SCRIPT, '--quick', '--out', out])
     const report = readFileSync(join(out, 'accuracy.md'), 'utf8')
     const charts = readdirSync(join(out, 'accuracy'))
-    assert.deepEqual(charts.sort(), ['admitted-vs-exact.svg', 'bursty-window.svg', 'worst-window.svg', 'wrong-decisions.svg'])
+    assert.deepEqual(charts.sort(), ['admitted-vs-exact.svg', 'bursty-window.svg', 'sliding-window-bursty.svg', 'worst-window.svg', 'wrong-decisions.svg'])
     for (const chart of charts) {
       assert.match(readFileSync(join(out, 'accuracy', chart), 'utf8'), /^<svg[^>]*>[\s\S]*<\/svg>\s*$/)
       assert.ok(report.includes(`(accuracy/${chart})`), `the report shows ${chart}`)
@@ -27,6 +27,12 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     for (const row of report.split('\n').filter((line) => line.includes('| sliding-log |'))) {
       assert.match(row, /\| \+0\.00% \| 1\.00x \| 0\.000% \| 0\.000% \|$/, row)
     }
+    // The sliding-window counter on many bursty traces: overall error and worst window, with their spread.
+    assert.match(report, /\| admitted overall vs exact \| -?\d+\.\d+% \| -?\d+\.\d+–-?\d+\.\d+% \|/)
+    assert.match(report, /\| worst rolling window, over the limit \| \+\d+% \| \d+–\d+% \|/)
+    // Cloudflare's figure is cited with its source, and the hook for write-back / regions bounds is documented.
+    assert.match(report, /0\.003%[\s\S]*blog\.cloudflare\.com\/counting-things-a-lot-of-different-things/)
+    assert.match(report, /BOUND_CHECKS/)
     // Fixed window lets a client that knows the boundary have twice the limit around it.
     assert.match(report, /\| window edge \| fixed-window \| \d+ \| \d+ \| [^|]+ \| 2\.00x \|/)
   } finally {

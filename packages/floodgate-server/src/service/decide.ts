@@ -5,7 +5,7 @@ import type { Logger } from 'pino'
 import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
 import { envoyPolicyName, type EnvoyUnit, type MatchedRule, storeKeyOf, UNIT_MS } from 'floodgate/rules'
 import { floodgateCounts, nearLimitThreshold, upstreamCounts } from './hit-counts.js'
-import type { ServiceMetrics } from './metrics.js'
+import type { HitCounts, ServiceMetrics } from './metrics.js'
 
 /** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
 export interface Entry {
@@ -119,6 +119,8 @@ export interface DeciderOptions {
   maxEntries?: number
   /** Gets one debug line per denial (rule, policy, hashed key); nothing is logged above debug level. */
   logger?: Pick<Logger, 'debug' | 'isLevelEnabled'>
+  /** Also gets each limited descriptor's hits, as the metrics count them, with its store key (the dashboard). */
+  observer?: (metricKey: string, storeKey: string, counts: HitCounts) => void
 }
 
 /**
@@ -153,6 +155,7 @@ export class Decider {
   readonly #maxDescriptors: number
   readonly #maxEntries: number
   readonly #logger: DeciderOptions['logger']
+  readonly #observer: DeciderOptions['observer']
   /**
    * The never-denying counter of each unit, shared by rules and overrides of that unit (one per
    * unit), as the one-policy array the limiter is given: the same array each time, so the
@@ -173,6 +176,7 @@ export class Decider {
     this.#maxDescriptors = options.maxDescriptors ?? 64
     this.#maxEntries = options.maxEntries ?? 32
     this.#logger = options.logger
+    this.#observer = options.observer
   }
 
   /**
@@ -445,13 +449,14 @@ export class Decider {
   }
 
   #record(plan: Plan): void {
-    if (this.#metrics === undefined || plan.kind === 'done' || plan.outcome?.kind !== 'limited') return
+    if ((this.#metrics === undefined && this.#observer === undefined) || plan.kind === 'done' || plan.outcome?.kind !== 'limited') return
     const outcome = plan.outcome
     const counts =
       plan.kind === 'envoy'
         ? upstreamCounts(plan.hits, plan.shadow, outcome.envoy as EnvoyStatus, this.#nearLimitRatio)
         : floodgateCounts(plan.hits, outcome)
-    this.#metrics.recordHit(plan.metricKey, counts)
+    this.#metrics?.recordHit(plan.metricKey, counts)
+    this.#observer?.(plan.metricKey, plan.storeKey, counts)
   }
 }
 

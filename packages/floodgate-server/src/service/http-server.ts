@@ -5,7 +5,9 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Logger } from 'pino'
 import { FloodgateError, formatDuration } from 'floodgate'
 import type { RuleSetDescription } from 'floodgate/rules'
+import type { DashboardCollector } from 'floodgate/dashboard'
 import { registerAdminRoutes } from './admin.js'
+import { registerDashboardRoutes } from './dashboard.js'
 import { CHECK_RESPONSE_SCHEMA, checkHeaders, parseCheckRequest, toCheckResponse } from './check-api.js'
 import type { DecideInput, DecideResult, Decider, StoreErrorHandling } from './decide.js'
 import { fromProtoJson } from './envoy-request.js'
@@ -49,6 +51,8 @@ export interface HttpServerOptions {
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
   health: () => HealthReport
+  /** The dashboard's figures: served at /dashboard behind the admin token (when one is set). */
+  dashboard?: DashboardCollector
   /** Envoy's `/json`: its answers as the gRPC server's (the same options). */
   envoy: {
     /** RateLimit-* header names for responseHeadersToAdd; undefined adds none. */
@@ -216,6 +220,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 
   if (options.adminToken !== undefined) {
     registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules, health: options.health })
+    if (options.dashboard !== undefined) registerDashboardRoutes(app, options.dashboard, options.adminToken)
   }
   return app
 }

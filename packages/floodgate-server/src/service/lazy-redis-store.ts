@@ -16,8 +16,16 @@ export class LazyRedisStore implements LeaseStore {
   #store: Store | undefined
   #redis: Connected | undefined
   #sync: RegionSync | undefined
+  readonly #onCall: (ms: number) => void
 
-  constructor(settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>, prefix: string, regions?: RegionSettings) {
+  /** `onCall` hears how long each store call took (a batch), answered or failed: the dashboard's latency. */
+  constructor(
+    settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>,
+    prefix: string,
+    onCall: (ms: number) => void,
+    regions?: RegionSettings,
+  ) {
+    this.#onCall = onCall
     this.#ready = import('floodgate/redis').then(({ RedisStore, RegionSync }) => {
       const redis =
         settings.kind === 'redis'
@@ -50,7 +58,12 @@ export class LazyRedisStore implements LeaseStore {
 
   // Not async: once the store exists its own promise is returned as is, with no wrapping promise per decision.
   evaluate(batch: Parameters<Store['evaluate']>[0]): ReturnType<Store['evaluate']> {
-    return this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+    const started = performance.now()
+    const answer = this.#store !== undefined ? this.#store.evaluate(batch) : this.#ready.then((store) => store.evaluate(batch))
+    // Timed once per call (a batch), answered or failed: a failure's wait is latency the callers saw too.
+    const timed = () => this.#onCall(performance.now() - started)
+    answer.then(timed, timed)
+    return answer
   }
 
   // Lease calls of `sync: 'lease'` and `'auto'` rules go to the region's own Redis: a policy with

@@ -3,6 +3,7 @@
 import { pino, type Logger } from 'pino'
 import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
 import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { createServiceDashboard } from './dashboard.js'
 import { MemcachedStore } from 'floodgate/memcached'
 import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
 import { Decider } from './decide.js'
@@ -68,7 +69,9 @@ export async function startService(settings: Settings, options: StartOptions = {
   const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics })
   for (const note of settings.upstreamNotes) logger.info(note)
   const rules = openRules(settings, logger, metrics)
-  const store = createStore(settings)
+  // The dashboard is served behind the admin token: without one nothing is collected.
+  let storeLatency: ((ms: number) => void) | undefined
+  const store = createStore(settings, (ms) => storeLatency?.(ms))
   const regionStatus = () => (store instanceof LazyRedisStore ? store.regionStatus() : undefined)
   if (store instanceof LazyRedisStore && settings.regions !== undefined) {
     // Made now, not at the first decision: the sync loop and /readyz's view of the peers start with the service.
@@ -80,6 +83,16 @@ export async function startService(settings: Settings, options: StartOptions = {
   const limiter = new RateLimiter({ store, onStoreError: limiterMode(settings.onStoreError), instances: settings.instances, timeout: settings.storeTimeoutMs })
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
+  const dashboard =
+    settings.adminToken === undefined
+      ? undefined
+      : createServiceDashboard({
+          limiter,
+          storeKind: settings.store.kind,
+          rawKeys: settings.dashboardRawKeys ?? false,
+          config: () => ({ rules: countRules(rules.current), files: rules.current.files, lastReloadError: rules.lastError?.issues.map(formatIssue) ?? null }),
+        })
+  storeLatency = dashboard?.storeLatency
 
   let draining = false
   const decider = new Decider({
@@ -93,6 +106,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     maxDescriptors: settings.maxDescriptors,
     maxEntries: settings.maxDescriptorEntries,
     logger,
+    observer: dashboard?.observe,
   })
   const responseHeaders = settings.grpcResponseHeaders ? settings.responseHeaderNames : undefined
   const envoyStoreError = settings.envoyOnStoreError === 'error' ? 'error' : 'answer'
@@ -116,6 +130,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
+    dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
   })
@@ -133,6 +148,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const timers = options.timers ?? SYSTEM_TIMERS
 
   const closeBackends = async () => {
+    dashboard?.close()
     await rules.close()
     await limiter.close()
     // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
@@ -244,8 +260,9 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
   }
 }
 
-function createStore(settings: Settings): Store {
-  const store = createOwnStore(settings)
+/** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
+function createStore(settings: Settings, onCall: (ms: number) => void): Store {
+  const store = createOwnStore(settings, onCall)
   if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
   const counter =
     settings.store.kind === 'memcached'
@@ -254,12 +271,12 @@ function createStore(settings: Settings): Store {
   return new EnvoyCompatStore(store, counter, settings.compatPrefix)
 }
 
-function createOwnStore(settings: Settings): Store {
+function createOwnStore(settings: Settings, onCall: (ms: number) => void): Store {
   if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
   // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
   if (settings.store.kind === 'memcached') return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings.store, settings.redisPrefix, settings.regions)
+  return new LazyRedisStore(settings.store, settings.redisPrefix, onCall, settings.regions)
 }
 
 function storeConnected(store: Store): boolean {

@@ -84,6 +84,8 @@ export interface Settings extends AbuseBounds {
   grpcMaxMessageBytes: number
   /** Also export envoyproxy/ratelimit's Prometheus names (USE_PROMETHEUS). */
   upstreamMetrics: boolean
+  /** The dashboard (at /dashboard with the admin token) shows keys as they are, not hashed. */
+  dashboardRawKeys?: boolean
   /** Upstream variables accepted without effect, to log at start. */
   upstreamNotes: string[]
 
@@ -181,7 +183,8 @@ export const SERVE_OPTIONS = {
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
-  adminToken: { flag: 'admin-token', env: 'FLOODGATE_ADMIN_TOKEN', type: 'string', help: 'bearer token enabling /admin' },
+  adminToken: { flag: 'admin-token', env: 'FLOODGATE_ADMIN_TOKEN', type: 'string', help: 'bearer token enabling /admin and /dashboard' },
+  dashboardRawKeys: { flag: 'dashboard-raw-keys', env: 'FLOODGATE_DASHBOARD_RAW_KEYS', type: 'boolean', help: 'show keys unhashed on /dashboard' },
   onStoreError: { flag: 'on-store-error', env: 'FLOODGATE_ON_STORE_ERROR', type: 'string', help: 'open | closed | local | error (default: open on /v1/check, error on gRPC and /json)' },
   instances: { flag: 'instances', env: 'FLOODGATE_INSTANCES', type: 'string', help: 'instances sharing the limits, for local fallback (default 1)' },
   storeTimeout: { flag: 'store-timeout', env: 'FLOODGATE_STORE_TIMEOUT', type: 'string', help: 'longest wait for the store (default 100ms)' },
@@ -359,6 +362,7 @@ const schema = z
     httpPort: port(8080),
     grpcPort: port(8081),
     adminToken: z.string().min(8, 'use a token of at least 8 characters').optional(),
+    dashboardRawKeys: z.boolean().optional(),
     onStoreError: z.enum(['open', 'closed', 'local', 'error'], { error: 'expected open, closed, local or error' }).optional(),
     instances: z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).optional().transform((n) => n ?? 1),
     storeTimeout: durationMs(100),
@@ -446,6 +450,7 @@ const schema = z
       httpPort: o.httpPort,
       grpcPort: o.grpcPort,
       adminToken: o.adminToken,
+      dashboardRawKeys: o.dashboardRawKeys ?? false,
       onStoreError: o.onStoreError ?? 'open',
       instances: o.instances,
       storeTimeoutMs: o.storeTimeout,

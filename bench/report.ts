@@ -1,0 +1,321 @@
+// `npm run bench:report`: runs the memory, Redis and service benchmarks one after the other, collects
+// their figures (BENCH_JSON) and writes docs/benchmarks.md with SVG charts rendered here by echarts,
+// stating the machine and the version of every contender. Run it under the shared lock:
+//
+//   npm run bench:report             full sizes (minutes), into docs/
+//   npm run bench:report -- --quick --out DIR                         reduced sizes (seconds), for CI's check
+
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { cpus, release, tmpdir, totalmem, type as osType } from 'node:os'
+import { join, relative } from 'node:path'
+import { parseArgs } from 'node:util'
+import * as echarts from 'echarts'
+import { formatBytes, formatCount, ratio } from './support.js'
+
+const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string', default: 'docs' } } })
+const QUICK = flags.quick
+const OUT = flags.out
+const CHARTS = join(OUT, 'benchmarks')
+const ROOT = join(import.meta.dirname, '..')
+
+/** Each bench and its sizes: the defaults for a full run, small ones for --quick. */
+const RUNS = {
+  memory: { file: 'memory.ts', args: QUICK ? ['--ops', '20000', '--rounds', '1', '--keys', '1000', '--heap-keys', '10000'] : [], env: {} },
+  redis: { file: 'redis.ts', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150' } : {} },
+  redisMemory: { file: 'redis-memory.ts', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '2000' } : {} },
+  service: {
+    file: 'service.ts',
+    args: [],
+    env: QUICK
+      ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' }
+      : {},
+  },
+} as const
+
+interface Throughput {
+  name: string
+  median: number
+  samples: number[]
+}
+interface MemoryResults {
+  node: string
+  ops: number
+  rounds: number
+  keys: number
+  heapKeys: number
+  throughput: Throughput[]
+  heapBytesPerKey: { name: string; bytes: number }[]
+}
+interface RedisResults {
+  redisVersion: string
+  callers: number
+  keys: number
+  rounds: number
+  roundMs: number
+  throughput: (Throughput & { failed: number })[]
+}
+interface RedisMemoryResults {
+  memoryUsagePerKey: { algorithm: string; state: string; bytes: number }[]
+  /** used_memory delta per key, per key count and layout (Floodgate's records and reference layouts). */
+  usedMemoryPerKey: { keys: number; layout: string; bytesPerKey: number }[]
+}
+interface ServiceResults {
+  rounds: number
+  seconds: number
+  connections: number
+  grpcCallers: number
+  throughput: (Throughput & { cpuMicrosPerRequest: number })[]
+  latencyMs: { name: string; percentiles: Record<string, number> }[]
+}
+
+/**
+ * Runs one bench in its own process with BENCH_JSON set, and reads what it wrote. A bench that
+ * fails is run once more: on a busy machine a store call can miss its timeout, and a gRPC
+ * contender gives up on the first error (the retry is printed, so the run's log says so).
+ */
+function runBench<T>(name: keyof typeof RUNS, dir: string, attempt = 1): T {
+  const run = RUNS[name]
+  const json = join(dir, `${name}.json`)
+  console.log(`\n== bench:${name} ${run.args.join(' ')} ${Object.entries(run.env).map(([k, v]) => `${k}=${v}`).join(' ')}`)
+  const started = performance.now()
+  const args = ['--conditions=floodgate-source', '--import', 'tsx', join(ROOT, 'bench', run.file), ...run.args]
+  const child = spawnSync(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...run.env, BENCH_JSON: json },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
+  if (child.status !== 0) {
+    if (attempt === 1) {
+      console.log(`== bench:${name} exited with ${child.status ?? child.signal}: running it once more`)
+      return runBench<T>(name, dir, 2)
+    }
+    throw new Error(`bench:${name} exited with ${child.status ?? child.signal}`)
+  }
+  console.log(`== bench:${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  return JSON.parse(readFileSync(json, 'utf8')) as T
+}
+
+function svg(option: echarts.EChartsOption, width = 860, height = 380): string {
+  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height })
+  chart.setOption({ animation: false, textStyle: { fontFamily: 'sans-serif' }, ...option })
+  const out = chart.renderToSVGString()
+  chart.dispose()
+  return out
+}
+
+/** Floodgate's own contenders (the library, the service's routes), as opposed to peers and floors. */
+function ours(name: string): boolean {
+  return /floodgate|check|gRPC/i.test(name)
+}
+
+/** Horizontal bars, one per contender, the largest on top; Floodgate's in blue, the others grey. */
+function barChart(title: string, unit: string, rows: { name: string; value: number }[]): string {
+  const sorted = [...rows].sort((a, b) => a.value - b.value)
+  return svg(
+    {
+      title: { text: title, left: 'center', textStyle: { fontSize: 14 } },
+      grid: { top: 40, left: 330, right: 90, bottom: 40 },
+      xAxis: { type: 'value', name: unit, nameLocation: 'middle', nameGap: 26 },
+      yAxis: { type: 'category', data: sorted.map((row) => row.name), axisLabel: { fontSize: 11 } },
+      series: [
+        {
+          type: 'bar',
+          data: sorted.map((row) => ({ value: Math.round(row.value), itemStyle: { color: ours(row.name) ? '#3366cc' : '#9aa0a6' } })),
+          label: { show: true, position: 'right', fontSize: 10, formatter: (p: { value: unknown }) => formatCount(Number(p.value)) },
+        },
+      ],
+    },
+    860,
+    Math.max(220, 70 + sorted.length * 30),
+  )
+}
+
+/** Latency against percentile, one line per HTTP contender, on a log scale. */
+function latencyChart(latency: ServiceResults['latencyMs']): string {
+  const keys = Object.keys(latency[0]?.percentiles ?? {}).filter((key) => key !== 'p0_001' && key !== 'p99_999')
+  return svg({
+    title: { text: 'HTTP latency under load, by percentile (autocannon)', left: 'center', textStyle: { fontSize: 14 } },
+    legend: { bottom: 0 },
+    grid: { top: 50, left: 70, right: 30, bottom: 75 },
+    xAxis: { type: 'category', data: keys.map((key) => key.replace('_', '.')), name: 'percentile', nameLocation: 'middle', nameGap: 26 },
+    yAxis: { type: 'log', name: 'ms', logBase: 10 },
+    series: latency.map((contender) => ({
+      name: contender.name,
+      type: 'line' as const,
+      symbolSize: 5,
+      // autocannon reports whole milliseconds below 1 ms as 0: drawn at 0.1 so a log axis can show them.
+      data: keys.map((key) => Math.max(0.1, contender.percentiles[key])),
+    })),
+  })
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`
+  return [line(headers), `|${headers.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n')
+}
+
+/** The installed version of a package, as its package.json says. */
+function versionOf(name: string): string {
+  const require = createRequire(join(ROOT, 'package.json'))
+  try {
+    return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version
+  } catch {
+    // Packages whose exports hide package.json: read it from node_modules directly.
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version
+  }
+}
+
+function main(): void {
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-bench-report-'))
+  try {
+    const memory = runBench<MemoryResults>('memory', dir)
+    const redis = runBench<RedisResults>('redis', dir)
+    const redisMemory = runBench<RedisMemoryResults>('redisMemory', dir)
+    const service = runBench<ServiceResults>('service', dir)
+    mkdirSync(CHARTS, { recursive: true })
+    const medians = (rows: Throughput[]) => rows.map((r) => ({ name: r.name, value: r.median }))
+    const charts: Record<string, string> = {
+      'memory-throughput.svg': barChart('Embedded store: decisions/s (median of rounds)', 'decisions/s', medians(memory.throughput)),
+      'redis-throughput.svg': barChart(`Redis: decisions/s, ${redis.callers} callers (median)`, 'decisions/s', medians(redis.throughput)),
+      'service-throughput.svg': barChart('Service: requests/s (median)', 'requests/s', medians(service.throughput)),
+      'latency.svg': latencyChart(service.latencyMs),
+      'memory-per-key.svg': barChart(
+        `Embedded store: heap bytes per key (${formatCount(memory.heapKeys)} keys, one policy)`,
+        'bytes',
+        memory.heapBytesPerKey.map((r) => ({ name: r.name, value: r.bytes })),
+      ),
+      'redis-memory-per-key.svg': barChart(
+        'Redis: MEMORY USAGE of one key (limit 100 per 1h)',
+        'bytes',
+        redisMemory.memoryUsagePerKey.map((r) => ({ name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`, value: r.bytes })),
+      ),
+    }
+    for (const [name, text] of Object.entries(charts)) writeFileSync(join(CHARTS, name), text)
+    const link = (name: string, alt: string) => `![${alt}](${relative(OUT, join(CHARTS, name)).replaceAll('\\', '/')})`
+    writeFileSync(join(OUT, 'benchmarks.md'), report(memory, redis, redisMemory, service, link))
+    console.log(`\nwrote ${join(OUT, 'benchmarks.md')} and ${Object.keys(charts).length} charts in ${CHARTS}`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+function report(
+  memory: MemoryResults,
+  redis: RedisResults,
+  redisMemory: RedisMemoryResults,
+  service: ServiceResults,
+  link: (name: string, alt: string) => string,
+): string {
+  const cpu = cpus()
+  const rlfMemory = memory.throughput.find((r) => r.name.startsWith('rate-limiter-flexible'))?.median ?? Number.NaN
+  const rlfRedis = redis.throughput.find((r) => r.name === 'rate-limiter-flexible')?.median ?? Number.NaN
+  const bare = service.throughput[0]
+  const versions: [string, string][] = [
+    ['floodgate / floodgate-server', `${versionOf('floodgate')} / ${versionOf('floodgate-server')} (this repository)`],
+    ['Node.js', process.version],
+    ['redis-server', redis.redisVersion],
+    ['ioredis (every Redis contender\'s client)', versionOf('ioredis')],
+    ['rate-limiter-flexible', versionOf('rate-limiter-flexible')],
+    ['rate-limit-redis', versionOf('rate-limit-redis')],
+    ['fastify (the service and the bare route)', versionOf('fastify')],
+    ['@grpc/grpc-js', versionOf('@grpc/grpc-js')],
+    ['autocannon (HTTP load)', versionOf('autocannon')],
+    ['echarts (these charts)', versionOf('echarts')],
+  ]
+  const quickNote = QUICK
+    ? '\n\n> **Reduced sizes (`--quick`)**: this file checks that the report is produced. Its figures are not measurements.'
+    : ''
+  const memoryTable = table(
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible'],
+    memory.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfMemory)]),
+  )
+  const redisTable = table(
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'failed'],
+    redis.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfRedis), formatCount(r.failed)]),
+  )
+  const serviceTable = table(
+    ['contender', 'requests/s', 'vs bare route', 'server CPU per request'],
+    service.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, bare.median), `${r.cpuMicrosPerRequest.toFixed(1)} µs`]),
+  )
+  const percentiles = Object.keys(service.latencyMs[0]?.percentiles ?? {})
+  const latencyTable = table(
+    ['contender', ...percentiles.map((k) => k.replace('_', '.'))],
+    service.latencyMs.map((r) => [r.name, ...percentiles.map((k) => String(r.percentiles[k]))]),
+  )
+  const usedMemoryTable = table(
+    ['keys', 'layout', 'used_memory per key'],
+    redisMemory.usedMemoryPerKey.map((r) => [formatCount(r.keys), r.layout, `${Math.round(r.bytesPerKey)} B`]),
+  )
+  return `# Benchmarks
+
+Produced by \`npm run bench:report\` (bench/report.ts), which runs \`bench:memory\`, \`bench:redis\`,
+\`bench:redis-memory\` and \`bench:service\` one after the other and charts their figures.${quickNote}
+Every figure is a median of interleaved rounds (each round runs every contender once, so a slow
+phase of the machine hits them all), and ratios compare contenders of the same run. Absolute numbers
+depend on the machine; compare the ratios.
+
+## Machine
+
+- ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${formatBytes(totalmem())} RAM, ${osType()} ${release()}
+- Benchmarks share the machine with their load generators (and, on a shared host, other work): the
+  Redis and service figures include the client's CPU cost on the same cores.
+
+${table(['component', 'version'], versions)}
+
+## Embedded store
+
+\`bench:memory\`: ${formatCount(memory.ops)} decisions per measurement over ${formatCount(memory.keys)} keys,
+rounds: ${memory.rounds}, in one process; every request admitted. The floors are not products: the core alone, and what any
+in-process limiter call costs at least (an async call, a Map read, the clock, a decision object).
+
+${link('memory-throughput.svg', 'Embedded store decisions per second')}
+
+${memoryTable}
+
+${link('memory-per-key.svg', 'Heap bytes per key')}
+
+${table(['store', 'heap per key'], memory.heapBytesPerKey.map((r) => [r.name, formatBytes(r.bytes)]))}
+
+## Redis
+
+\`bench:redis\`: ${redis.callers} concurrent callers over ${formatCount(redis.keys)} keys against one local redis-server,
+rounds: ${redis.rounds} of ${formatCount(redis.roundMs)} ms per contender; every contender uses ioredis with auto-pipelining,
+and every request is admitted.
+Raw \`INCR\` (one command per request, no limiting logic) is the floor a Redis limiter cannot beat by much.
+
+${link('redis-throughput.svg', 'Redis decisions per second')}
+
+${redisTable}
+
+${link('redis-memory-per-key.svg', 'Redis memory per key')}
+
+${table(['algorithm', 'state', 'MEMORY USAGE'], redisMemory.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]))}
+
+\`bench:redis-memory\`: \`used_memory\` grown per active key (allocator and dictionary overhead included), for
+Floodgate's records and for reference layouts (plain strings, hash buckets):
+
+${usedMemoryTable}
+
+## Service
+
+\`bench:service\`: the service in a child process, loaded by autocannon (${service.connections} HTTP connections) and a grpc-js client
+(${service.grpcCallers} concurrent calls), rounds: ${service.rounds} of ${service.seconds} s per contender; the bare Fastify route parses
+the same body and answers a JSON body of the same size, with no limiting: the ceiling for the HTTP API.
+
+${link('service-throughput.svg', 'Service requests per second')}
+
+${serviceTable}
+
+${link('latency.svg', 'HTTP latency by percentile')}
+
+Latency is what autocannon's ${service.connections} connections saw at full load (closed loop: each connection sends its
+next request when the answer arrives), in milliseconds; autocannon counts whole milliseconds, so
+values under 1 ms show as 0 (drawn at 0.1 on the log axis).
+
+${latencyTable}
+`
+}
+
+main()

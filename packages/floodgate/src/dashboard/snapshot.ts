@@ -1,0 +1,70 @@
+// The dashboard's one JSON document (`GET <dashboard>/data.json`): its shape, for the page and other tools (docs/dashboard.md).
+
+/**
+ * Lease / write-back state of the policies that keep state that way (issue 12), as their modes
+ * report it: a flat record of figures per mode. Null in the snapshot until something provides it.
+ */
+export type SyncState = Readonly<Record<string, string | number | boolean | null>>
+
+/** One rule (or, for a limiter in an app, one deciding policy). */
+export interface RuleSnapshot {
+  rule: string
+  /** Units allowed / denied since start. */
+  allowed: number
+  denied: number
+  /** Averages over the last 10 whole seconds. */
+  allowedPerSecond: number
+  deniedPerSecond: number
+  /** Per-second units, aligned with `series.time`; present for the busiest rules only. */
+  series?: { allowed: number[]; denied: number[] }
+}
+
+export interface DashboardSnapshot {
+  /** Bumped when a field changes meaning or goes away; new fields do not bump it. */
+  version: 1
+  /** When the snapshot was taken, ms since the epoch. */
+  now: number
+  /** How often the page asks again, in ms. */
+  refreshMs: number
+  /** One value per whole second, oldest first; the second in progress is not included. */
+  series: {
+    stepMs: 1000
+    /** Unix time in seconds of each value. */
+    time: number[]
+    /** Units allowed / denied in that second (decisions/s for requests of cost 1). */
+    allowed: number[]
+    denied: number[]
+    /** Decisions made without the store (the failure mode) in that second. */
+    fallback: number[]
+    /** Store call latency quantiles of that second, in ms (a bucket's upper bound); null with no call. */
+    storeLatencyP50Ms: (number | null)[]
+    storeLatencyP99Ms: (number | null)[]
+  }
+  /** Units since start: the sums of the service's `floodgate_within_limit` and `floodgate_over_limit` counters. */
+  totals: { allowed: number; denied: number }
+  /** Every rule seen, the busiest of the last 10 s first. */
+  rules: RuleSnapshot[]
+  /** The most denied keys over the last few minutes (Space-Saving estimates: `denied` never undercounts, by at most `error`). */
+  topKeys: {
+    /** Keys are `sha256:` and 16 hex digits of the key text unless the operator chose raw keys. */
+    hashed: boolean
+    spanMs: number
+    windowMs: number
+    capacity: number
+    keys: { key: string; denied: number; error: number }[]
+  }
+  store: {
+    kind: string
+    breaker: 'open' | 'closed'
+    /** Store calls that failed or timed out, since start. */
+    errors: number
+    /** Decisions made by each failure mode, since start. */
+    fallbacks: { open: number; closed: number; local: number }
+    /** Store call latency over the last 10 whole seconds; null for an in-process store (no I/O to time). */
+    latency: { windowMs: number; samples: number; p50Ms: number | null; p99Ms: number | null } | null
+  }
+  /** Rules loaded, their files and the last reload error; null when nothing describes them. */
+  config: { rules: number; files: readonly string[]; lastReloadError: readonly string[] | null } | null
+  /** Lease / write-back state (issue 12); null until those modes report it. */
+  sync: SyncState | null
+}
