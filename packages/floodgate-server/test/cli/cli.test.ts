@@ -114,7 +114,7 @@ describe('floodgate serve and check', () => {
     const url = `http://127.0.0.1:${httpPort}`
     const first = await run(['check', '--url', url, '--domain', 'cli', 'user=checker'])
     assert.equal(first.code, 0, first.stderr)
-    assert.match(first.stdout, /^allowed\n  rule cli\.user, policy .*: allowed, 1\/2 remaining/)
+    assert.match(first.stdout, /^allowed\n {2}rule cli\.user, policy .*: allowed, 1\/2 remaining/)
     assert.equal((await run(['check', '--url', url, '--domain', 'cli', 'user=checker'])).code, 0)
     const limited = await run(['check', '--url', url, '--domain', 'cli', 'user=checker', '--json'])
     assert.equal(limited.code, 1)

@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
-import { FloodgateClient, FloodgateClientError, withRetry, parseRetryAfter } from 'floodgate/client'
+import { FloodgateClient, type FloodgateClientError, withRetry, parseRetryAfter } from 'floodgate/client'
 import type { CheckResult } from 'floodgate/client'
 import { backoffMs } from '../../../floodgate/src/client/retry.js'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'

@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readSettings, serveUsage, SERVE_OPTIONS } from '../../src/service/settings.js'
-import { FloodgateError } from 'floodgate'
+import type { FloodgateError } from 'floodgate'
 
 describe('readSettings', () => {
   it('applies the documented defaults: embedded store, ports 8080/8081, fail open', () => {

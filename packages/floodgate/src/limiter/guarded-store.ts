@@ -129,7 +129,7 @@ export class GuardedStore implements Backend {
   // call, also on the paths that never make it.
   private callLater(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
     return new Promise<EvaluateResponse | undefined>((resolve, reject) => {
-      let abandon: (() => void) | void = undefined
+      let abandon: (() => void) | void 
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
       const entry = this.timeouts.start((timeout) => {
         abandon?.()

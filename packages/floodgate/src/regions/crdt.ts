@@ -20,17 +20,17 @@ export type UsageFields = ReadonlyMap<string, number>
 
 /** The field of a region's admitted units. */
 export function usedField(region: string): string {
-  return 'u|' + region
+  return `u|${region}`
 }
 
 /** The field of a region's demand (units asked for, admitted or not). */
 export function demandField(region: string): string {
-  return 'd|' + region
+  return `d|${region}`
 }
 
 /** The field of the units `from` handed to `to` (split mode). */
 export function grantField(from: string, to: string): string {
-  return 'g|' + from + '|' + to
+  return `g|${from}|${to}`
 }
 
 /** True for fields every region may hold and exchange; false for a region's private bookkeeping (`o|`, `a|`). */
@@ -69,11 +69,11 @@ export function mergeInto(into: Map<string, number>, from: UsageFields): boolean
  * `g|<to>`; the region entry is `u|<region>`, `d|<region>` or `g|<region>|<to>`.
  */
 export function fold(fields: Map<string, number>, region: string, origin: string, sub: string, cumulative: number): void {
-  const originField = 'o|' + origin + '|' + sub
+  const originField = `o|${origin}|${sub}`
   const old = fields.get(originField) ?? 0
   if (cumulative <= old) return
   fields.set(originField, cumulative)
-  const regionField = sub.charAt(0) + '|' + region + sub.slice(1)
+  const regionField = `${sub.charAt(0)}|${region}${sub.slice(1)}`
   fields.set(regionField, (fields.get(regionField) ?? 0) + cumulative - old)
 }
 
@@ -108,7 +108,7 @@ export function usedByAll(fields: UsageFields): number {
 /** Units handed to `region` by the others (split mode). */
 export function grantedTo(fields: UsageFields, region: string): number {
   let total = 0
-  const suffix = '|' + region
+  const suffix = `|${region}`
   for (const [field, value] of fields) {
     if (field.startsWith('g|') && field.endsWith(suffix) && field.indexOf('|', 2) === field.length - suffix.length) total += value
   }
@@ -118,7 +118,7 @@ export function grantedTo(fields: UsageFields, region: string): number {
 /** Units `region` handed to the others (split mode). */
 export function grantedBy(fields: UsageFields, region: string): number {
   let total = 0
-  const prefix = 'g|' + region + '|'
+  const prefix = `g|${region}|`
   for (const [field, value] of fields) {
     if (field.startsWith(prefix)) total += value
   }

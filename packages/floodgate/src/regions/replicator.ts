@@ -110,7 +110,7 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
     const subs: [string, number][] = []
     if (entry.used > 0) subs.push(['u', entry.used])
     if (entry.demand > 0) subs.push(['d', entry.demand])
-    for (const [peer, units] of entry.given) subs.push(['g|' + peer, units])
+    for (const [peer, units] of entry.given) subs.push([`g|${peer}`, units])
     const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
     const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
     const hashKey = usageKey(ctx.prefix, entry.key, entry.policy, entry.window)

@@ -36,7 +36,7 @@ export function isDirty(entry: TrackedEntry): boolean {
 
 /** The entry id of (key, policy, window). */
 export function entryId(key: string, policy: Policy, window: number): string {
-  return key + '\u0000' + policy.name + '\u0000' + window
+  return `${key}\u0000${policy.name}\u0000${window}`
 }
 
 /**

@@ -6,7 +6,7 @@ import { formatIssue, parseRules } from '../../src/rules.js'
 import { configErrorOf, issueAt, issuesOf } from './support.js'
 
 /** Joins lines so that element i is line i + 1, which keeps expected line numbers obvious. */
-const lines = (...text: string[]): string => text.join('\n') + '\n'
+const lines = (...text: string[]): string => `${text.join('\n')}\n`
 
 describe('config errors', () => {
   it('malformed YAML: the parser error with its line', () => {
@@ -374,7 +374,7 @@ describe('config errors', () => {
     )
     assert.match(error.message, /^invalid rate limit rules \(3 issues\):\n/)
     for (const issue of error.issues) assert.ok(error.message.includes(formatIssue(issue)))
-    assert.match(error.message, /  a\.yaml:4:25 descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/)
+    assert.match(error.message, / {2}a\.yaml:4:25 descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/)
   })
 
   it('no files at all', () => {

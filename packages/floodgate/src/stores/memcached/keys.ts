@@ -25,8 +25,8 @@ export function escapeMemcachedPart(text: string): string {
   for (const char of text) {
     const unit = char.charCodeAt(0)
     if (char.length === 1 && unit >= 0x21 && unit <= 0x7e && unit !== 0x25 && unit !== 0x23 && unit !== 0x7c) out += char
-    else if (char.length === 1 && unit >= 0xd800 && unit <= 0xdfff) out += '%u' + unit.toString(16).toUpperCase().padStart(4, '0')
-    else for (const byte of Buffer.from(char)) out += '%' + byte.toString(16).toUpperCase().padStart(2, '0')
+    else if (char.length === 1 && unit >= 0xd800 && unit <= 0xdfff) out += `%u${unit.toString(16).toUpperCase().padStart(4, '0')}`
+    else for (const byte of Buffer.from(char)) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   return out
 }
@@ -41,7 +41,7 @@ export function memcachedPolicyKey(prefix: string, userKey: string, policy: Poli
   const tag = policy.shaping ? `${ALGORITHM_TAG[policy.algorithm]}s` : ALGORITHM_TAG[policy.algorithm]
   const plain = `${escapeMemcachedPart(userKey)}|${escapeMemcachedPart(policy.name)}|${tag}`
   if (prefix.length + plain.length + WINDOW_SUFFIX_BYTES <= MAX_MEMCACHED_KEY_BYTES) return prefix + plain
-  return prefix + '#' + createHash('sha256').update(plain).digest('hex')
+  return `${prefix}#${createHash('sha256').update(plain).digest('hex')}`
 }
 
 /** Checks a prefix: printable ASCII without `#` or `|`, short enough to leave room for a hashed key. */

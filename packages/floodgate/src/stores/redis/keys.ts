@@ -49,7 +49,7 @@ export function escapeKeyPart(text: string): string {
     else if (unit >= 0xd800 && unit <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
       out += text[i] + text[i + 1]
       i++
-    } else if (unit >= 0xd800 && unit <= 0xdfff) out += '%u' + unit.toString(16).toUpperCase().padStart(4, '0')
+    } else if (unit >= 0xd800 && unit <= 0xdfff) out += `%u${unit.toString(16).toUpperCase().padStart(4, '0')}`
     else out += text[i]
   }
   return out
@@ -71,7 +71,7 @@ export function policyKey(prefix: string, userKey: string, policy: Policy): stri
     suffix = `}:${policyId(policy.name)}:${stateTag(policy)}`
     suffixes.set(policy, suffix)
   }
-  return prefix + '{' + escapeKeyPart(userKey) + suffix
+  return `${prefix}{${escapeKeyPart(userKey)}${suffix}`
 }
 
 // What follows the user key, per policy: made once, as policies are immutable and long-lived.

@@ -13,7 +13,7 @@ import { keySlot } from './slot.js'
 
 /** The key of a policy's lease ledger: its record's key and `#l`, so the same slot (see keys.ts: no record key ends so). */
 export function ledgerKey(prefix: string, userKey: string, policy: Policy): string {
-  return policyKey(prefix, userKey, policy) + '#l'
+  return `${policyKey(prefix, userKey, policy)}#l`
 }
 
 interface Item {

@@ -113,7 +113,7 @@ const trickyText = fc.string({ unit: fc.constantFrom('{', '}', ':', '%', '7', 'D
 /** Reads (user key, policy id, tag) back from the bytes Redis stores: a left inverse of policyKey. */
 function parseKey(prefix: string, bytes: Buffer): [string, string, string] {
   const key = bytes.toString('utf8')
-  assert.ok(key.startsWith(prefix + '{'))
+  assert.ok(key.startsWith(`${prefix}{`))
   const close = key.indexOf('}', prefix.length + 1)
   const [empty, id, tag, ...rest] = key.slice(close + 1).split(':')
   assert.equal(empty, '')
