@@ -14,11 +14,11 @@ import {
   findPolicy,
   identityIndex,
   type KeyEntry,
-  oldestExcept,
   ownState,
   recordBytes,
   type StoredRecord,
 } from './key-entry.js'
+import { OldestCursor } from './oldest-cursor.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -66,6 +66,8 @@ export class MemoryStore implements Store {
   // its last one: a hot working set smaller than that never moves at all.
   private readonly open = new Map<string, KeyEntry>()
   private readonly guarded = new Map<string, KeyEntry>()
+  private readonly openOldest = new OldestCursor(this.open)
+  private readonly guardedOldest = new OldestCursor(this.guarded)
   private readonly moveDistance: number
   private moves = 0
   private bytes = 0
@@ -195,6 +197,7 @@ export class MemoryStore implements Store {
         this.guarded.delete(key)
         entry.protected = false
         this.open.set(key, entry)
+        entry.movedAt = ++this.moves
       }
     }
     return Promise.resolve()
@@ -204,6 +207,8 @@ export class MemoryStore implements Store {
   close(): Promise<void> {
     this.open.clear()
     this.guarded.clear()
+    this.openOldest.clear()
+    this.guardedOldest.clear()
     this.bytes = 0
     return Promise.resolve()
   }
@@ -287,9 +292,9 @@ export class MemoryStore implements Store {
     this.bytes += bytes
     if (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
       this.makeRoom(entry, now)
-    } else if (!this.dropOldestIfDead(this.open, now)) {
+    } else if (!this.dropOldestIfDead(this.openOldest, now)) {
       // Protected keys expire too (a day's window ends): shed them as open ones, one per new key.
-      this.dropOldestIfDead(this.guarded, now)
+      this.dropOldestIfDead(this.guardedOldest, now)
     }
   }
 
@@ -300,8 +305,8 @@ export class MemoryStore implements Store {
   // fill the store.
   private makeRoom(used: KeyEntry, now: number): void {
     while (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
-      if (this.dropOldestIfDead(this.guarded, now) || this.dropOldestIfDead(this.open, now)) continue
-      const victim = oldestExcept(this.open, used) ?? oldestExcept(this.guarded, used)
+      if (this.dropOldestIfDead(this.guardedOldest, now) || this.dropOldestIfDead(this.openOldest, now)) continue
+      const victim = this.oldestExcept(this.openOldest, this.open, used) ?? this.oldestExcept(this.guardedOldest, this.guarded, used)
       if (victim !== undefined) {
         this.remove(victim[0], victim[1])
         continue
@@ -314,17 +319,30 @@ export class MemoryStore implements Store {
 
   // Opportunistic and O(1): the least recently used entry is the likeliest to have expired, so a
   // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
-  private dropOldestIfDead(segment: Map<string, KeyEntry>, now: number): boolean {
-    const oldest = segment.entries().next()
-    if (oldest.done || now < oldest.value[1].deadAt) return false
-    this.remove(oldest.value[0], oldest.value[1])
+  private dropOldestIfDead(segment: OldestCursor, now: number): boolean {
+    const oldest = segment.first()
+    if (oldest === undefined || now < oldest[1].deadAt) return false
+    this.remove(oldest[0], oldest[1])
     return true
+  }
+
+  /** The least recently used entry of a segment other than `used` (the first or the second). */
+  private oldestExcept(cursor: OldestCursor, segment: Map<string, KeyEntry>, used: KeyEntry): [string, KeyEntry] | undefined {
+    const first = cursor.first()
+    if (first === undefined || first[1] !== used) return first
+    if (segment.size < 2) return undefined
+    // Rare (the entry just decided is the oldest of its class and others remain): a walk from the start.
+    const order = segment.entries()
+    order.next()
+    return order.next().value
   }
 
   private remove(key: string, entry: KeyEntry): void {
     if (entry.protected) this.guarded.delete(key)
     else this.open.delete(key)
     this.bytes -= entry.bytes
+    // Tells the OldestCursor that this entry left its place.
+    entry.movedAt = -1
   }
 
   private resize(entry: KeyEntry, delta: number): void {
