@@ -46,7 +46,8 @@ const RECORD_BYTES = 80
 export const BYTES_PER_CHARACTER = 2
 export const BYTES_PER_STATE_NUMBER = 8
 
-export function recordBytes(record: StoredRecord): number {
+/** What a record holding `record.state` counts for against maxBytes. */
+export function recordBytes(record: PolicyRecord): number {
   return RECORD_BYTES + (record.state === undefined ? 0 : record.state.length * BYTES_PER_STATE_NUMBER)
 }
 

@@ -265,37 +265,58 @@ export class MemoryStore implements Store {
   private insert(key: string, policies: readonly Policy[], evaluation: KeyEvaluation, now: number): void {
     const { records, ttlMs, results } = evaluation
     const protectBelow = protectBelowOf(policies)
-    const own: StoredRecord[] = new Array(records.length)
+    let bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER
+    for (let i = 0; i < records.length; i++) bytes += recordBytes(records[i])
+    // Within both bounds, a new key sheds one dead key (the oldest open one, else the oldest
+    // protected one: day windows end too) and takes over its objects, so a store whose keys lapse
+    // between visits (sparse clients) recycles entries instead of feeding the collector.
+    const within = this.open.size + this.guarded.size < this.maxKeys && this.bytes + bytes <= this.maxBytes
+    const spare = within ? (this.dropOldestIfDead(this.openOldest, now) ?? this.dropOldestIfDead(this.guardedOldest, now)) : undefined
+    const reuse = spare !== undefined && spare.records.length === records.length
+    const own: (StoredRecord | undefined)[] = reuse ? spare.records : new Array(records.length)
     let restricted = !evaluation.allowed
     let deadAt = 0
-    let bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER
     for (let i = 0; i < ttlMs.length; i++) {
       const expiresAt = now + ttlMs[i]
-      const record = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
-      own[i] = record
-      bytes += recordBytes(record)
+      const record = own[i]
+      if (record === undefined) {
+        own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
+      } else {
+        record.blockedUntil = records[i].blockedUntil
+        record.state = ownState(record.state, records[i].state)
+        record.expiresAt = expiresAt
+      }
       if (results[i].remaining < protectBelow[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
-    const entry: KeyEntry = {
-      policies,
-      records: own,
-      deadAt,
-      lastSet: policies,
-      lastIndex: identityIndex(policies.length),
-      lastProtectBelow: protectBelow,
-      movedAt: ++this.moves,
-      protected: restricted,
-      bytes,
+    let entry: KeyEntry
+    if (spare === undefined) {
+      entry = {
+        policies,
+        records: own,
+        deadAt,
+        lastSet: policies,
+        lastIndex: identityIndex(policies.length),
+        lastProtectBelow: protectBelow,
+        movedAt: ++this.moves,
+        protected: restricted,
+        bytes,
+      }
+    } else {
+      entry = spare
+      entry.policies = policies
+      entry.records = own
+      entry.deadAt = deadAt
+      entry.lastSet = policies
+      entry.lastIndex = identityIndex(policies.length)
+      entry.lastProtectBelow = protectBelow
+      entry.movedAt = ++this.moves
+      entry.protected = restricted
+      entry.bytes = bytes
     }
     ;(restricted ? this.guarded : this.open).set(key, entry)
     this.bytes += bytes
-    if (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
-      this.makeRoom(entry, now)
-    } else if (!this.dropOldestIfDead(this.openOldest, now)) {
-      // Protected keys expire too (a day's window ends): shed them as open ones, one per new key.
-      this.dropOldestIfDead(this.guardedOldest, now)
-    }
+    if (!within) this.makeRoom(entry, now)
   }
 
   // Evicts until both bounds hold: a dead entry first (it holds nothing; the oldest of each class is
@@ -305,7 +326,8 @@ export class MemoryStore implements Store {
   // fill the store.
   private makeRoom(used: KeyEntry, now: number): void {
     while (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
-      if (this.dropOldestIfDead(this.guardedOldest, now) || this.dropOldestIfDead(this.openOldest, now)) continue
+      if (this.dropOldestIfDead(this.guardedOldest, now) !== undefined) continue
+      if (this.dropOldestIfDead(this.openOldest, now) !== undefined) continue
       const victim = this.oldestExcept(this.openOldest, this.open, used) ?? this.oldestExcept(this.guardedOldest, this.guarded, used)
       if (victim !== undefined) {
         this.remove(victim[0], victim[1])
@@ -319,11 +341,11 @@ export class MemoryStore implements Store {
 
   // Opportunistic and O(1): the least recently used entry is the likeliest to have expired, so a
   // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
-  private dropOldestIfDead(segment: OldestCursor, now: number): boolean {
+  private dropOldestIfDead(segment: OldestCursor, now: number): KeyEntry | undefined {
     const oldest = segment.first()
-    if (oldest === undefined || now < oldest[1].deadAt) return false
+    if (oldest === undefined || now < oldest[1].deadAt) return undefined
     this.remove(oldest[0], oldest[1])
-    return true
+    return oldest[1]
   }
 
   /** The least recently used entry of a segment other than `used` (the first or the second). */
