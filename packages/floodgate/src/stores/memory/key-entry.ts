@@ -22,7 +22,7 @@ export interface KeyEntry {
   lastIndex: readonly number[]
   /** Per policy of `lastSet`, the remaining units below which the key is protected (see protectBelowOf). */
   lastProtectBelow: readonly number[]
-  /** The store's move counter when this entry last moved to the young end of the LRU order. */
+  /** The store's move counter when this entry last moved to the young end of the LRU order (-1 once removed). */
   movedAt: number
   /** In the protected class (see MemoryStoreOptions.maxKeys): denied last, or past half a policy's capacity. */
   protected: boolean
@@ -71,17 +71,8 @@ const RECORD_BYTES = 80
 export const BYTES_PER_CHARACTER = 2
 export const BYTES_PER_STATE_NUMBER = 8
 
-/** The least recently used entry of `segment` other than `used` (the first or the second: O(1)). */
-export function oldestExcept(segment: Map<string, KeyEntry>, used: KeyEntry): [string, KeyEntry] | undefined {
-  const order = segment.entries()
-  const first = order.next()
-  if (first.done) return undefined
-  if (first.value[1] !== used) return first.value
-  const second = order.next()
-  return second.done ? undefined : second.value
-}
-
-export function recordBytes(record: StoredRecord): number {
+/** What a record holding `record.state` counts for against maxBytes. */
+export function recordBytes(record: PolicyRecord): number {
   return RECORD_BYTES + (record.state === undefined ? 0 : record.state.length * BYTES_PER_STATE_NUMBER)
 }
 

@@ -19,13 +19,13 @@ import {
   findPolicy,
   identityIndex,
   type KeyEntry,
-  oldestExcept,
   markSeen,
   ownState,
   recordBytes,
   seenBefore,
   type StoredRecord,
 } from './key-entry.js'
+import { OldestCursor } from './oldest-cursor.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -73,6 +73,8 @@ export class MemoryStore implements LeaseStore {
   // its last one: a hot working set smaller than that never moves at all.
   private readonly open = new Map<string, KeyEntry>()
   private readonly guarded = new Map<string, KeyEntry>()
+  private readonly openOldest = new OldestCursor(this.open)
+  private readonly guardedOldest = new OldestCursor(this.guarded)
   private readonly moveDistance: number
   private moves = 0
   private bytes = 0
@@ -295,6 +297,7 @@ export class MemoryStore implements LeaseStore {
         this.guarded.delete(key)
         entry.protected = false
         this.open.set(key, entry)
+        entry.movedAt = ++this.moves
       }
     }
     return Promise.resolve()
@@ -304,6 +307,8 @@ export class MemoryStore implements LeaseStore {
   close(): Promise<void> {
     this.open.clear()
     this.guarded.clear()
+    this.openOldest.clear()
+    this.guardedOldest.clear()
     this.bytes = 0
     return Promise.resolve()
   }
@@ -360,37 +365,58 @@ export class MemoryStore implements LeaseStore {
   private insert(key: string, policies: readonly Policy[], evaluation: KeyEvaluation, now: number): void {
     const { records, ttlMs, results } = evaluation
     const protectBelow = protectBelowOf(policies)
-    const own: StoredRecord[] = new Array(records.length)
+    let bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER
+    for (let i = 0; i < records.length; i++) bytes += recordBytes(records[i])
+    // Within both bounds, a new key sheds one dead key (the oldest open one, else the oldest
+    // protected one: day windows end too) and takes over its objects, so a store whose keys lapse
+    // between visits (sparse clients) recycles entries instead of feeding the collector.
+    const within = this.open.size + this.guarded.size < this.maxKeys && this.bytes + bytes <= this.maxBytes
+    const spare = within ? (this.dropOldestIfDead(this.openOldest, now) ?? this.dropOldestIfDead(this.guardedOldest, now)) : undefined
+    const reuse = spare !== undefined && spare.records.length === records.length
+    const own: (StoredRecord | undefined)[] = reuse ? spare.records : new Array(records.length)
     let restricted = !evaluation.allowed
     let deadAt = 0
-    let bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER
     for (let i = 0; i < ttlMs.length; i++) {
       const expiresAt = now + ttlMs[i]
-      const record = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
-      own[i] = record
-      bytes += recordBytes(record)
+      const record = own[i]
+      if (record === undefined) {
+        own[i] = { blockedUntil: records[i].blockedUntil, state: ownState(undefined, records[i].state), expiresAt }
+      } else {
+        record.blockedUntil = records[i].blockedUntil
+        record.state = ownState(record.state, records[i].state)
+        record.expiresAt = expiresAt
+      }
       if (results[i].remaining < protectBelow[i]) restricted = true
       if (expiresAt > deadAt) deadAt = expiresAt
     }
-    const entry: KeyEntry = {
-      policies,
-      records: own,
-      deadAt,
-      lastSet: policies,
-      lastIndex: identityIndex(policies.length),
-      lastProtectBelow: protectBelow,
-      movedAt: ++this.moves,
-      protected: restricted,
-      bytes,
+    let entry: KeyEntry
+    if (spare === undefined) {
+      entry = {
+        policies,
+        records: own,
+        deadAt,
+        lastSet: policies,
+        lastIndex: identityIndex(policies.length),
+        lastProtectBelow: protectBelow,
+        movedAt: ++this.moves,
+        protected: restricted,
+        bytes,
+      }
+    } else {
+      entry = spare
+      entry.policies = policies
+      entry.records = own
+      entry.deadAt = deadAt
+      entry.lastSet = policies
+      entry.lastIndex = identityIndex(policies.length)
+      entry.lastProtectBelow = protectBelow
+      entry.movedAt = ++this.moves
+      entry.protected = restricted
+      entry.bytes = bytes
     }
     ;(restricted ? this.guarded : this.open).set(key, entry)
     this.bytes += bytes
-    if (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
-      this.makeRoom(entry, now)
-    } else if (!this.dropOldestIfDead(this.open, now)) {
-      // Protected keys expire too (a day's window ends): shed them as open ones, one per new key.
-      this.dropOldestIfDead(this.guarded, now)
-    }
+    if (!within) this.makeRoom(entry, now)
   }
 
   // Evicts until both bounds hold: a dead entry first (it holds nothing; the oldest of each class is
@@ -400,8 +426,9 @@ export class MemoryStore implements LeaseStore {
   // fill the store.
   private makeRoom(used: KeyEntry, now: number): void {
     while (this.open.size + this.guarded.size > this.maxKeys || this.bytes > this.maxBytes) {
-      if (this.dropOldestIfDead(this.guarded, now) || this.dropOldestIfDead(this.open, now)) continue
-      const victim = oldestExcept(this.open, used) ?? oldestExcept(this.guarded, used)
+      if (this.dropOldestIfDead(this.guardedOldest, now) !== undefined) continue
+      if (this.dropOldestIfDead(this.openOldest, now) !== undefined) continue
+      const victim = this.oldestExcept(this.openOldest, this.open, used) ?? this.oldestExcept(this.guardedOldest, this.guarded, used)
       if (victim !== undefined) {
         this.remove(victim[0], victim[1])
         continue
@@ -414,17 +441,30 @@ export class MemoryStore implements LeaseStore {
 
   // Opportunistic and O(1): the least recently used entry is the likeliest to have expired, so a
   // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
-  private dropOldestIfDead(segment: Map<string, KeyEntry>, now: number): boolean {
-    const oldest = segment.entries().next()
-    if (oldest.done || now < oldest.value[1].deadAt) return false
-    this.remove(oldest.value[0], oldest.value[1])
-    return true
+  private dropOldestIfDead(segment: OldestCursor, now: number): KeyEntry | undefined {
+    const oldest = segment.first()
+    if (oldest === undefined || now < oldest[1].deadAt) return undefined
+    this.remove(oldest[0], oldest[1])
+    return oldest[1]
+  }
+
+  /** The least recently used entry of a segment other than `used` (the first or the second). */
+  private oldestExcept(cursor: OldestCursor, segment: Map<string, KeyEntry>, used: KeyEntry): [string, KeyEntry] | undefined {
+    const first = cursor.first()
+    if (first === undefined || first[1] !== used) return first
+    if (segment.size < 2) return undefined
+    // Rare (the entry just decided is the oldest of its class and others remain): a walk from the start.
+    const order = segment.entries()
+    order.next()
+    return order.next().value
   }
 
   private remove(key: string, entry: KeyEntry): void {
     if (entry.protected) this.guarded.delete(key)
     else this.open.delete(key)
     this.bytes -= entry.bytes
+    // Tells the OldestCursor that this entry left its place.
+    entry.movedAt = -1
   }
 
   private resize(entry: KeyEntry, delta: number): void {

@@ -162,6 +162,22 @@ describe('MemoryStore bounds', () => {
     assert.equal(store.size, 50)
   })
 
+  it('a new key that takes over a dead key\'s objects shares nothing with it and counts the same bytes', async () => {
+    const store = new MemoryStore({ maxKeys: 100 })
+    const fresh = new MemoryStore({ maxKeys: 100 })
+    const log = [createPolicy({ algorithm: 'sliding-log', limit: 5, period: '1s' })]
+    for (let i = 0; i < 4; i++) await charge(store, 'old', log, 1, T0)
+    // 'old' is dead a second later; 'new' sheds it (and reuses its entry), then 'old' comes back fresh.
+    const first = await charge(store, 'new', log, 1, T0 + 1_000)
+    const back = await charge(store, 'old', log, 1, T0 + 1_000)
+    const again = await charge(store, 'new', log, 1, T0 + 1_000)
+    assert.deepEqual([first.results[0].remaining, back.results[0].remaining, again.results[0].remaining], [4, 4, 3])
+    await charge(fresh, 'new', log, 2, T0 + 1_000)
+    await charge(fresh, 'old', log, 1, T0 + 1_000)
+    assert.equal(store.size, 2)
+    assert.equal(store.sizeBytes, fresh.sizeBytes)
+  })
+
   it('sheds dead protected keys the same way', async () => {
     const store = new MemoryStore({ maxKeys: 100 })
     const policies = [fixed(1, '1s')]
