@@ -119,7 +119,12 @@ function traces(): Trace[] {
   return [
     { name: 'steady', about: 'one client, Poisson arrivals at 1.2x the limit', clients: 1, arrivals: steady },
     { name: 'bursty', about: 'one client, 0.5x the limit with bursts at 6x for 5-30 s every 1-4 min', clients: 1, arrivals: bursty },
-    { name: 'window edge', about: 'one client sending the limit just before and just after each minute boundary', clients: 1, arrivals: edge },
+    {
+      name: 'window edge',
+      about: 'one client sending the limit just before and just after each minute boundary',
+      clients: 1,
+      arrivals: edge,
+    },
     { name: 'crowd', about: `${clients} clients: 98% at 0-0.3x the limit, 2% at 1.5-4.5x`, clients, arrivals: crowd, overLimit },
   ]
 }
@@ -174,7 +179,17 @@ function replay(algorithm: AlgorithmName, trace: Trace): Outcome {
     }
     if (exactAllows !== evaluation.allowed && trace.overLimit !== undefined && !trace.overLimit.has(client)) wrongBelowLimit++
   }
-  return { algorithm, trace: trace.name, requests: trace.arrivals.length, admitted, wronglyAllowed, wronglyDenied, wrongBelowLimit, worstWindow, admittedAt }
+  return {
+    algorithm,
+    trace: trace.name,
+    requests: trace.arrivals.length,
+    admitted,
+    wronglyAllowed,
+    wronglyDenied,
+    wrongBelowLimit,
+    worstWindow,
+    admittedAt,
+  }
 }
 
 /** Rolling-window counts of one client's admissions, sampled every `stepMs` over [from, to). */
@@ -256,7 +271,11 @@ function main(): void {
   const span = Math.min(DURATION_MS, 15 * 60_000)
   files['bursty-window.svg'] = svg(
     {
-      title: { text: `Bursty trace: admitted in the last ${PERIOD_MS / 1000} s, first ${span / 60_000} minutes`, left: 'center', textStyle: { fontSize: 14 } },
+      title: {
+        text: `Bursty trace: admitted in the last ${PERIOD_MS / 1000} s, first ${span / 60_000} minutes`,
+        left: 'center',
+        textStyle: { fontSize: 14 },
+      },
       legend: { top: 30 },
       grid: { top: 80, left: 60, right: 20, bottom: 40 },
       xAxis: { type: 'value', name: 's', max: span / 1000 },
@@ -268,7 +287,16 @@ function main(): void {
           showSymbol: false,
           data: rollingCounts(bursty.find((o) => o.algorithm === algorithm)!.admittedAt[0], 0, span, 1_000),
         })),
-        { name: 'limit', type: 'line' as const, showSymbol: false, lineStyle: { type: 'dashed' as const }, data: [[0, LIMIT], [span / 1000, LIMIT]] },
+        {
+          name: 'limit',
+          type: 'line' as const,
+          showSymbol: false,
+          lineStyle: { type: 'dashed' as const },
+          data: [
+            [0, LIMIT],
+            [span / 1000, LIMIT],
+          ],
+        },
       ],
     },
     860,
@@ -278,10 +306,19 @@ function main(): void {
   const sweep = SWEEP_SEEDS.map((seed) => {
     const trace: Trace = { name: `bursty-${seed}`, about: '', clients: 1, arrivals: burstyArrivals(seed) }
     const [sliding, truth] = [replay('sliding-window', trace), replay('sliding-log', trace)]
-    return { seed, over: (sliding.admitted - truth.admitted) / truth.admitted, worst: sliding.worstWindow / LIMIT, wrong: (sliding.wronglyAllowed + sliding.wronglyDenied) / sliding.requests }
+    return {
+      seed,
+      over: (sliding.admitted - truth.admitted) / truth.admitted,
+      worst: sliding.worstWindow / LIMIT,
+      wrong: (sliding.wronglyAllowed + sliding.wronglyDenied) / sliding.requests,
+    }
   }).sort((a, b) => a.worst - b.worst)
   files['sliding-window-bursty.svg'] = svg({
-    title: { text: `Sliding-window counter on ${sweep.length} bursty ${DURATION_MS / 60_000}-minute traces, sorted by worst window`, left: 'center', textStyle: { fontSize: 14 } },
+    title: {
+      text: `Sliding-window counter on ${sweep.length} bursty ${DURATION_MS / 60_000}-minute traces, sorted by worst window`,
+      left: 'center',
+      textStyle: { fontSize: 14 },
+    },
     legend: { top: 30 },
     grid: { top: 80, left: 60, right: 20, bottom: 40 },
     xAxis: { type: 'category', name: 'trace', data: sweep.map((r) => String(r.seed)), axisLabel: { show: false } },
@@ -342,9 +379,18 @@ exact log:
 
 | | median | range |
 |---|---|---|
-| admitted overall vs exact | ${(100 * medianOf(sweep.map((r) => r.over))).toFixed(2)}% | ${spread(sweep.map((r) => 100 * r.over), 2)}% |
-| worst rolling window, over the limit | +${(100 * (medianOf(sweep.map((r) => r.worst)) - 1)).toFixed(0)}% | ${spread(sweep.map((r) => 100 * (r.worst - 1)), 0)}% |
-| requests decided otherwise than the exact window | ${(100 * medianOf(sweep.map((r) => r.wrong))).toFixed(1)}% | ${spread(sweep.map((r) => 100 * r.wrong), 1)}% |
+| admitted overall vs exact | ${(100 * medianOf(sweep.map((r) => r.over))).toFixed(2)}% | ${spread(
+    sweep.map((r) => 100 * r.over),
+    2,
+  )}% |
+| worst rolling window, over the limit | +${(100 * (medianOf(sweep.map((r) => r.worst)) - 1)).toFixed(0)}% | ${spread(
+    sweep.map((r) => 100 * (r.worst - 1)),
+    0,
+  )}% |
+| requests decided otherwise than the exact window | ${(100 * medianOf(sweep.map((r) => r.wrong))).toFixed(1)}% | ${spread(
+    sweep.map((r) => 100 * r.wrong),
+    1,
+  )}% |
 
 ${chart('sliding-window-bursty.svg', 'Sliding-window counter: over-admission and worst window per bursty trace')}
 
@@ -365,10 +411,14 @@ Write-back sync (issue 12) and regions in \`shared\` mode (issue 13) admit over 
 within a documented bound. They are not in the repository yet; when they land, each adds an entry to
 \`BOUND_CHECKS\` in \`bench/accuracy.ts\` (its replay and its bound's formula) and this section tables
 the measured worst window against the bound.${BOUND_CHECKS.length === 0 ? ' No mode is registered yet.' : ''}
-${BOUND_CHECKS.length === 0 ? '' : `\n| mode | bound | worst window | bound for this setup |\n|---|---|---|---|\n${BOUND_CHECKS.map((check) => {
-    const { worstWindow, boundValue } = check.measure()
-    return `| ${check.mode} | ${check.bound} | ${worstWindow} | ${boundValue} |`
-  }).join('\n')}\n`}
+${
+  BOUND_CHECKS.length === 0
+    ? ''
+    : `\n| mode | bound | worst window | bound for this setup |\n|---|---|---|---|\n${BOUND_CHECKS.map((check) => {
+        const { worstWindow, boundValue } = check.measure()
+        return `| ${check.mode} | ${check.bound} | ${worstWindow} | ${boundValue} |`
+      }).join('\n')}\n`
+}
 ## Reading it
 
 - **sliding-log** is the truth by construction: it keeps every admitted timestamp, so it never

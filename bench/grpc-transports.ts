@@ -28,7 +28,14 @@ export const SHOULD_RATE_LIMIT = '/envoy.service.ratelimit.v3.RateLimitService/S
 /** The fixed answer, as protobufjs and proto-loader (keepCase) take it. */
 const ANSWER = {
   overall_code: 1,
-  statuses: [{ code: 1, current_limit: { name: '', requests_per_unit: 1_000_000_000, unit: 3 }, limit_remaining: 999_999_000, duration_until_reset: { seconds: 1800, nanos: 0 } }],
+  statuses: [
+    {
+      code: 1,
+      current_limit: { name: '', requests_per_unit: 1_000_000_000, unit: 3 },
+      limit_remaining: 999_999_000,
+      duration_until_reset: { seconds: 1800, nanos: 0 },
+    },
+  ],
   response_headers_to_add: [],
 }
 
@@ -79,20 +86,25 @@ export function startHttp2Floor(): Promise<BareServer> {
 function listenGrpcJs(server: grpc.Server): Promise<BareServer> {
   return new Promise((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) =>
-      error
-        ? reject(error)
-        : resolve({ port, close: () => new Promise((done) => server.tryShutdown(() => done())) }),
+      error ? reject(error) : resolve({ port, close: () => new Promise((done) => server.tryShutdown(() => done())) }),
     ),
   )
 }
 
 /** grpc-js with @grpc/proto-loader's codecs (the transport the service had before). */
 export function startGrpcJsProtoLoader(): Promise<BareServer> {
-  const pkg = loadRlsPackage() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } }
+  const pkg = loadRlsPackage() as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } }
+  }
   const server = new grpc.Server()
-  const answer = { ...ANSWER, overall_code: 'OK', statuses: [{ ...ANSWER.statuses[0], code: 'OK', current_limit: { ...ANSWER.statuses[0].current_limit, unit: 'HOUR' } }] }
+  const answer = {
+    ...ANSWER,
+    overall_code: 'OK',
+    statuses: [{ ...ANSWER.statuses[0], code: 'OK', current_limit: { ...ANSWER.statuses[0].current_limit, unit: 'HOUR' } }],
+  }
   server.addService(pkg.envoy.service.ratelimit.v3.RateLimitService.service, {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => callback(null, call.request ? answer : answer),
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+      callback(null, call.request ? answer : answer),
   })
   return listenGrpcJs(server)
 }
@@ -103,7 +115,9 @@ export function startGrpcJsProtoLoader(): Promise<BareServer> {
  * histogram), so the before and after run side by side.
  */
 export function startGrpcJsService(rulesFile: string): Promise<BareServer> {
-  const pkg = loadRlsPackage() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } }
+  const pkg = loadRlsPackage() as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } }
+  }
   const rules = loadRules(rulesFile)
   const metrics = new ServiceMetrics()
   const decider = new Decider({ rules: () => rules, limiter: new RateLimiter({ store: new MemoryStore() }), metrics })
@@ -142,7 +156,8 @@ export function startGrpcJsStatic(): Promise<BareServer> {
   }
   const server = new grpc.Server()
   server.addService(definition, {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => callback(null, call.request ? ANSWER : ANSWER),
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+      callback(null, call.request ? ANSWER : ANSWER),
   })
   return listenGrpcJs(server)
 }
@@ -160,7 +175,8 @@ export function startConnectNode(): Promise<BareServer> {
       },
     ],
   })
-  const routes = (router: ConnectRouter) => router.service(RateLimitService, { shouldRateLimit: (request) => (request.domain === '' ? answer : answer) })
+  const routes = (router: ConnectRouter) =>
+    router.service(RateLimitService, { shouldRateLimit: (request) => (request.domain === '' ? answer : answer) })
   const server = http2.createServer(connectNodeAdapter({ routes, grpc: true, connect: false, grpcWeb: false }))
   return listenHttp2(server)
 }

@@ -45,7 +45,11 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
           callers: context.callers,
           durationMs: context.roundMs,
           maxOps: context.maxOpsPerRound,
-          op: context.counted(name, (i) => decide(keyOf(i)), (allowed) => !allowed),
+          op: context.counted(
+            name,
+            (i) => decide(keyOf(i)),
+            (allowed) => !allowed,
+          ),
         })
         return result.perSecond
       },
@@ -98,20 +102,24 @@ export async function printLeaseUnderAdmission(context: LeaseBenchContext, durat
     // From the first admission to the last: before the first lease arrives, a full bucket refills nothing.
     let first = Infinity
     let last = 0
-    await Promise.all(fleet.map((decide) => runLoad({
-      callers: 64,
-      durationMs,
-      maxOps: Number.MAX_SAFE_INTEGER,
-      op: async () => {
-        decisions++
-        if (await decide(key)) {
-          admitted++
-          const now = performance.now()
-          first = Math.min(first, now)
-          last = now
-        }
-      },
-    })))
+    await Promise.all(
+      fleet.map((decide) =>
+        runLoad({
+          callers: 64,
+          durationMs,
+          maxOps: Number.MAX_SAFE_INTEGER,
+          op: async () => {
+            decisions++
+            if (await decide(key)) {
+              admitted++
+              const now = performance.now()
+              first = Math.min(first, now)
+              last = now
+            }
+          },
+        }),
+      ),
+    )
     const allowed = burst + (rate * Math.max(0, last - first)) / 1000
     rows.push([
       String(leaseMax),

@@ -156,11 +156,15 @@ function limiterContender(name: string, limiter: RateLimiter, callers: number, k
         callers,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted(name, async (i) => {
-          const decision = await limiter.limit(key(prefix, i))
-          if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-          return decision
-        }, (decision) => !decision.allowed),
+        op: counted(
+          name,
+          async (i) => {
+            const decision = await limiter.limit(key(prefix, i))
+            if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+            return decision
+          },
+          (decision) => !decision.allowed,
+        ),
       })
       return result.perSecond
     },
@@ -178,10 +182,18 @@ function rlfContender(limiter: RateLimiterMemcache): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted(name, (i) => limiter.consume(keyOf(prefix, i)).then(() => false, (reason: unknown) => {
-          if (reason instanceof RateLimiterRes) return true
-          throw reason
-        }), (denied) => denied),
+        op: counted(
+          name,
+          (i) =>
+            limiter.consume(keyOf(prefix, i)).then(
+              () => false,
+              (reason: unknown) => {
+                if (reason instanceof RateLimiterRes) return true
+                throw reason
+              },
+            ),
+          (denied) => denied,
+        ),
       })
       return result.perSecond
     },
@@ -199,7 +211,11 @@ function rawIncrContender(client: MemjsBench): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted(name, (i) => client.increment(keyOf(prefix, i), 1, { initial: 1, expires: PERIOD_S }), () => false),
+        op: counted(
+          name,
+          (i) => client.increment(keyOf(prefix, i), 1, { initial: 1, expires: PERIOD_S }),
+          () => false,
+        ),
       })
       return result.perSecond
     },

@@ -16,11 +16,17 @@ import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeRe
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) {
-  const child = spawnSync(process.execPath, ['--expose-gc', '--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
+  const child = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    { stdio: 'inherit' },
+  )
   process.exit(child.status ?? 1)
 }
 
-const { values } = parseArgs({ options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' }, 'heap-keys': { type: 'string' } } })
+const { values } = parseArgs({
+  options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' }, 'heap-keys': { type: 'string' } },
+})
 const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
 const KEYS = Number(values.keys ?? 10_000)
@@ -56,7 +62,12 @@ function syncLoop(op: (key: string) => unknown): number {
 // Big limits: GCRA and token bucket at 1e6 and 1e5 per hour (burst = limit). At 1e6 an admitted
 // unit is owed back within 3.6 ms, so a key's state lapses between two visits of the key loop and
 // every call meets a lapsed key (the store has dropped or will drop it); at 1e5 it stays live.
-const BIG_LIMITS: [AlgorithmName, number][] = [['gcra', 1e5], ['gcra', 1e6], ['token-bucket', 1e5], ['token-bucket', 1e6]]
+const BIG_LIMITS: [AlgorithmName, number][] = [
+  ['gcra', 1e5],
+  ['gcra', 1e6],
+  ['token-bucket', 1e5],
+  ['token-bucket', 1e6],
+]
 function floodgateBig([algorithm, limit]: [AlgorithmName, number]): Contender {
   return {
     name: `floodgate ${algorithm} ${limit === 1e6 ? '1e6' : '1e5'}/h`,
@@ -142,8 +153,32 @@ const apiFloor: Contender = {
       const entry = counts.get(key)!
       const now = Date.now()
       entry.count++
-      const part = { name: '', limit: 0, periodMs: 0, allowed: true, remaining: entry.count, resetMs: now, retryAfterMs: 0, delayMs: 0, blocked: false, over: false, shadow: false }
-      return { allowed: true, limit: 0, remaining: entry.count, resetMs: now, retryAfterMs: 0, delayMs: 0, policy: '', over: false, shadow: false, source: 'store', policies: [part] }
+      const part = {
+        name: '',
+        limit: 0,
+        periodMs: 0,
+        allowed: true,
+        remaining: entry.count,
+        resetMs: now,
+        retryAfterMs: 0,
+        delayMs: 0,
+        blocked: false,
+        over: false,
+        shadow: false,
+      }
+      return {
+        allowed: true,
+        limit: 0,
+        remaining: entry.count,
+        resetMs: now,
+        retryAfterMs: 0,
+        delayMs: 0,
+        policy: '',
+        over: false,
+        shadow: false,
+        source: 'store',
+        policies: [part],
+      }
     }
     return awaitLoop(hit)
   },
@@ -201,7 +236,9 @@ async function memoryPerKey(): Promise<[string, number][]> {
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`)
+  console.log(
+    `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`,
+  )
   const contenders = [
     ...ALGORITHMS.map(floodgate),
     ...BIG_LIMITS.map(floodgateBig),

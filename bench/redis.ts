@@ -86,7 +86,9 @@ async function main(): Promise<void> {
   try {
     const redisVersion = await serverVersion(newClient())
     console.log(`Floodgate Redis bench: redis-server ${redisVersion} on ${server.url}`)
-    console.log(`${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`)
+    console.log(
+      `${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`,
+    )
     const writeBack: WriteBackBenchContext = {
       callers: CALLERS,
       keys: KEYS,
@@ -117,10 +119,22 @@ async function main(): Promise<void> {
     const rlf = results.find((r) => r.name === 'rate-limiter-flexible')!.median
     const incr = results.find((r) => r.name === 'raw INCR (autopipelined)')!.median
     printTable(
-      ['contender', 'median decisions/s', 'min', 'max', 'vs rlf', 'vs INCR', 'redis CPU', 'redis µs/decision', 'node CPU', 'node µs/decision'],
+      [
+        'contender',
+        'median decisions/s',
+        'min',
+        'max',
+        'vs rlf',
+        'vs INCR',
+        'redis CPU',
+        'redis µs/decision',
+        'node CPU',
+        'node µs/decision',
+      ],
       results.map((r) => {
         const samples = cpu.get(r.name) ?? []
-        const perDecision = (busy: (sample: CpuSample) => number) => (median(samples.map((sample, i) => busy(sample) / r.samples[i])) * 1e6).toFixed(2)
+        const perDecision = (busy: (sample: CpuSample) => number) =>
+          (median(samples.map((sample, i) => busy(sample) / r.samples[i])) * 1e6).toFixed(2)
         return [
           r.name,
           formatCount(r.median),
@@ -135,7 +149,7 @@ async function main(): Promise<void> {
         ]
       }),
       'Throughput (median of rounds; redis CPU = server CPU time / wall time: near 100% means Redis is the bottleneck;\n' +
-        'node CPU = this process\'s CPU time (every thread: the callers, the client, the garbage collector) / wall time;\n' +
+        "node CPU = this process's CPU time (every thread: the callers, the client, the garbage collector) / wall time;\n" +
         'µs/decision = that CPU time per decision, all costs included. The machine has 2 cores for both.)',
     )
     printWriteBackSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
@@ -158,7 +172,6 @@ async function main(): Promise<void> {
       roundMs: ROUND_MS,
       throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed })),
     })
-
   } finally {
     for (const close of closers) await close()
     for (const client of clients) client.disconnect()
@@ -213,12 +226,16 @@ function floodgateContender(algorithm: AlgorithmName, client: Redis): Contender 
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted(`floodgate ${algorithm}`, async (i) => {
-          const decision = await limiter.limit(keyOf(prefix, i))
-          // A decision the store did not make (timeout, store error) is the limiter's fallback.
-          if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-          return decision
-        }, (decision) => !decision.allowed),
+        op: counted(
+          `floodgate ${algorithm}`,
+          async (i) => {
+            const decision = await limiter.limit(keyOf(prefix, i))
+            // A decision the store did not make (timeout, store error) is the limiter's fallback.
+            if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+            return decision
+          },
+          (decision) => !decision.allowed,
+        ),
       })
       return result.perSecond
     },
@@ -238,7 +255,11 @@ function storeOnlyContender(client: Redis): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted('floodgate gcra, RedisStore alone', (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]), ([response]) => !response.allowed),
+        op: counted(
+          'floodgate gcra, RedisStore alone',
+          (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]),
+          ([response]) => !response.allowed,
+        ),
       })
       return result.perSecond
     },
@@ -256,10 +277,18 @@ function rateLimiterFlexibleContender(client: Redis): Contender {
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
         // consume() rejects with a RateLimiterRes on a denial and with an Error on a failure.
-        op: counted('rate-limiter-flexible', (i) => limiter.consume(keyOf('k', i)).then(() => false, (reason: unknown) => {
-          if (reason instanceof RateLimiterRes) return true
-          throw reason
-        }), (denied) => denied),
+        op: counted(
+          'rate-limiter-flexible',
+          (i) =>
+            limiter.consume(keyOf('k', i)).then(
+              () => false,
+              (reason: unknown) => {
+                if (reason instanceof RateLimiterRes) return true
+                throw reason
+              },
+            ),
+          (denied) => denied,
+        ),
       })
       return result.perSecond
     },
@@ -281,7 +310,11 @@ async function rateLimitRedisContender(client: Redis): Promise<Contender> {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted('rate-limit-redis (express-rate-limit)', (i) => store.increment(keyOf(prefix, i)), ({ totalHits }) => totalHits > LIMIT),
+        op: counted(
+          'rate-limit-redis (express-rate-limit)',
+          (i) => store.increment(keyOf(prefix, i)),
+          ({ totalHits }) => totalHits > LIMIT,
+        ),
       })
       return result.perSecond
     },
@@ -298,7 +331,11 @@ function incrContender(client: Redis): Contender {
         callers: CALLERS,
         durationMs: ROUND_MS,
         maxOps: MAX_OPS_PER_ROUND,
-        op: counted('raw INCR (autopipelined)', (i) => client.incr(keyOf(prefix, i)), (count) => count > LIMIT),
+        op: counted(
+          'raw INCR (autopipelined)',
+          (i) => client.incr(keyOf(prefix, i)),
+          (count) => count > LIMIT,
+        ),
       })
       return result.perSecond
     },

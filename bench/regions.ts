@@ -70,8 +70,14 @@ async function throughput(euStore: RedisStore, eu: RegionSync, limiterOn: Limite
     return variants.map(([name, limiter]) => ({
       name: `${workload}: ${name}`,
       measure: async () =>
-        (await runLoad({ callers: CALLERS, durationMs: ROUND_MS, maxOps: MAX_OPS_PER_ROUND, op: (i) => limiter.limit(keyOf(i)).then(nothing) }))
-          .perSecond,
+        (
+          await runLoad({
+            callers: CALLERS,
+            durationMs: ROUND_MS,
+            maxOps: MAX_OPS_PER_ROUND,
+            op: (i) => limiter.limit(keyOf(i)).then(nothing),
+          })
+        ).perSecond,
     }))
   }
   for (const [workload, keyOf] of [

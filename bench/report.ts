@@ -78,7 +78,11 @@ interface ServiceResults {
 function runBench<T>(name: keyof typeof RUNS, dir: string, attempt = 1): T {
   const run = RUNS[name]
   const json = join(dir, `${name}.json`)
-  console.log(`\n== bench:${name} ${run.args.join(' ')} ${Object.entries(run.env).map(([k, v]) => `${k}=${v}`).join(' ')}`)
+  console.log(
+    `\n== bench:${name} ${run.args.join(' ')} ${Object.entries(run.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  )
   const started = performance.now()
   const args = ['--conditions=floodgate-source', '--import', 'tsx', join(ROOT, 'bench', run.file), ...run.args]
   const child = spawnSync(process.execPath, args, {
@@ -189,7 +193,10 @@ function main(): void {
       'redis-memory-per-key.svg': barChart(
         'Redis: MEMORY USAGE of one key (limit 100 per 1h)',
         'bytes',
-        redisMemory.memoryUsagePerKey.map((r) => ({ name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`, value: r.bytes })),
+        redisMemory.memoryUsagePerKey.map((r) => ({
+          name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`,
+          value: r.bytes,
+        })),
       ),
     }
     for (const [name, text] of Object.entries(charts)) writeFileSync(join(CHARTS, name), text)
@@ -216,7 +223,7 @@ function report(
     ['floodgate / floodgate-server', `${versionOf('floodgate')} / ${versionOf('floodgate-server')} (this repository)`],
     ['Node.js', process.version],
     ['redis-server', redis.redisVersion],
-    ['ioredis (every Redis contender\'s client)', versionOf('ioredis')],
+    ["ioredis (every Redis contender's client)", versionOf('ioredis')],
     ['rate-limiter-flexible', versionOf('rate-limiter-flexible')],
     ['rate-limit-redis', versionOf('rate-limit-redis')],
     ['fastify (the service and the bare route)', versionOf('fastify')],
@@ -276,7 +283,10 @@ ${memoryTable}
 
 ${link('memory-per-key.svg', 'Heap bytes per key')}
 
-${table(['store', 'heap per key'], memory.heapBytesPerKey.map((r) => [r.name, formatBytes(r.bytes)]))}
+${table(
+  ['store', 'heap per key'],
+  memory.heapBytesPerKey.map((r) => [r.name, formatBytes(r.bytes)]),
+)}
 
 ## Redis
 
@@ -291,7 +301,10 @@ ${redisTable}
 
 ${link('redis-memory-per-key.svg', 'Redis memory per key')}
 
-${table(['algorithm', 'state', 'MEMORY USAGE'], redisMemory.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]))}
+${table(
+  ['algorithm', 'state', 'MEMORY USAGE'],
+  redisMemory.memoryUsagePerKey.map((r) => [r.algorithm, r.state, `${r.bytes} B`]),
+)}
 
 \`bench:redis-memory\`: \`used_memory\` grown per active key (allocator and dictionary overhead included), for
 Floodgate's records and for reference layouts (plain strings, hash buckets):

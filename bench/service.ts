@@ -48,8 +48,18 @@ type Autocannon = (options: {
   url: string
   connections: number
   duration: number
-  requests: { method: string; headers: Record<string, string>; setupRequest: (request: Record<string, unknown>) => Record<string, unknown> }[]
-}) => Promise<{ requests: { average: number; total: number }; latency: Record<string, number>; non2xx: number; errors: number; timeouts: number }>
+  requests: {
+    method: string
+    headers: Record<string, string>
+    setupRequest: (request: Record<string, unknown>) => Record<string, unknown>
+  }[]
+}) => Promise<{
+  requests: { average: number; total: number }
+  latency: Record<string, number>
+  non2xx: number
+  errors: number
+  timeouts: number
+}>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 interface ServerPorts {
@@ -88,7 +98,9 @@ async function main(): Promise<void> {
   const { ports, bodyBytes } = servers.ready
   const clients: LeanGrpcClient[] = []
   try {
-    const bodies = Array.from({ length: USERS }, (_, i) => JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }))
+    const bodies = Array.from({ length: USERS }, (_, i) =>
+      JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }),
+    )
     // Each HTTP round's latency percentiles, per contender (warm-up runs left out).
     const latencies = new Map<string, Record<string, number>[]>()
     let warm = WARMUP_SECONDS === 0
@@ -139,14 +151,25 @@ async function main(): Promise<void> {
     const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) =>
       console.log(`  round ${round + 1}: ${name}: ${formatCount(value)}/s, server CPU ${cpu.get(name)!.at(-1)!.toFixed(1)} µs per request`),
     )
-    printHttp(results.filter((r) => !isGrpc(r.name)), cpu)
-    printGrpc(results.filter((r) => isGrpc(r.name)), cpu)
+    printHttp(
+      results.filter((r) => !isGrpc(r.name)),
+      cpu,
+    )
+    printGrpc(
+      results.filter((r) => isGrpc(r.name)),
+      cpu,
+    )
     writeResults({
       rounds: ROUNDS,
       seconds: SECONDS,
       connections: CONNECTIONS,
       grpcCallers: GRPC_CALLERS,
-      throughput: results.map(({ name, median: rate, samples }) => ({ name, median: rate, samples, cpuMicrosPerRequest: median(cpu.get(name)!) })),
+      throughput: results.map(({ name, median: rate, samples }) => ({
+        name,
+        median: rate,
+        samples,
+        cpuMicrosPerRequest: median(cpu.get(name)!),
+      })),
       // autocannon's latency percentiles (ms) of each HTTP contender, the median of its rounds per percentile.
       latencyMs: [...latencies].map(([name, rounds]) => ({
         name,
@@ -181,10 +204,10 @@ function printHttp(results: Result[], cpu: Map<string, number[]>): void {
     `Median of ${ROUNDS} rounds (target: /v1/check ≥ ${TARGET * 100}% of the bare route)`,
   )
   for (const r of results.filter((r) => r !== bareResult)) {
-      const share = r.median / bare
-      const cpuShare = bareCpu / median(cpu.get(r.name)!)
-      console.log(
-        `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
+    const share = r.median / bare
+    const cpuShare = bareCpu / median(cpu.get(r.name)!)
+    console.log(
+      `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
     )
   }
 }
@@ -199,7 +222,15 @@ function printGrpc(results: Result[], cpu: Map<string, number[]>): void {
     ['gRPC contender', 'median calls/s', 'vs floor', 'vs before', 'server CPU µs/call', 'floor CPU / this CPU', 'before CPU / this CPU'],
     results.map((r) => {
       const micros = cpuOf(r)
-      return [r.name, formatCount(r.median), ratio(r.median, floor?.median ?? 0), ratio(r.median, before?.median ?? 0), micros.toFixed(1), ratio(cpuOf(floor), micros), ratio(cpuOf(before), micros)]
+      return [
+        r.name,
+        formatCount(r.median),
+        ratio(r.median, floor?.median ?? 0),
+        ratio(r.median, before?.median ?? 0),
+        micros.toFixed(1),
+        ratio(cpuOf(floor), micros),
+        ratio(cpuOf(before), micros),
+      ]
     }),
     `gRPC, median of ${ROUNDS} rounds (${GRPC_CALLERS} calls in flight over ${GRPC_SESSIONS} connections)`,
   )
@@ -212,7 +243,9 @@ function requestFrames(): Buffer[] {
   root.resolvePath = (_origin, target) => dir + target
   root.loadSync('envoy/service/ratelimit/v3/rls.proto', { keepCase: true })
   const type = root.lookupType('envoy.service.ratelimit.v3.RateLimitRequest')
-  return Array.from({ length: USERS }, (_, i) => grpcFrame(type.encode({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: `u${i}` }] }] }).finish()))
+  return Array.from({ length: USERS }, (_, i) =>
+    grpcFrame(type.encode({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: `u${i}` }] }] }).finish()),
+  )
 }
 
 /** A contender before its samples are taken: runs its load for some seconds and gives operations/s and the count. */
@@ -230,7 +263,11 @@ async function sampleWithCpu(servers: Servers, load: () => Promise<{ perSecond: 
 }
 
 /** One autocannon run against a JSON POST endpoint, cycling through the bodies; requests/s, the count and latency percentiles (ms). */
-async function hammer(url: string, bodies: string[], seconds: number): Promise<{ perSecond: number; ops: number; latency: Record<string, number> }> {
+async function hammer(
+  url: string,
+  bodies: string[],
+  seconds: number,
+): Promise<{ perSecond: number; ops: number; latency: Record<string, number> }> {
   let next = 0
   const result = await autocannon({
     url,
@@ -244,7 +281,8 @@ async function hammer(url: string, bodies: string[], seconds: number): Promise<{
       },
     ],
   })
-  if (result.non2xx > 0 || result.errors > 0) console.log(`  (${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`)
+  if (result.non2xx > 0 || result.errors > 0)
+    console.log(`  (${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`)
   const latency: Record<string, number> = {}
   for (const [key, value] of Object.entries(result.latency)) if (/^p\d/.test(key)) latency[key] = value
   return { perSecond: result.requests.average, ops: result.requests.total, latency }
@@ -263,15 +301,20 @@ async function callLoad(client: LeanGrpcClient, frames: Buffer[], seconds: numbe
     },
   })
   // As for HTTP's non-2xx: said, not hidden (e.g. UNAVAILABLE when a busy machine's Redis misses the store timeout).
-  if (failed.size > 0) console.log(`  (gRPC: ${[...failed].map(([status, count]) => `${count} calls with grpc-status ${status}`).join(', ')})`)
+  if (failed.size > 0)
+    console.log(`  (gRPC: ${[...failed].map(([status, count]) => `${count} calls with grpc-status ${status}`).join(', ')})`)
   return { perSecond: result.perSecond, ops: result.ops }
 }
 
 /** Spawns this file in server mode and waits until it says it is ready. */
 function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
-  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  )
   const cpuMicros = () =>
     new Promise<number>((resolve) => {
       child.once('message', (usage: NodeJS.CpuUsage) => resolve(usage.user + usage.system))
@@ -327,11 +370,16 @@ async function serve(rulesFile: string, redisUrl: string): Promise<void> {
       grpcJsService: bareGrpc[4].port,
     },
   }
-  const bareSample = await fetch(`http://127.0.0.1:${ports.bare}/bare`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  const bareSample = await fetch(`http://127.0.0.1:${ports.bare}/bare`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  })
   const ready: ReadyMessage = { ports, bodyBytes: { bare: (await bareSample.text()).length, check: size } }
   process.on('message', () => process.send!(process.cpuUsage()))
   process.send!(ready)
-  const stop = () => void Promise.all([bare.close(), memory.close(), redis.close(), ...bareGrpc.map((server) => server.close())]).then(() => process.exit(0))
+  const stop = () =>
+    void Promise.all([bare.close(), memory.close(), redis.close(), ...bareGrpc.map((server) => server.close())]).then(() => process.exit(0))
   process.once('SIGTERM', stop)
   // A benchmark that died without stopping its servers must not leave them running.
   process.once('disconnect', stop)

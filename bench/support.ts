@@ -103,7 +103,10 @@ export function printTable(headers: readonly string[], rows: readonly (readonly 
   const widths = headers.map((header, c) => Math.max(header.length, ...rows.map((row) => (row[c] ?? '').length)))
   const numeric = headers.map((_, c) => rows.length > 0 && rows.every((row) => /^[-+]?[\d,.]+\s*[a-zA-Z%/]*$|^-$/.test(row[c] ?? '')))
   const line = (cells: readonly string[]): string =>
-    cells.map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd()
+    cells
+      .map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd()
   if (title !== undefined) console.log(`\n${title}`)
   console.log(line(headers))
   console.log(widths.map((w) => '-'.repeat(w)).join('  '))

@@ -88,7 +88,11 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
           callers: context.callers,
           durationMs: context.roundMs,
           maxOps: context.maxOpsPerRound,
-          op: context.counted(name, (i) => decide(keyOf(prefix, i)), (allowed) => !allowed),
+          op: context.counted(
+            name,
+            (i) => decide(keyOf(prefix, i)),
+            (allowed) => !allowed,
+          ),
         })
         // The round ends when the store holds what it admitted: the last flush is in its time and
         // in its Redis CPU, not in the next contender's.
@@ -150,15 +154,19 @@ export async function printWriteBackOverAdmission(context: WriteBackBenchContext
     let admitted = 0
     let decisions = 0
     const started = performance.now()
-    await Promise.all(fleet.map(({ decide }) => runLoad({
-      callers: 64,
-      durationMs,
-      maxOps: Number.MAX_SAFE_INTEGER,
-      op: async () => {
-        decisions++
-        if (await decide(key)) admitted++
-      },
-    })))
+    await Promise.all(
+      fleet.map(({ decide }) =>
+        runLoad({
+          callers: 64,
+          durationMs,
+          maxOps: Number.MAX_SAFE_INTEGER,
+          op: async () => {
+            decisions++
+            if (await decide(key)) admitted++
+          },
+        }),
+      ),
+    )
     const elapsedMs = performance.now() - started
     const allowed = burst + (rate * elapsedMs) / 1000
     const bound = instances * 1 + (rate * (flushMs + 2 * slowestCallMs)) / 1000

@@ -23,7 +23,9 @@ async function main(): Promise<void> {
   await limiter.refund('user:42', 1)
   console.log(line('after refund', await limiter.limit('user:42')))
 
-  const soft = new RateLimiter({ policies: [{ name: 'soft', algorithm: 'fixed-window', limit: 4, period: '1m', mode: 'soft', overage: 0.5 }] })
+  const soft = new RateLimiter({
+    policies: [{ name: 'soft', algorithm: 'fixed-window', limit: 4, period: '1m', mode: 'soft', overage: 0.5 }],
+  })
   console.log('\nsoft mode, limit 4 with 50% overage:')
   for (let i = 1; i <= 7; i++) console.log(line(`request ${i}`, await soft.limit('user:7')))
   await Promise.all([limiter.close(), soft.close()])

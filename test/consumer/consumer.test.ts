@@ -22,7 +22,12 @@ const MAX_ADDED_BYTES = 2 * 1024 * 1024
 /** Peers installed at whatever version the registry calls latest today. */
 const PEERS = ['fastify', 'koa', 'hono', '@hono/node-server', 'ioredis', 'redis']
 const TYPES = ['typescript', '@types/node', '@types/express', '@types/koa']
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+]
 
 async function npm(cwd: string, ...args: string[]): Promise<string> {
   const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, maxBuffer: 64 << 20 })
@@ -52,7 +57,10 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'floodgate-consumer-'))
     const packed = await npm(ROOT, 'pack', '--workspaces', '--pack-destination', work, '--silent')
-    const files = packed.trim().split('\n').map((line) => join(work, line.trim()))
+    const files = packed
+      .trim()
+      .split('\n')
+      .map((line) => join(work, line.trim()))
     tarballs = {
       library: files.find((file) => /\/floodgate-\d/.test(file))!,
       server: files.find((file) => /\/floodgate-server-\d/.test(file))!,
@@ -84,7 +92,12 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
 
   it('ships LICENSE, README and the docs its links point to, and no sources', async () => {
     const listing = (await run('tar', ['-tzf', tarballs.library])).stdout
-    for (const file of ['package/LICENSE', 'package/README.md', 'package/docs/middleware.md', 'package/dist/stores/redis/scripts/runner.lua']) {
+    for (const file of [
+      'package/LICENSE',
+      'package/README.md',
+      'package/docs/middleware.md',
+      'package/dist/stores/redis/scripts/runner.lua',
+    ]) {
       assert.ok(listing.includes(file), `${file} in the library tarball`)
     }
     assert.doesNotMatch(listing, /package\/src\//)
@@ -116,7 +129,18 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
     assert.match(stdout, new RegExp(version.replaceAll('.', '\\.')))
     const [httpPort, grpcPort] = [await freePort(), await freePort()]
     cpSync(join(ROOT, 'examples/rules.yaml'), join(app, 'rules.yaml'))
-    const args = ['floodgate', 'serve', '--config', 'rules.yaml', '--host', '127.0.0.1', '--http-port', `${httpPort}`, '--grpc-port', `${grpcPort}`]
+    const args = [
+      'floodgate',
+      'serve',
+      '--config',
+      'rules.yaml',
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      `${httpPort}`,
+      '--grpc-port',
+      `${grpcPort}`,
+    ]
     const service = spawn(join(app, 'node_modules/.bin/floodgate'), args.slice(1), { cwd: app, stdio: ['ignore', 'ignore', 'pipe'] })
     try {
       let answer: Response | undefined
@@ -146,7 +170,18 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
         return name
       })
       const module = resolution === 'node16' ? 'node16' : 'esnext'
-      const config = { compilerOptions: { module, moduleResolution: resolution, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: true }, files: names }
+      const config = {
+        compilerOptions: {
+          module,
+          moduleResolution: resolution,
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          types: ['node'],
+          skipLibCheck: true,
+        },
+        files: names,
+      }
       writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config))
       const compiled = await run(join(app, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: dir }).catch((error) => error)
       assert.equal(compiled.code ?? 0, 0, `tsc found errors in doc snippets:\n${compiled.stdout}`)

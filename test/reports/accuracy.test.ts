@@ -18,7 +18,13 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', SCRIPT, '--quick', '--out', out])
     const report = readFileSync(join(out, 'accuracy.md'), 'utf8')
     const charts = readdirSync(join(out, 'accuracy'))
-    assert.deepEqual(charts.sort(), ['admitted-vs-exact.svg', 'bursty-window.svg', 'sliding-window-bursty.svg', 'worst-window.svg', 'wrong-decisions.svg'])
+    assert.deepEqual(charts.sort(), [
+      'admitted-vs-exact.svg',
+      'bursty-window.svg',
+      'sliding-window-bursty.svg',
+      'worst-window.svg',
+      'wrong-decisions.svg',
+    ])
     for (const chart of charts) {
       assert.match(readFileSync(join(out, 'accuracy', chart), 'utf8'), /^<svg[^>]*>[\s\S]*<\/svg>\s*$/)
       assert.ok(report.includes(`(accuracy/${chart})`), `the report shows ${chart}`)

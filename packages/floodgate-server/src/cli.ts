@@ -172,7 +172,8 @@ function validate(argv: readonly string[]): number {
     return 0
   }
   const { positionals } = parseArgs({ args: [...argv], allowPositionals: true, options: {} })
-  if (positionals.length !== 1) throw new FloodgateError('INVALID_OPTION', 'validate: give one rules file or directory, e.g. floodgate validate rules.yaml')
+  if (positionals.length !== 1)
+    throw new FloodgateError('INVALID_OPTION', 'validate: give one rules file or directory, e.g. floodgate validate rules.yaml')
   const rules = loadRules(positionals[0])
   const domains = [...rules.domains]
   process.stdout.write(
@@ -202,8 +203,14 @@ async function check(argv: readonly string[]): Promise<number> {
   if (positionals.length === 0) throw new FloodgateError('INVALID_OPTION', 'check: give at least one key=value entry, e.g. user=alice')
   const entries = positionals.map(toEntry)
   const hits = values.hits === undefined ? 1 : Number(values.hits)
-  if (!Number.isInteger(hits) || hits < 0) throw new FloodgateError('INVALID_OPTION', `check: --hits must be a whole number ≥ 0, got ${values.hits}`)
-  const client = new FloodgateClient({ url: values.url, timeout: (values.timeout as `${number}ms` | undefined) ?? '2s', failOpen: false, warm: false })
+  if (!Number.isInteger(hits) || hits < 0)
+    throw new FloodgateError('INVALID_OPTION', `check: --hits must be a whole number ≥ 0, got ${values.hits}`)
+  const client = new FloodgateClient({
+    url: values.url,
+    timeout: (values.timeout as `${number}ms` | undefined) ?? '2s',
+    failOpen: false,
+    warm: false,
+  })
   const result = await client.check({ domain: values.domain, descriptors: [entries], hits })
   client.close()
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : describeResult(result))
@@ -225,7 +232,9 @@ function describeResult(result: CheckResult): string {
     else if ('unlimited' in r) lines.push(`  rule ${r.rule}: unlimited`)
     else {
       const state = r.allowed ? (r.wouldDeny ? 'allowed (shadow mode, would deny)' : 'allowed') : 'denied'
-      lines.push(`  rule ${r.rule}, policy ${r.policy}: ${state}, ${r.remaining}/${r.limit} remaining, resets in ${Math.ceil(r.resetMs / 1000)}s`)
+      lines.push(
+        `  rule ${r.rule}, policy ${r.policy}: ${state}, ${r.remaining}/${r.limit} remaining, resets in ${Math.ceil(r.resetMs / 1000)}s`,
+      )
     }
   }
   return `${lines.join('\n')}\n`

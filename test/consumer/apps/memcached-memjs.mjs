@@ -10,7 +10,14 @@ const given = new MemcachedStore({ client, prefix: 'given:' })
 for (const store of [created, given]) {
   const limiter = twoPerMinute(store)
   const decisions = [await limiter.limit('user'), await limiter.limit('user'), await limiter.limit('user')]
-  assert.deepEqual(decisions.map((d) => [d.allowed, d.source]), [[true, 'store'], [true, 'store'], [false, 'store']])
+  assert.deepEqual(
+    decisions.map((d) => [d.allowed, d.source]),
+    [
+      [true, 'store'],
+      [true, 'store'],
+      [false, 'store'],
+    ],
+  )
   await store.close()
 }
 client.close()

@@ -7,5 +7,12 @@ import { twoPerMinute } from './support.mjs'
 const client = new Redis(process.env.REDIS_URL)
 const limiter = twoPerMinute(new RedisStore({ client, prefix: 'ioredis:' }))
 const decisions = [await limiter.limit('user'), await limiter.limit('user'), await limiter.limit('user')]
-assert.deepEqual(decisions.map((d) => [d.allowed, d.source]), [[true, 'store'], [true, 'store'], [false, 'store']])
+assert.deepEqual(
+  decisions.map((d) => [d.allowed, d.source]),
+  [
+    [true, 'store'],
+    [true, 'store'],
+    [false, 'store'],
+  ],
+)
 await client.quit()

@@ -8,5 +8,12 @@ const client = createClient({ url: process.env.REDIS_URL })
 await client.connect()
 const limiter = twoPerMinute(new RedisStore({ client, prefix: 'node-redis:' }))
 const decisions = [await limiter.limit('user'), await limiter.limit('user'), await limiter.limit('user')]
-assert.deepEqual(decisions.map((d) => [d.allowed, d.source]), [[true, 'store'], [true, 'store'], [false, 'store']])
+assert.deepEqual(
+  decisions.map((d) => [d.allowed, d.source]),
+  [
+    [true, 'store'],
+    [true, 'store'],
+    [false, 'store'],
+  ],
+)
 await client.quit()

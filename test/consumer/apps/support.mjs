@@ -14,7 +14,11 @@ export async function expectLimited(url) {
   for (let i = 0; i < 3; i++) {
     const response = await fetch(url)
     statuses.push(response.status)
-    if (i === 0) assert.ok(response.headers.get('x-ratelimit-limit') ?? response.headers.get('ratelimit-policy'), 'rate-limit headers on an allowed response')
+    if (i === 0)
+      assert.ok(
+        response.headers.get('x-ratelimit-limit') ?? response.headers.get('ratelimit-policy'),
+        'rate-limit headers on an allowed response',
+      )
     if (i === 2) assert.ok(response.headers.get('retry-after'), 'Retry-After on a 429')
     await response.arrayBuffer()
   }

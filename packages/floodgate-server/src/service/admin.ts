@@ -50,7 +50,9 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminOptions)
       status === 'degraded'
         ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
         : status === 'ready'
-          ? reason === 'ok' ? 'rules loaded and store reachable' : 'the latest rules reload failed; the previous rules keep serving'
+          ? reason === 'ok'
+            ? 'rules loaded and store reachable'
+            : 'the latest rules reload failed; the previous rules keep serving'
           : 'not accepting decisions (starting or shutting down)'
     return { status, reason, message, ...health }
   })
@@ -59,7 +61,8 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminOptions)
     const { domain, descriptor } = parse(keyQuery, request.query, 'query')
     const entries = parseDescriptorParam(descriptor)
     const peeked = await options.decider.peek(domain, entries)
-    if (peeked === undefined) return reply.code(404).send({ error: 'not_found', message: `no limited rule matches ${descriptor} in domain ${domain}` })
+    if (peeked === undefined)
+      return reply.code(404).send({ error: 'not_found', message: `no limited rule matches ${descriptor} in domain ${domain}` })
     return { domain, descriptor: entries, rule: peeked.rule.id, storeKey: peeked.rule.storeKey, decision: peeked.decision }
   })
 
@@ -82,7 +85,8 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminOptions)
 export function parseDescriptorParam(text: string): Entry[] {
   return text.split(',').map((part) => {
     const at = part.indexOf('=')
-    if (at <= 0) throw new FloodgateError('INVALID_REQUEST', `descriptor: expected key=value pairs separated by commas, got ${JSON.stringify(part)}`)
+    if (at <= 0)
+      throw new FloodgateError('INVALID_REQUEST', `descriptor: expected key=value pairs separated by commas, got ${JSON.stringify(part)}`)
     return { key: part.slice(0, at), value: part.slice(at + 1) }
   })
 }

@@ -11,38 +11,45 @@ export const MAX_DESCRIPTORS = 64
 /** Most entries per descriptor (Envoy configs nest a handful of levels). */
 export const MAX_ENTRIES = 16
 
-const checkBody = z.object(
-  {
-    domain: z.string({ error: 'expected a string' }).min(1, 'must not be empty; name the rules domain'),
-    descriptors: z
-      .array(
-        z
-          .array(
-            z.object(
-              {
-                key: z.string({ error: 'expected a string' }).min(1, 'must not be empty'),
-                value: z.string({ error: 'expected a string' }),
-              },
-              { error: 'expected { "key": "…", "value": "…" }' },
-            ),
-            { error: 'expected a list of { "key", "value" } entries' },
-          )
-          .min(1, 'a descriptor needs at least one entry')
-          .max(MAX_ENTRIES, `at most ${MAX_ENTRIES} entries per descriptor`),
-        { error: 'expected a list of descriptors, each a list of { "key", "value" } entries' },
-      )
-      .min(1, 'give at least one descriptor')
-      .max(MAX_DESCRIPTORS, `at most ${MAX_DESCRIPTORS} descriptors per request`),
-    hits: z.number({ error: 'expected a whole number ≥ 0' }).int('expected a whole number ≥ 0').min(0, 'expected a whole number ≥ 0').max(1_000_000_000).optional(),
-  },
-  {
-    // Unknown fields are refused: a misspelt `hits` must not silently charge 1.
-    error: (issue) =>
-      issue.code === 'unrecognized_keys'
-        ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the fields are domain, descriptors and hits`
-        : 'expected a JSON object { "domain", "descriptors", "hits"? }',
-  },
-).strict()
+const checkBody = z
+  .object(
+    {
+      domain: z.string({ error: 'expected a string' }).min(1, 'must not be empty; name the rules domain'),
+      descriptors: z
+        .array(
+          z
+            .array(
+              z.object(
+                {
+                  key: z.string({ error: 'expected a string' }).min(1, 'must not be empty'),
+                  value: z.string({ error: 'expected a string' }),
+                },
+                { error: 'expected { "key": "…", "value": "…" }' },
+              ),
+              { error: 'expected a list of { "key", "value" } entries' },
+            )
+            .min(1, 'a descriptor needs at least one entry')
+            .max(MAX_ENTRIES, `at most ${MAX_ENTRIES} entries per descriptor`),
+          { error: 'expected a list of descriptors, each a list of { "key", "value" } entries' },
+        )
+        .min(1, 'give at least one descriptor')
+        .max(MAX_DESCRIPTORS, `at most ${MAX_DESCRIPTORS} descriptors per request`),
+      hits: z
+        .number({ error: 'expected a whole number ≥ 0' })
+        .int('expected a whole number ≥ 0')
+        .min(0, 'expected a whole number ≥ 0')
+        .max(1_000_000_000)
+        .optional(),
+    },
+    {
+      // Unknown fields are refused: a misspelt `hits` must not silently charge 1.
+      error: (issue) =>
+        issue.code === 'unrecognized_keys'
+          ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the fields are domain, descriptors and hits`
+          : 'expected a JSON object { "domain", "descriptors", "hits"? }',
+    },
+  )
+  .strict()
 
 /** Decider input from a `/v1/check` body; FloodgateError (INVALID_REQUEST) says which field is wrong and how. */
 export function parseCheckRequest(body: unknown): DecideInput {

@@ -237,12 +237,16 @@ export class Decider {
     const { descriptors } = input
     if (descriptors.length === 0) throw this.#invalid('descriptors: give at least one descriptor')
     if (descriptors.length > this.#maxDescriptors) {
-      throw this.#invalid(`descriptors: ${descriptors.length} descriptors in one request; at most ${this.#maxDescriptors} are accepted (--max-descriptors)`)
+      throw this.#invalid(
+        `descriptors: ${descriptors.length} descriptors in one request; at most ${this.#maxDescriptors} are accepted (--max-descriptors)`,
+      )
     }
     for (let i = 0; i < descriptors.length; i++) {
       const count = descriptors[i].entries.length
       if (count > this.#maxEntries) {
-        throw this.#invalid(`descriptors[${i}].entries: ${count} entries; at most ${this.#maxEntries} are accepted per descriptor (--max-descriptor-entries)`)
+        throw this.#invalid(
+          `descriptors[${i}].entries: ${count} entries; at most ${this.#maxEntries} are accepted per descriptor (--max-descriptor-entries)`,
+        )
       }
     }
   }
@@ -300,7 +304,19 @@ export class Decider {
       policies = this.#unshadowedOf(policies)
       shadow = true
     }
-    return { kind: 'policies', domain, ruleId: rule.id, metricKey: rule.metricKey, rule, storeKey: rule.storeKey, hits, policies, shadow, quota, outcome: undefined }
+    return {
+      kind: 'policies',
+      domain,
+      ruleId: rule.id,
+      metricKey: rule.metricKey,
+      rule,
+      storeKey: rule.storeKey,
+      hits,
+      policies,
+      shadow,
+      quota,
+      outcome: undefined,
+    }
   }
 
   /**
@@ -327,7 +343,17 @@ export class Decider {
     const wouldDeny = plan.shadow ? !decision.allowed || decision.shadow : decision.shadow
     const allowed = plan.shadow || decision.allowed
     const near = allowed && !wouldDeny && decision.limit - decision.remaining >= this.#nearLimitRatio * decision.limit
-    const outcome: DescriptorOutcome = { kind: 'limited', ruleId: plan.ruleId, rule: plan.rule, allowed, wouldDeny, near, quota: plan.quota, policy, decision }
+    const outcome: DescriptorOutcome = {
+      kind: 'limited',
+      ruleId: plan.ruleId,
+      rule: plan.rule,
+      allowed,
+      wouldDeny,
+      near,
+      quota: plan.quota,
+      policy,
+      decision,
+    }
     if (!allowed || wouldDeny) this.#logDenial(plan, decision, allowed)
     plan.outcome = outcome
     return outcome
@@ -354,7 +380,17 @@ export class Decider {
       retryAfterMs,
       shadow: over && plan.shadow,
       ...neverField,
-      policies: [{ ...decision.policies[0], limit: requestsPerUnit, allowed: !over, remaining, retryAfterMs, shadow: over && plan.shadow, ...neverField }],
+      policies: [
+        {
+          ...decision.policies[0],
+          limit: requestsPerUnit,
+          allowed: !over,
+          remaining,
+          retryAfterMs,
+          shadow: over && plan.shadow,
+          ...neverField,
+        },
+      ],
     }
     const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
     const outcome: DescriptorOutcome = {
@@ -415,7 +451,6 @@ export class Decider {
     }
     return policies
   }
-
 
   #unshadowedOf(policies: readonly Policy[]): readonly Policy[] {
     let copy = this.#unshadowed.get(policies)

@@ -41,7 +41,8 @@ export function createRlsCodec(dir: string): RlsCodec {
       for (const descriptor of message.descriptors) {
         const hits = descriptor.hits_addend
         // A uint64 decodes as a Long; proto-loader's `longs: Number` made it a number, and so does this.
-        if (hits !== null && typeof hits.value !== 'number') descriptor.hits_addend = { value: protobuf.util.LongBits.from(hits.value as protobuf.Long).toNumber(true) }
+        if (hits !== null && typeof hits.value !== 'number')
+          descriptor.hits_addend = { value: protobuf.util.LongBits.from(hits.value as protobuf.Long).toNumber(true) }
       }
       return message
     },
@@ -65,7 +66,8 @@ function toWire(answer: RlsResponse): Record<string, unknown> {
     const limit = status.current_limit
     statuses[i] = {
       code: CODES[status.code],
-      current_limit: limit === null ? null : { name: limit.name, requests_per_unit: limit.requests_per_unit, unit: UNIT_NUMBER[limit.unit] },
+      current_limit:
+        limit === null ? null : { name: limit.name, requests_per_unit: limit.requests_per_unit, unit: UNIT_NUMBER[limit.unit] },
       limit_remaining: status.limit_remaining,
       duration_until_reset: status.duration_until_reset,
     }

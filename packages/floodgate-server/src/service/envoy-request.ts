@@ -25,7 +25,12 @@ export function fromGrpcRequest(request: GrpcRateLimitRequest): DecideInput {
     hits: request.hits_addend === 0 ? 1 : request.hits_addend,
     requestHits: request.hits_addend,
     descriptors: request.descriptors.map((d, i) =>
-      descriptorInput(i, d.entries, d.limit ? { requestsPerUnit: d.limit.requests_per_unit, unit: d.limit.unit } : undefined, d.hits_addend?.value),
+      descriptorInput(
+        i,
+        d.entries,
+        d.limit ? { requestsPerUnit: d.limit.requests_per_unit, unit: d.limit.unit } : undefined,
+        d.hits_addend?.value,
+      ),
     ),
   }
 }
@@ -39,10 +44,14 @@ function descriptorInput(
   const input: DescriptorInput = { entries: entries.map((e) => ({ key: e.key, value: e.value })) }
   if (hits !== undefined) input.hits = hits
   if (limit !== undefined) {
-    const name = typeof limit.unit === 'number' ? (unitOfNumber(limit.unit) ?? (limit.unit === 0 ? 'UNKNOWN' : String(limit.unit))) : limit.unit
+    const name =
+      typeof limit.unit === 'number' ? (unitOfNumber(limit.unit) ?? (limit.unit === 0 ? 'UNKNOWN' : String(limit.unit))) : limit.unit
     const unit = isEnvoyUnit(name) ? name : undefined
     if (unit === undefined) {
-      throw new FloodgateError('INVALID_REQUEST', `descriptors[${index}].limit.unit: ${JSON.stringify(name)} is not a unit; use one of ${UNIT_LIST}`)
+      throw new FloodgateError(
+        'INVALID_REQUEST',
+        `descriptors[${index}].limit.unit: ${JSON.stringify(name)} is not a unit; use one of ${UNIT_LIST}`,
+      )
     }
     // requests_per_unit 0 is a valid override, as upstream: every hit is over the limit.
     input.limit = { requestsPerUnit: limit.requestsPerUnit, unit }
@@ -52,8 +61,12 @@ function descriptorInput(
 
 // protobuf-JSON, as protojson reads it: camelCase or the original field names, 64-bit integers as
 // numbers or strings, enums by name or number, and an unknown field is an error (upstream answers 400).
-const uint32 = z.union([z.number().int().min(0).max(0xffffffff), z.string().regex(/^\d+$/).transform(Number)]).refine((n) => n <= 0xffffffff, 'must be a uint32')
-const uint64 = z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/).transform(Number)]).refine(Number.isSafeInteger, 'too large')
+const uint32 = z
+  .union([z.number().int().min(0).max(0xffffffff), z.string().regex(/^\d+$/).transform(Number)])
+  .refine((n) => n <= 0xffffffff, 'must be a uint32')
+const uint64 = z
+  .union([z.number().int().nonnegative(), z.string().regex(/^\d+$/).transform(Number)])
+  .refine(Number.isSafeInteger, 'too large')
 const unit = z.union([z.string(), z.number().int()])
 const entry = z.strictObject({ key: z.string().default(''), value: z.string().default('') })
 const override = z
@@ -82,7 +95,8 @@ export function fromProtoJson(body: unknown): DecideInput {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const where = issue.path.join('.') || 'body'
-    const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message
+    const message =
+      issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message
     throw new FloodgateError('INVALID_REQUEST', `${where}: ${message}`)
   }
   const request = parsed.data

@@ -48,7 +48,11 @@ export interface ResponseHeaderNames {
   reset: string
 }
 
-export const DEFAULT_HEADER_NAMES: ResponseHeaderNames = Object.freeze({ limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' })
+export const DEFAULT_HEADER_NAMES: ResponseHeaderNames = Object.freeze({
+  limit: 'RateLimit-Limit',
+  remaining: 'RateLimit-Remaining',
+  reset: 'RateLimit-Reset',
+})
 
 export interface RlsResponseOptions {
   /** Milliseconds since the epoch: `duration_until_reset` of a unit window is `unit - now % unit` whole seconds, as upstream. */
@@ -90,7 +94,8 @@ export function toRlsResponse(result: DecideResult, options: RlsResponseOptions)
 
 function statusOf(outcome: DescriptorOutcome, now: number): RlsDescriptorStatus {
   if (outcome.kind === 'unmatched') return { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
-  if (outcome.kind === 'unlimited') return { code: 'OK', current_limit: null, limit_remaining: UNLIMITED_REMAINING, duration_until_reset: null }
+  if (outcome.kind === 'unlimited')
+    return { code: 'OK', current_limit: null, limit_remaining: UNLIMITED_REMAINING, duration_until_reset: null }
   const code = outcome.allowed ? 'OK' : 'OVER_LIMIT'
   const { envoy } = outcome
   if (envoy !== undefined) {
@@ -116,7 +121,11 @@ function statusOf(outcome: DescriptorOutcome, now: number): RlsDescriptorStatus 
  * As upstream: the headers describe the descriptor with the least `limit_remaining` among those
  * with a limit, unless a (non-quota) descriptor is over, which then speaks (the last such one).
  */
-function rateLimitHeaders(outcomes: readonly DescriptorOutcome[], statuses: readonly RlsDescriptorStatus[], names: ResponseHeaderNames): RlsHeader[] {
+function rateLimitHeaders(
+  outcomes: readonly DescriptorOutcome[],
+  statuses: readonly RlsDescriptorStatus[],
+  names: ResponseHeaderNames,
+): RlsHeader[] {
   let chosen: RlsDescriptorStatus | undefined
   let least = UNLIMITED_REMAINING
   for (let i = 0; i < statuses.length; i++) {

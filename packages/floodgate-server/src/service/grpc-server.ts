@@ -171,7 +171,11 @@ function answer(stream: http2.ServerHttp2Stream, handler: UnaryHandler, message:
     return
   }
   if (result instanceof Uint8Array) sendMessage(stream, result)
-  else result.then((bytes) => sendMessage(stream, bytes), (error: unknown) => sendStatus(stream, toGrpcStatus(error, logger)))
+  else
+    result.then(
+      (bytes) => sendMessage(stream, bytes),
+      (error: unknown) => sendStatus(stream, toGrpcStatus(error, logger)),
+    )
 }
 
 /** A request that does not decode; as grpc-js, INTERNAL. */

@@ -58,7 +58,10 @@ export function sendMessage(stream: http2.ServerHttp2Stream, message: Uint8Array
  */
 export function sendStatus(stream: http2.ServerHttp2Stream, status: GrpcStatus): void {
   if (finished(stream)) return
-  stream.respond({ ...RESPONSE_HEADERS, 'grpc-status': String(status.code), 'grpc-message': encodeURI(status.details) }, { endStream: true })
+  stream.respond(
+    { ...RESPONSE_HEADERS, 'grpc-status': String(status.code), 'grpc-message': encodeURI(status.details) },
+    { endStream: true },
+  )
   if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR)
 }
 
@@ -93,9 +96,11 @@ export function readUnaryCall(
     if (length < 0 && received >= 5) {
       const head = chunks === undefined ? first : Buffer.concat(chunks)
       length = head.readUInt32BE(1)
-      if (length > maxBytes) return fail({ code: STATUS.RESOURCE_EXHAUSTED, details: `Received message larger than max (${length} vs. ${maxBytes})` })
+      if (length > maxBytes)
+        return fail({ code: STATUS.RESOURCE_EXHAUSTED, details: `Received message larger than max (${length} vs. ${maxBytes})` })
     }
-    if (length >= 0 && received > 5 + length) fail({ code: STATUS.UNIMPLEMENTED, details: `Received a second request message for server unary method ${path}` })
+    if (length >= 0 && received > 5 + length)
+      fail({ code: STATUS.UNIMPLEMENTED, details: `Received a second request message for server unary method ${path}` })
   })
   stream.once('end', () => {
     if (finished(stream)) return

@@ -151,7 +151,11 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const sendRls = (reply: FastifyReply, input: DecideInput, result: DecideResult, started: number) => {
     try {
       options.metrics.observeLatency('http', (performance.now() - started) / 1000)
-      const response = toRlsResponse(result, { now: clock(), headers: envoy.responseHeaders, dynamicMetadataOf: envoy.dynamicMetadata ? input : undefined })
+      const response = toRlsResponse(result, {
+        now: clock(),
+        headers: envoy.responseHeaders,
+        dynamicMetadataOf: envoy.dynamicMetadata ? input : undefined,
+      })
       reply.code(result.allowed ? 200 : 429).send(toProtoJson(response))
     } catch (error) {
       reply.send(error)
@@ -179,7 +183,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     url: '/json',
     errorHandler: (error, request, reply) => {
       const status = (error as FastifyError).statusCode
-      const userError = error instanceof FloodgateError ? error.code === 'INVALID_REQUEST' || error.code === 'STORE_UNAVAILABLE' : status !== undefined && status >= 400 && status < 500
+      const userError =
+        error instanceof FloodgateError
+          ? error.code === 'INVALID_REQUEST' || error.code === 'STORE_UNAVAILABLE'
+          : status !== undefined && status >= 400 && status < 500
       if (!userError) {
         request.log.error({ err: error, url: request.url, reqId: request.id }, 'request failed')
         return reply.code(500).type('text/plain; charset=utf-8').send('Internal Server Error\n')
@@ -187,7 +194,11 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       const code = status === 413 ? 413 : 400
       // The body is upstream's, word for word; the reason goes in a header for people and logs.
       reply.header('x-floodgate-reason', headerSafe(error.message))
-      return reply.code(code).header('x-content-type-options', 'nosniff').type('text/plain; charset=utf-8').send(code === 413 ? 'Request Entity Too Large\n' : 'Bad Request\n')
+      return reply
+        .code(code)
+        .header('x-content-type-options', 'nosniff')
+        .type('text/plain; charset=utf-8')
+        .send(code === 413 ? 'Request Entity Too Large\n' : 'Bad Request\n')
     },
     handler: (request, reply) => {
       const started = performance.now()
@@ -219,7 +230,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   })
 
   if (options.adminToken !== undefined) {
-    registerAdminRoutes(app, { token: options.adminToken, decider: options.decider, describeRules: options.describeRules, health: options.health })
+    registerAdminRoutes(app, {
+      token: options.adminToken,
+      decider: options.decider,
+      describeRules: options.describeRules,
+      health: options.health,
+    })
     if (options.dashboard !== undefined) registerDashboardRoutes(app, options.dashboard, options.adminToken)
   }
   return app
@@ -233,17 +249,25 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 function answerClientError(error: Error & { code?: string }, socket: Socket, requestTimeoutMs: number): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   let status = 400
-  let body: { error: string; message: string } = { error: 'bad_request', message: `not a valid HTTP request (${error.code ?? error.message})` }
+  let body: { error: string; message: string } = {
+    error: 'bad_request',
+    message: `not a valid HTTP request (${error.code ?? error.message})`,
+  }
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408
-    body = { error: 'request_timeout', message: `the request did not arrive within ${formatDuration(requestTimeoutMs)}; send its head and body without pausing` }
+    body = {
+      error: 'request_timeout',
+      message: `the request did not arrive within ${formatDuration(requestTimeoutMs)}; send its head and body without pausing`,
+    }
   } else if (error.code === 'HPE_HEADER_OVERFLOW') {
     status = 431
     body = { error: 'headers_too_large', message: 'the request head is larger than the server accepts; send fewer or shorter headers' }
   }
   if (socket.writable) {
     const text = JSON.stringify(body)
-    socket.write(`HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+    )
   }
   // Closed once the answer is flushed (a client that never reads is cut by the connection timeout).
   socket.destroySoon()

@@ -126,10 +126,18 @@ export class ServiceMetrics {
       })
       errors.inc({ err_type: 'redis_error' }, 0)
       errors.inc({ err_type: 'service_error' }, 0)
-      const globalShadow = new Counter({ name: 'ratelimit_service_global_shadow_mode', help: 'Requests answered OK only because of SHADOW_MODE.', registers })
+      const globalShadow = new Counter({
+        name: 'ratelimit_service_global_shadow_mode',
+        help: 'Requests answered OK only because of SHADOW_MODE.',
+        registers,
+      })
       const configLoads = {
         success: new Counter({ name: 'ratelimit_service_config_load_success', help: 'Rule loads that succeeded.', registers }),
-        error: new Counter({ name: 'ratelimit_service_config_load_error', help: 'Rule loads that failed (the previous rules keep serving).', registers }),
+        error: new Counter({
+          name: 'ratelimit_service_config_load_error',
+          help: 'Rule loads that failed (the previous rules keep serving).',
+          registers,
+        }),
       }
       this.#upstream = { errors, globalShadow, configLoads }
     }
@@ -143,7 +151,11 @@ export class ServiceMetrics {
     // The labelled children, looked up once: observing through them skips label validation.
     this.#latencyOf = { http: latency.labels('http'), grpc: latency.labels('grpc') }
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
-    this.#breaker = new Gauge({ name: 'floodgate_breaker_state', help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).', registers })
+    this.#breaker = new Gauge({
+      name: 'floodgate_breaker_state',
+      help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).',
+      registers,
+    })
     this.#fallbacks = new Counter({
       name: 'floodgate_fallback_decisions_total',
       help: 'Decisions made without the store, by failure mode (open, closed, local).',
@@ -256,7 +268,12 @@ export function upstreamLabelsOf(metricKey: string): UpstreamLabels {
 }
 
 /** Adds a rule's pending hits of one kind to its counters; a kind with none adds no series, as before any hit. */
-function moveHits(counter: Counter<'rule'>, upstream: Counter<keyof UpstreamLabels> | undefined, pending: PendingHits, field: PendingField): void {
+function moveHits(
+  counter: Counter<'rule'>,
+  upstream: Counter<keyof UpstreamLabels> | undefined,
+  pending: PendingHits,
+  field: PendingField,
+): void {
   const hits = pending[field]
   if (hits === 0) return
   pending[field] = 0

@@ -34,8 +34,10 @@ export function registerRegionMetrics(registry: Registry, status: () => RegionSy
   peerGauge('floodgate_region_replication_lag_seconds', 'Age of the freshest usage held from each peer region (seconds).', (peer) =>
     peer.lagMs === undefined ? undefined : peer.lagMs / 1000,
   )
-  peerGauge('floodgate_region_peer_last_heard_seconds', 'Time since the last successful exchange with each peer region (s).', (peer, now) =>
-    peer.lastHeardAt === undefined ? undefined : Math.max(0, now - peer.lastHeardAt) / 1000,
+  peerGauge(
+    'floodgate_region_peer_last_heard_seconds',
+    'Time since the last successful exchange with each peer region (s).',
+    (peer, now) => (peer.lastHeardAt === undefined ? undefined : Math.max(0, now - peer.lastHeardAt) / 1000),
   )
   peerGauge('floodgate_region_peer_up', 'Whether the last exchange with each peer region succeeded (1) or not (0).', (peer) =>
     peer.connected ? 1 : 0,

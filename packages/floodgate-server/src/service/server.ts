@@ -80,7 +80,12 @@ export async function startService(settings: Settings, options: StartOptions = {
   }
   // `error` is decided by the Decider from the limiter's fail-open answer (marked as a fallback).
   const limiterMode = (mode: Settings['onStoreError']) => (mode === 'error' ? 'open' : mode)
-  const limiter = new RateLimiter({ store, onStoreError: limiterMode(settings.onStoreError), instances: settings.instances, timeout: settings.storeTimeoutMs })
+  const limiter = new RateLimiter({
+    store,
+    onStoreError: limiterMode(settings.onStoreError),
+    instances: settings.instances,
+    timeout: settings.storeTimeoutMs,
+  })
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
   const dashboard =
@@ -90,7 +95,11 @@ export async function startService(settings: Settings, options: StartOptions = {
           limiter,
           storeKind: settings.store.kind,
           rawKeys: settings.dashboardRawKeys ?? false,
-          config: () => ({ rules: countRules(rules.current), files: rules.current.files, lastReloadError: rules.lastError?.issues.map(formatIssue) ?? null }),
+          config: () => ({
+            rules: countRules(rules.current),
+            files: rules.current.files,
+            lastReloadError: rules.lastError?.issues.map(formatIssue) ?? null,
+          }),
         })
   storeLatency = dashboard?.storeLatency
 
@@ -172,7 +181,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   const httpBindUrl = httpPort === undefined ? undefined : `http://${host}:${httpPort}`
   const grpcAddress = grpcPort === undefined ? undefined : `${host}:${grpcPort}`
   const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
-  logger.info({ http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files }, 'floodgate listening')
+  logger.info(
+    { http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files },
+    'floodgate listening',
+  )
 
   let closing: Promise<void> | undefined
   const close = () =>
@@ -183,7 +195,8 @@ export async function startService(settings: Settings, options: StartOptions = {
       await closeBackends()
       logger.info('stopped')
     })())
-  const off = (server: 'HTTP' | 'gRPC') => new FloodgateError('INVALID_OPTION', `${server} is off (--no-${server.toLowerCase()}): it has no address`)
+  const off = (server: 'HTTP' | 'gRPC') =>
+    new FloodgateError('INVALID_OPTION', `${server} is off (--no-${server.toLowerCase()}): it has no address`)
   return {
     get httpUrl() {
       if (httpUrl === undefined) throw off('HTTP')
@@ -308,7 +321,12 @@ function wireLimiterEvents(limiter: RateLimiter, metrics: ServiceMetrics, logger
  * Stops the listener and drains: idle sockets close now, busy ones after their answer; at the
  * deadline every socket is cut. Resolves when the last socket is gone.
  */
-async function closeHttp(app: ReturnType<typeof createHttpServer>, connections: ConnectionTracker, timeoutMs: number, timers: ShutdownTimers): Promise<void> {
+async function closeHttp(
+  app: ReturnType<typeof createHttpServer>,
+  connections: ConnectionTracker,
+  timeoutMs: number,
+  timers: ShutdownTimers,
+): Promise<void> {
   const force = timers.setTimeout(() => connections.destroyAll(), timeoutMs)
   try {
     const closed = app.close()

@@ -101,7 +101,6 @@ export interface Settings extends AbuseBounds {
   regions: RegionSettings | undefined
 }
 
-
 /** One option: its flag, its environment variable, and whether it takes a value. */
 interface OptionSpec {
   flag: string
@@ -131,17 +130,53 @@ export interface AbuseBounds {
 }
 
 const ABUSE_BOUND_OPTIONS = {
-  requestTimeout: { flag: 'request-timeout', env: 'FLOODGATE_REQUEST_TIMEOUT', type: 'string', help: 'a request (head and body) must arrive within this, else 408 (default 10s)' },
-  connectionTimeout: { flag: 'connection-timeout', env: 'FLOODGATE_CONNECTION_TIMEOUT', type: 'string', help: 'close a socket silent this long during a request (default 60s)' },
-  keepAliveTimeout: { flag: 'keep-alive-timeout', env: 'FLOODGATE_KEEP_ALIVE_TIMEOUT', type: 'string', help: 'close an idle keep-alive socket after this (default 72s)' },
-  maxConnections: { flag: 'max-connections', env: 'FLOODGATE_MAX_CONNECTIONS', type: 'string', help: 'most HTTP sockets open at once (default 10000)' },
-  memoryMaxKeys: { flag: 'memory-max-keys', env: 'FLOODGATE_MEMORY_MAX_KEYS', type: 'string', help: 'embedded store: most keys kept (default 100000)' },
-  memoryMaxBytes: { flag: 'memory-max-bytes', env: 'FLOODGATE_MEMORY_MAX_BYTES', type: 'string', help: 'embedded store: most bytes of keys kept (default 67108864)' },
+  requestTimeout: {
+    flag: 'request-timeout',
+    env: 'FLOODGATE_REQUEST_TIMEOUT',
+    type: 'string',
+    help: 'a request (head and body) must arrive within this, else 408 (default 10s)',
+  },
+  connectionTimeout: {
+    flag: 'connection-timeout',
+    env: 'FLOODGATE_CONNECTION_TIMEOUT',
+    type: 'string',
+    help: 'close a socket silent this long during a request (default 60s)',
+  },
+  keepAliveTimeout: {
+    flag: 'keep-alive-timeout',
+    env: 'FLOODGATE_KEEP_ALIVE_TIMEOUT',
+    type: 'string',
+    help: 'close an idle keep-alive socket after this (default 72s)',
+  },
+  maxConnections: {
+    flag: 'max-connections',
+    env: 'FLOODGATE_MAX_CONNECTIONS',
+    type: 'string',
+    help: 'most HTTP sockets open at once (default 10000)',
+  },
+  memoryMaxKeys: {
+    flag: 'memory-max-keys',
+    env: 'FLOODGATE_MEMORY_MAX_KEYS',
+    type: 'string',
+    help: 'embedded store: most keys kept (default 100000)',
+  },
+  memoryMaxBytes: {
+    flag: 'memory-max-bytes',
+    env: 'FLOODGATE_MEMORY_MAX_BYTES',
+    type: 'string',
+    help: 'embedded store: most bytes of keys kept (default 67108864)',
+  },
 } as const satisfies Record<string, OptionSpec>
 
 /** Whole number ≥ 1, or the default when absent. */
 const count = (fallback: number) =>
-  z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).refine(Number.isSafeInteger, 'too large').optional().transform((n) => n ?? fallback)
+  z
+    .string()
+    .regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1')
+    .transform(Number)
+    .refine(Number.isSafeInteger, 'too large')
+    .optional()
+    .transform((n) => n ?? fallback)
 
 function abuseBoundFields() {
   return {
@@ -155,7 +190,14 @@ function abuseBoundFields() {
   }
 }
 
-function abuseBounds(o: { requestTimeout: number; connectionTimeout: number; keepAliveTimeout: number; maxConnections: number; memoryMaxKeys: number; memoryMaxBytes: number }): AbuseBounds {
+function abuseBounds(o: {
+  requestTimeout: number
+  connectionTimeout: number
+  keepAliveTimeout: number
+  maxConnections: number
+  memoryMaxKeys: number
+  memoryMaxBytes: number
+}): AbuseBounds {
   return {
     requestTimeoutMs: o.requestTimeout,
     connectionTimeoutMs: o.connectionTimeout,
@@ -184,42 +226,163 @@ export const SERVE_OPTIONS = {
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
   adminToken: { flag: 'admin-token', env: 'FLOODGATE_ADMIN_TOKEN', type: 'string', help: 'bearer token enabling /admin and /dashboard' },
-  dashboardRawKeys: { flag: 'dashboard-raw-keys', env: 'FLOODGATE_DASHBOARD_RAW_KEYS', type: 'boolean', help: 'show keys unhashed on /dashboard' },
-  onStoreError: { flag: 'on-store-error', env: 'FLOODGATE_ON_STORE_ERROR', type: 'string', help: 'open | closed | local | error (default: open on /v1/check, error on gRPC and /json)' },
-  instances: { flag: 'instances', env: 'FLOODGATE_INSTANCES', type: 'string', help: 'instances sharing the limits, for local fallback (default 1)' },
-  storeTimeout: { flag: 'store-timeout', env: 'FLOODGATE_STORE_TIMEOUT', type: 'string', help: 'longest wait for the store (default 100ms)' },
-  logLevel: { flag: 'log-level', env: 'FLOODGATE_LOG_LEVEL', type: 'string', help: 'fatal|error|warn|info|debug|trace|silent (default info)' },
+  dashboardRawKeys: {
+    flag: 'dashboard-raw-keys',
+    env: 'FLOODGATE_DASHBOARD_RAW_KEYS',
+    type: 'boolean',
+    help: 'show keys unhashed on /dashboard',
+  },
+  onStoreError: {
+    flag: 'on-store-error',
+    env: 'FLOODGATE_ON_STORE_ERROR',
+    type: 'string',
+    help: 'open | closed | local | error (default: open on /v1/check, error on gRPC and /json)',
+  },
+  instances: {
+    flag: 'instances',
+    env: 'FLOODGATE_INSTANCES',
+    type: 'string',
+    help: 'instances sharing the limits, for local fallback (default 1)',
+  },
+  storeTimeout: {
+    flag: 'store-timeout',
+    env: 'FLOODGATE_STORE_TIMEOUT',
+    type: 'string',
+    help: 'longest wait for the store (default 100ms)',
+  },
+  logLevel: {
+    flag: 'log-level',
+    env: 'FLOODGATE_LOG_LEVEL',
+    type: 'string',
+    help: 'fatal|error|warn|info|debug|trace|silent (default info)',
+  },
   noWatch: { flag: 'no-watch', env: 'FLOODGATE_NO_WATCH', type: 'boolean', help: 'do not reload rules when files change' },
   bodyLimit: { flag: 'body-limit', env: 'FLOODGATE_BODY_LIMIT', type: 'string', help: 'largest HTTP body in bytes (default 65536)' },
-  grpcResponseHeaders: { flag: 'grpc-response-headers', env: 'FLOODGATE_GRPC_RESPONSE_HEADERS', type: 'boolean', help: 'add RateLimit headers to gRPC answers' },
-  nearLimitRatio: { flag: 'near-limit-ratio', env: 'FLOODGATE_NEAR_LIMIT_RATIO', type: 'string', help: 'share of a limit counted as near_limit (default 0.8)' },
-  shutdownTimeout: { flag: 'shutdown-timeout', env: 'FLOODGATE_SHUTDOWN_TIMEOUT', type: 'string', help: 'longest graceful drain (default 10s)' },
+  grpcResponseHeaders: {
+    flag: 'grpc-response-headers',
+    env: 'FLOODGATE_GRPC_RESPONSE_HEADERS',
+    type: 'boolean',
+    help: 'add RateLimit headers to gRPC answers',
+  },
+  nearLimitRatio: {
+    flag: 'near-limit-ratio',
+    env: 'FLOODGATE_NEAR_LIMIT_RATIO',
+    type: 'string',
+    help: 'share of a limit counted as near_limit (default 0.8)',
+  },
+  shutdownTimeout: {
+    flag: 'shutdown-timeout',
+    env: 'FLOODGATE_SHUTDOWN_TIMEOUT',
+    type: 'string',
+    help: 'longest graceful drain (default 10s)',
+  },
   ...ABUSE_BOUND_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
-  wildcardOrder: { flag: 'wildcard-order', env: 'FLOODGATE_WILDCARD_ORDER', type: 'string', help: 'file (upstream: first in file order) | specific (most literal characters first)' },
-  limitHeader: { flag: 'limit-header', env: 'FLOODGATE_LIMIT_HEADER', type: 'string', help: 'name of the limit header (default RateLimit-Limit)' },
-  remainingHeader: { flag: 'remaining-header', env: 'FLOODGATE_REMAINING_HEADER', type: 'string', help: 'name of the remaining header (default RateLimit-Remaining)' },
-  resetHeader: { flag: 'reset-header', env: 'FLOODGATE_RESET_HEADER', type: 'string', help: 'name of the reset header (default RateLimit-Reset)' },
-  stopIncrement: { flag: 'stop-increment-when-over-limit', env: 'FLOODGATE_STOP_INCREMENT_WHEN_OVER_LIMIT', type: 'boolean', help: 'a request over some limit does not charge its other descriptors' },
-  globalShadowMode: { flag: 'shadow-mode', env: 'FLOODGATE_SHADOW_MODE', type: 'boolean', help: 'never answer OVER_LIMIT overall (descriptors still report it)' },
+  wildcardOrder: {
+    flag: 'wildcard-order',
+    env: 'FLOODGATE_WILDCARD_ORDER',
+    type: 'string',
+    help: 'file (upstream: first in file order) | specific (most literal characters first)',
+  },
+  limitHeader: {
+    flag: 'limit-header',
+    env: 'FLOODGATE_LIMIT_HEADER',
+    type: 'string',
+    help: 'name of the limit header (default RateLimit-Limit)',
+  },
+  remainingHeader: {
+    flag: 'remaining-header',
+    env: 'FLOODGATE_REMAINING_HEADER',
+    type: 'string',
+    help: 'name of the remaining header (default RateLimit-Remaining)',
+  },
+  resetHeader: {
+    flag: 'reset-header',
+    env: 'FLOODGATE_RESET_HEADER',
+    type: 'string',
+    help: 'name of the reset header (default RateLimit-Reset)',
+  },
+  stopIncrement: {
+    flag: 'stop-increment-when-over-limit',
+    env: 'FLOODGATE_STOP_INCREMENT_WHEN_OVER_LIMIT',
+    type: 'boolean',
+    help: 'a request over some limit does not charge its other descriptors',
+  },
+  globalShadowMode: {
+    flag: 'shadow-mode',
+    env: 'FLOODGATE_SHADOW_MODE',
+    type: 'boolean',
+    help: 'never answer OVER_LIMIT overall (descriptors still report it)',
+  },
   globalQuotaMode: { flag: 'quota-mode', env: 'FLOODGATE_QUOTA_MODE', type: 'boolean', help: 'treat every descriptor as quota_mode' },
-  dynamicMetadata: { flag: 'response-dynamic-metadata', env: 'FLOODGATE_RESPONSE_DYNAMIC_METADATA', type: 'boolean', help: 'describe the request in Envoy dynamic metadata' },
-  maxDescriptors: { flag: 'max-descriptors', env: 'FLOODGATE_MAX_DESCRIPTORS', type: 'string', help: 'most descriptors per request (default 64)' },
-  maxDescriptorEntries: { flag: 'max-descriptor-entries', env: 'FLOODGATE_MAX_DESCRIPTOR_ENTRIES', type: 'string', help: 'most entries per descriptor (default 32)' },
-  grpcMaxMessage: { flag: 'grpc-max-message', env: 'FLOODGATE_GRPC_MAX_MESSAGE', type: 'string', help: 'largest gRPC request in bytes (default 65536)' },
-  upstreamMetrics: { flag: 'upstream-metrics', env: 'FLOODGATE_UPSTREAM_METRICS', type: 'boolean', help: 'also export ratelimit_service_* metric names' },
+  dynamicMetadata: {
+    flag: 'response-dynamic-metadata',
+    env: 'FLOODGATE_RESPONSE_DYNAMIC_METADATA',
+    type: 'boolean',
+    help: 'describe the request in Envoy dynamic metadata',
+  },
+  maxDescriptors: {
+    flag: 'max-descriptors',
+    env: 'FLOODGATE_MAX_DESCRIPTORS',
+    type: 'string',
+    help: 'most descriptors per request (default 64)',
+  },
+  maxDescriptorEntries: {
+    flag: 'max-descriptor-entries',
+    env: 'FLOODGATE_MAX_DESCRIPTOR_ENTRIES',
+    type: 'string',
+    help: 'most entries per descriptor (default 32)',
+  },
+  grpcMaxMessage: {
+    flag: 'grpc-max-message',
+    env: 'FLOODGATE_GRPC_MAX_MESSAGE',
+    type: 'string',
+    help: 'largest gRPC request in bytes (default 65536)',
+  },
+  upstreamMetrics: {
+    flag: 'upstream-metrics',
+    env: 'FLOODGATE_UPSTREAM_METRICS',
+    type: 'boolean',
+    help: 'also export ratelimit_service_* metric names',
+  },
 
   // Which servers run and how logs read (the CLI's first-hour options).
   noHttp: { flag: 'no-http', env: 'FLOODGATE_NO_HTTP', type: 'boolean', help: 'serve gRPC only (no HTTP API, no /metrics)' },
   noGrpc: { flag: 'no-grpc', env: 'FLOODGATE_NO_GRPC', type: 'boolean', help: 'serve HTTP only (no Envoy gRPC API)' },
-  logFormat: { flag: 'log-format', env: 'FLOODGATE_LOG_FORMAT', type: 'string', help: 'pretty | json (default pretty on a terminal, else json)' },
+  logFormat: {
+    flag: 'log-format',
+    env: 'FLOODGATE_LOG_FORMAT',
+    type: 'string',
+    help: 'pretty | json (default pretty on a terminal, else json)',
+  },
 
   // Several regions (docs/regions.md).
-  region: { flag: 'region', env: 'FLOODGATE_REGION', type: 'string', help: "this region's name; policies with regions: shared|split limit across regions" },
-  peer: { flag: 'peer', env: 'FLOODGATE_PEERS', type: 'string', multiple: true, help: 'another region as NAME=redis://… (repeat; the variable: a comma-separated list)' },
-  regionInterval: { flag: 'region-interval', env: 'FLOODGATE_REGION_INTERVAL', type: 'string', help: 'how often usage is exchanged with peers (default 100ms)' },
-  regionsFile: { flag: 'regions-file', env: 'FLOODGATE_REGIONS_FILE', type: 'string', help: 'YAML with region, peers and interval (instead of the three above)' },
+  region: {
+    flag: 'region',
+    env: 'FLOODGATE_REGION',
+    type: 'string',
+    help: "this region's name; policies with regions: shared|split limit across regions",
+  },
+  peer: {
+    flag: 'peer',
+    env: 'FLOODGATE_PEERS',
+    type: 'string',
+    multiple: true,
+    help: 'another region as NAME=redis://… (repeat; the variable: a comma-separated list)',
+  },
+  regionInterval: {
+    flag: 'region-interval',
+    env: 'FLOODGATE_REGION_INTERVAL',
+    type: 'string',
+    help: 'how often usage is exchanged with peers (default 100ms)',
+  },
+  regionsFile: {
+    flag: 'regions-file',
+    env: 'FLOODGATE_REGIONS_FILE',
+    type: 'string',
+    help: 'YAML with region, peers and interval (instead of the three above)',
+  },
 } as const satisfies Record<string, OptionSpec>
 
 type OptionName = keyof typeof SERVE_OPTIONS
@@ -250,11 +413,18 @@ export function serveUsage(): string {
     const flag = `--${o.flag}${o.type === 'string' ? ' <value>' : ''}`
     return `  ${flag.padEnd(32)} ${o.env.padEnd(32)} ${o.help}`
   })
-  return ['Usage: floodgate serve --config <file|dir> [options]', '', '  flag                             environment variable', ...lines].join('\n')
+  return [
+    'Usage: floodgate serve --config <file|dir> [options]',
+    '',
+    '  flag                             environment variable',
+    ...lines,
+  ].join('\n')
 }
 
 function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions {
-  const options = Object.fromEntries(Object.values(SERVE_OPTIONS).map((o: OptionSpec) => [o.flag, { type: o.type, multiple: o.multiple ?? false }]))
+  const options = Object.fromEntries(
+    Object.values(SERVE_OPTIONS).map((o: OptionSpec) => [o.flag, { type: o.type, multiple: o.multiple ?? false }]),
+  )
   let values: Record<string, string | boolean | string[] | undefined>
   let positionals: string[]
   try {
@@ -274,7 +444,15 @@ function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions
     const fromEnv = env[spec.env]
     if (fromFlag !== undefined) raw[name] = fromFlag
     else if (fromEnv !== undefined && fromEnv !== '') {
-      raw[name] = spec.type === 'boolean' ? parseBooleanEnv(fromEnv, spec.env) : spec.multiple ? fromEnv.split(',').map((item) => item.trim()).filter(Boolean) : fromEnv
+      raw[name] =
+        spec.type === 'boolean'
+          ? parseBooleanEnv(fromEnv, spec.env)
+          : spec.multiple
+            ? fromEnv
+                .split(',')
+                .map((item) => item.trim())
+                .filter(Boolean)
+            : fromEnv
     }
   }
   if (raw.config === undefined && positionals[0] !== undefined) raw.config = positionals[0]
@@ -300,7 +478,10 @@ const hostPortList = z
   .string()
   .transform((list, ctx) => {
     const nodes: HostPort[] = []
-    for (const item of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const item of list
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const match = /^(.+):(\d{1,5})$/.exec(item)
       if (!match) {
         ctx.addIssue({ code: 'custom', message: `expected host:port, got ${JSON.stringify(item)}` })
@@ -349,29 +530,58 @@ const wholeNumber = (fallback: number) =>
 const schema = z
   .object({
     config: z.string({ error: 'required: the rules file or directory, e.g. --config rules.yaml' }).min(1),
-    redisUrl: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+    redisUrl: z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+      .optional(),
     redisCluster: hostPortList,
     redisSentinels: hostPortList,
     sentinelName: z.string().min(1).optional(),
-    redisPrefix: z.string().min(1).optional().transform((p) => p ?? 'fg:'),
+    redisPrefix: z
+      .string()
+      .min(1)
+      .optional()
+      .transform((p) => p ?? 'fg:'),
     memcached: hostPortList,
     compatKeys: z.enum(['envoy'], { error: 'expected envoy' }).optional(),
-    compatPrefix: z.string().optional().transform((p) => p ?? ''),
-    redisPerSecond: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
-    host: z.string().min(1).optional().transform((h) => h ?? '0.0.0.0'),
+    compatPrefix: z
+      .string()
+      .optional()
+      .transform((p) => p ?? ''),
+    redisPerSecond: z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+      .optional(),
+    host: z
+      .string()
+      .min(1)
+      .optional()
+      .transform((h) => h ?? '0.0.0.0'),
     httpPort: port(8080),
     grpcPort: port(8081),
     adminToken: z.string().min(8, 'use a token of at least 8 characters').optional(),
     dashboardRawKeys: z.boolean().optional(),
     onStoreError: z.enum(['open', 'closed', 'local', 'error'], { error: 'expected open, closed, local or error' }).optional(),
-    instances: z.string().regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1').transform(Number).optional().transform((n) => n ?? 1),
+    instances: z
+      .string()
+      .regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1')
+      .transform(Number)
+      .optional()
+      .transform((n) => n ?? 1),
     storeTimeout: durationMs(100),
     logLevel: z
-      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'expected fatal, error, warn, info, debug, trace or silent' })
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'expected fatal, error, warn, info, debug, trace or silent',
+      })
       .optional()
       .transform((l) => l ?? 'info'),
     noWatch: z.boolean().optional(),
-    bodyLimit: z.string().regex(/^[1-9]\d*$/, 'expected a number of bytes').transform(Number).optional().transform((n) => n ?? 65_536),
+    bodyLimit: z
+      .string()
+      .regex(/^[1-9]\d*$/, 'expected a number of bytes')
+      .transform(Number)
+      .optional()
+      .transform((n) => n ?? 65_536),
     grpcResponseHeaders: z.boolean().optional(),
     nearLimitRatio: z
       .string()
@@ -383,7 +593,10 @@ const schema = z
     ...abuseBoundFields(),
 
     // --- Envoy drop-in ---
-    wildcardOrder: z.enum(['file', 'specific'], { error: 'expected file or specific' }).optional().transform((o) => o ?? 'file'),
+    wildcardOrder: z
+      .enum(['file', 'specific'], { error: 'expected file or specific' })
+      .optional()
+      .transform((o) => o ?? 'file'),
     limitHeader: headerName('RateLimit-Limit'),
     remainingHeader: headerName('RateLimit-Remaining'),
     resetHeader: headerName('RateLimit-Reset'),
@@ -413,22 +626,38 @@ const schema = z
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     if (o.memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
     if (o.compatKeys && stores === 0) {
-      issue('compatKeys', 'shares counters with envoyproxy/ratelimit, so it needs its store: add --redis (or a Cluster, Sentinel) or --memcached')
+      issue(
+        'compatKeys',
+        'shares counters with envoyproxy/ratelimit, so it needs its store: add --redis (or a Cluster, Sentinel) or --memcached',
+      )
     }
     if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
     if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
-    if (o.redisSentinels && !o.sentinelName) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'required with --redis-sentinel: the master name the Sentinels watch' })
-    if (o.sentinelName && !o.redisSentinels) ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
-    if (o.noHttp && o.noGrpc) ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
-    if (o.regionsFile && (o.region || o.peer)) ctx.addIssue({ code: 'custom', path: ['regionsFile'], message: 'give either --regions-file or --region/--peer, not both' })
+    if (o.redisSentinels && !o.sentinelName)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sentinelName'],
+        message: 'required with --redis-sentinel: the master name the Sentinels watch',
+      })
+    if (o.sentinelName && !o.redisSentinels)
+      ctx.addIssue({ code: 'custom', path: ['sentinelName'], message: 'only applies with --redis-sentinel' })
+    if (o.noHttp && o.noGrpc)
+      ctx.addIssue({ code: 'custom', path: ['noGrpc'], message: 'with --no-http too nothing would be served; keep one of HTTP and gRPC' })
+    if (o.regionsFile && (o.region || o.peer))
+      ctx.addIssue({ code: 'custom', path: ['regionsFile'], message: 'give either --regions-file or --region/--peer, not both' })
     if (o.peer && !o.region) ctx.addIssue({ code: 'custom', path: ['region'], message: "required with --peer: this region's name" })
     if ((o.region || o.regionsFile) && !o.redisUrl && !o.redisCluster && !o.redisSentinels) {
-      ctx.addIssue({ code: 'custom', path: [o.region ? 'region' : 'regionsFile'], message: 'regions keep their usage in Redis: give --redis, --redis-cluster or --redis-sentinel' })
+      ctx.addIssue({
+        code: 'custom',
+        path: [o.region ? 'region' : 'regionsFile'],
+        message: 'regions keep their usage in Redis: give --redis, --redis-cluster or --redis-sentinel',
+      })
     }
     const names = (o.peer ?? []).map(([name]) => name)
     const repeated = names.find((name, i) => names.indexOf(name) !== i)
     if (repeated) ctx.addIssue({ code: 'custom', path: ['peer'], message: `peer ${repeated} is given twice` })
-    if (o.region && names.includes(o.region)) ctx.addIssue({ code: 'custom', path: ['peer'], message: `peer ${o.region} is this region itself; list only the other regions` })
+    if (o.region && names.includes(o.region))
+      ctx.addIssue({ code: 'custom', path: ['peer'], message: `peer ${o.region} is this region itself; list only the other regions` })
   })
   .transform(
     (o): Omit<Settings, 'upstreamNotes'> => ({
@@ -480,6 +709,10 @@ const schema = z
       grpc: !o.noGrpc,
       logFormat: o.logFormat,
 
-      regions: o.regionsFile ? readRegionsFile(o.regionsFile) : o.region ? { region: o.region, peers: Object.fromEntries(o.peer ?? []), intervalMs: o.regionInterval } : undefined,
+      regions: o.regionsFile
+        ? readRegionsFile(o.regionsFile)
+        : o.region
+          ? { region: o.region, peers: Object.fromEntries(o.peer ?? []), intervalMs: o.regionInterval }
+          : undefined,
     }),
   )

@@ -30,7 +30,8 @@ const SAME_MEANING: readonly [string, string][] = [
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
 const HARMLESS: Readonly<Record<string, string>> = {
-  USE_STATSD: 'Floodgate exports Prometheus metrics on GET /metrics, not statsd (FLOODGATE_UPSTREAM_METRICS=true adds the ratelimit_service_* names)',
+  USE_STATSD:
+    'Floodgate exports Prometheus metrics on GET /metrics, not statsd (FLOODGATE_UPSTREAM_METRICS=true adds the ratelimit_service_* names)',
   USE_DOG_STATSD: 'Floodgate exports Prometheus metrics on GET /metrics, not statsd',
   STATSD_HOST: 'no statsd export; metrics are on GET /metrics',
   STATSD_PORT: 'no statsd export; metrics are on GET /metrics',
@@ -105,7 +106,8 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   }
   for (const { name, isDefault, reason } of REFUSED) {
     const value = env[name]
-    if (value !== undefined && !isDefault(value)) throw new FloodgateError('INVALID_OPTION', `${name}=${value}: not supported by Floodgate: ${reason}`)
+    if (value !== undefined && !isDefault(value))
+      throw new FloodgateError('INVALID_OPTION', `${name}=${value}: not supported by Floodgate: ${reason}`)
   }
   for (const [name, note] of Object.entries(HARMLESS)) {
     if (given(name)) notes.push(`${name} is accepted and ignored: ${note}`)
@@ -117,7 +119,10 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   const host = env.HOST || undefined
   const grpcHost = env.GRPC_HOST || undefined
   if (host !== undefined && grpcHost !== undefined && host !== grpcHost) {
-    throw new FloodgateError('INVALID_OPTION', `HOST=${host} and GRPC_HOST=${grpcHost}: Floodgate serves HTTP and gRPC on one address; give them the same value`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `HOST=${host} and GRPC_HOST=${grpcHost}: Floodgate serves HTTP and gRPC on one address; give them the same value`,
+    )
   }
   if (host ?? grpcHost) set('FLOODGATE_HOST', (host ?? grpcHost) as string)
 
@@ -185,7 +190,10 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
   const socket = (env.REDIS_SOCKET_TYPE || 'unix').toLowerCase()
   const auth = env.REDIS_AUTH || undefined
   if (socket !== 'tcp') {
-    throw new FloodgateError('INVALID_OPTION', `REDIS_SOCKET_TYPE=${socket}: Floodgate connects to Redis over TCP only; set REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `REDIS_SOCKET_TYPE=${socket}: Floodgate connects to Redis over TCP only; set REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`,
+    )
   }
   if (type === 'SINGLE') {
     if (/^rediss?:\/\//.test(url)) {
@@ -194,12 +202,18 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
     }
     const scheme = isTrue(env.REDIS_TLS) ? 'rediss' : 'redis'
     // REDIS_AUTH is "password" or "user:password", as upstream.
-    const credentials = auth === undefined ? '' : `${auth.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth)}`}@`
+    const credentials =
+      auth === undefined
+        ? ''
+        : `${auth.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth)}`}@`
     set('FLOODGATE_REDIS_URL', `${scheme}://${credentials}${url}`)
     return
   }
   if (auth !== undefined || isTrue(env.REDIS_TLS)) {
-    throw new FloodgateError('INVALID_OPTION', `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections`,
+    )
   }
   if (type === 'CLUSTER') {
     set('FLOODGATE_REDIS_CLUSTER', url)
@@ -208,7 +222,8 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
   if (type === 'SENTINEL') {
     // Upstream's form: "master-name,host:port,host:port".
     const [name, ...sentinels] = url.split(',').map((part) => part.trim())
-    if (sentinels.length === 0) throw new FloodgateError('INVALID_OPTION', `REDIS_URL=${url}: REDIS_TYPE=sentinel expects "master-name,host:port[,host:port…]"`)
+    if (sentinels.length === 0)
+      throw new FloodgateError('INVALID_OPTION', `REDIS_URL=${url}: REDIS_TYPE=sentinel expects "master-name,host:port[,host:port…]"`)
     set('FLOODGATE_REDIS_SENTINEL_NAME', name)
     set('FLOODGATE_REDIS_SENTINELS', sentinels.join(','))
     return

@@ -10,7 +10,6 @@ import { join } from 'node:path'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
 import { BIN, run } from './run.js'
 
-
 const GOOD_RULES = `
 domain: cli
 descriptors:
@@ -27,7 +26,6 @@ descriptors:
   - key: user
     rate_limit: { unit: day, requests_per_unit: 2 }
 `
-
 
 /** Resolves when `text` has appeared in the stream (accumulated). */
 function waitForOutput(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs = 30_000): Promise<string> {
@@ -72,8 +70,14 @@ describe('floodgate validate', () => {
     const result = await run(['validate', file])
     assert.equal(result.code, 1)
     const lines = result.stderr.trim().split('\n')
-    assert.ok(lines.some((l) => l.startsWith(`${file}:5`) && /descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/.test(l)), result.stderr)
-    assert.ok(lines.some((l) => /duplicate/i.test(l)), result.stderr)
+    assert.ok(
+      lines.some((l) => l.startsWith(`${file}:5`) && /descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/.test(l)),
+      result.stderr,
+    )
+    assert.ok(
+      lines.some((l) => /duplicate/i.test(l)),
+      result.stderr,
+    )
     assert.match(lines.at(-1)!, /^2 errors in the rules$/)
   })
 
@@ -97,10 +101,25 @@ describe('floodgate serve and check', () => {
     writeFileSync(join(dir, 'rules.yaml'), GOOD_RULES)
     httpPort = await freePort()
     const grpcPort = await freePort()
-    child = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'rules.yaml'), '--host', '127.0.0.1', '--http-port', String(httpPort), '--grpc-port', String(grpcPort)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FLOODGATE_LOG_LEVEL: 'info' },
-    })
+    child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'serve',
+        '--config',
+        join(dir, 'rules.yaml'),
+        '--host',
+        '127.0.0.1',
+        '--http-port',
+        String(httpPort),
+        '--grpc-port',
+        String(grpcPort),
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, FLOODGATE_LOG_LEVEL: 'info' },
+      },
+    )
     exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
     const line = await waitForOutput(child, 'stderr', /Floodgate listening: .*\n/)
     assert.match(line, new RegExp(`HTTP http://127\\.0\\.0\\.1:${httpPort}.*gRPC 127\\.0\\.0\\.1:${grpcPort}`))
@@ -129,7 +148,13 @@ describe('floodgate serve and check', () => {
     const half = Math.floor(body.length / 2)
     const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
-        { host: '127.0.0.1', port: httpPort, method: 'POST', path: '/v1/check', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: '127.0.0.1',
+          port: httpPort,
+          method: 'POST',
+          path: '/v1/check',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let text = ''
           res.on('data', (chunk) => (text += chunk))

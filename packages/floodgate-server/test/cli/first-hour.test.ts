@@ -23,7 +23,6 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 1 }
 `
 
-
 /** A running `floodgate serve`, its output so far, and a way to stop it. */
 interface Served {
   child: ChildProcess
@@ -53,7 +52,9 @@ function serve(args: string[]): Served {
         const onData = () => void look()
         child[stream]!.on('data', onData)
         if (look()) return
-        exited.then((code) => reject(new Error(`floodgate exited (${code}) before ${pattern}; stdout: ${text.stdout} stderr: ${text.stderr}`)))
+        exited.then((code) =>
+          reject(new Error(`floodgate exited (${code}) before ${pattern}; stdout: ${text.stdout} stderr: ${text.stderr}`)),
+        )
       }),
     stop: () => {
       if (child.exitCode === null) child.kill('SIGTERM')
@@ -121,10 +122,23 @@ describe('floodgate serve: a taken port', () => {
       try {
         const other = await freePort()
         const [httpPort, grpcPort] = server === 'HTTP' ? [taken.port, other] : [other, taken.port]
-        const result = await run(['serve', '--config', rules, '--host', '127.0.0.1', '--http-port', String(httpPort), '--grpc-port', String(grpcPort)])
+        const result = await run([
+          'serve',
+          '--config',
+          rules,
+          '--host',
+          '127.0.0.1',
+          '--http-port',
+          String(httpPort),
+          '--grpc-port',
+          String(grpcPort),
+        ])
         const flag = server === 'HTTP' ? '--http-port' : '--grpc-port'
         assert.equal(result.code, 1, result.stderr)
-        assert.equal(result.stderr, `floodgate: port ${taken.port} is in use (${server}); choose another with ${flag}, or stop what holds it\n`)
+        assert.equal(
+          result.stderr,
+          `floodgate: port ${taken.port} is in use (${server}); choose another with ${flag}, or stop what holds it\n`,
+        )
         assert.equal(result.stdout, '')
       } finally {
         taken.server.close()
@@ -134,9 +148,19 @@ describe('floodgate serve: a taken port', () => {
 
   it('names privileged ports and foreign addresses too', () => {
     const settings = { host: '192.0.2.1', httpPort: 80, grpcPort: 81 }
-    assert.equal(listenFailure(Object.assign(new Error('listen EACCES'), { code: 'EACCES', port: 80 }), settings), 'port 80 needs privileges this process lacks (HTTP); choose one above 1023 with --http-port')
     assert.equal(
-      listenFailure(Object.assign(new Error('listen EADDRNOTAVAIL: address not available 192.0.2.1:81'), { code: 'EADDRNOTAVAIL', port: 81, server: 'gRPC' }), settings),
+      listenFailure(Object.assign(new Error('listen EACCES'), { code: 'EACCES', port: 80 }), settings),
+      'port 80 needs privileges this process lacks (HTTP); choose one above 1023 with --http-port',
+    )
+    assert.equal(
+      listenFailure(
+        Object.assign(new Error('listen EADDRNOTAVAIL: address not available 192.0.2.1:81'), {
+          code: 'EADDRNOTAVAIL',
+          port: 81,
+          server: 'gRPC',
+        }),
+        settings,
+      ),
       "address 192.0.2.1 is not one of this machine's (gRPC); choose another with --host",
     )
     assert.equal(listenFailure(new Error('something else'), settings), undefined)
@@ -146,7 +170,17 @@ describe('floodgate serve: a taken port', () => {
 describe('floodgate serve: HTTP only or gRPC only', () => {
   it('--no-grpc serves HTTP and leaves the gRPC port alone', async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()]
-    const served = serve(['--config', rules, '--host', '127.0.0.1', '--http-port', String(httpPort), '--grpc-port', String(grpcPort), '--no-grpc'])
+    const served = serve([
+      '--config',
+      rules,
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      String(httpPort),
+      '--grpc-port',
+      String(grpcPort),
+      '--no-grpc',
+    ])
     try {
       const banner = await served.waitFor('stderr', /Floodgate listening: .*\n/)
       assert.match(banner, new RegExp(`Floodgate listening: HTTP http://127\\.0\\.0\\.1:${httpPort} .*, gRPC off, store memory`))
@@ -164,7 +198,17 @@ describe('floodgate serve: HTTP only or gRPC only', () => {
 
   it('--no-http serves gRPC and leaves the HTTP port alone (FLOODGATE_NO_HTTP works the same)', async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()]
-    const served = serve(['--config', rules, '--host', '127.0.0.1', '--http-port', String(httpPort), '--grpc-port', String(grpcPort), '--no-http'])
+    const served = serve([
+      '--config',
+      rules,
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      String(httpPort),
+      '--grpc-port',
+      String(grpcPort),
+      '--no-http',
+    ])
     try {
       const banner = await served.waitFor('stderr', /Floodgate listening: .*\n/)
       assert.match(banner, new RegExp(`Floodgate listening: HTTP off, gRPC 127\\.0\\.0\\.1:${grpcPort} \\(Envoy RLS v3\\), store memory`))
@@ -192,7 +236,17 @@ describe('floodgate serve: logs', () => {
 
   it('--log-format pretty writes readable lines, and the default into a pipe is JSON', async () => {
     for (const format of ['pretty', undefined]) {
-      const served = serve(['--config', rules, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', ...(format ? ['--log-format', format] : [])])
+      const served = serve([
+        '--config',
+        rules,
+        '--host',
+        '127.0.0.1',
+        '--http-port',
+        '0',
+        '--grpc-port',
+        '0',
+        ...(format ? ['--log-format', format] : []),
+      ])
       try {
         const stdout = await served.waitFor('stdout', /floodgate listening/)
         const line = stdout.split('\n').find((l) => l.includes('floodgate listening'))!
@@ -209,7 +263,19 @@ describe('floodgate serve: logs', () => {
 
   it('at debug level, each denial is one line with the rule and a hash of the key, never the key', async () => {
     const httpPort = await freePort()
-    const served = serve(['--config', rules, '--host', '127.0.0.1', '--http-port', String(httpPort), '--no-grpc', '--log-level', 'debug', '--log-format', 'json'])
+    const served = serve([
+      '--config',
+      rules,
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      String(httpPort),
+      '--no-grpc',
+      '--log-level',
+      'debug',
+      '--log-format',
+      'json',
+    ])
     try {
       await served.waitFor('stderr', /Floodgate listening/)
       const check = () =>
@@ -221,7 +287,11 @@ describe('floodgate serve: logs', () => {
       assert.equal((await check()).allowed, true)
       assert.equal((await check()).allowed, false)
       await served.waitFor('stdout', /"msg":"rate limited"/)
-      const denials = served.stdout().split('\n').filter((line) => line.includes('"msg":"rate limited"')).map((line) => JSON.parse(line))
+      const denials = served
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"rate limited"'))
+        .map((line) => JSON.parse(line))
       assert.equal(denials.length, 1)
       assert.equal(denials[0].level, 20)
       assert.equal(denials[0].domain, 'first')

@@ -11,7 +11,9 @@ import { startTestService, type TestService } from '../service/helpers.js'
 
 function listen(handler: Parameters<typeof createServer>[1]): Promise<{ server: Server; url: string }> {
   const server = createServer(handler)
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` })))
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` })),
+  )
 }
 
 describe('FloodgateClient against the service', () => {
@@ -153,15 +155,30 @@ describe('withRetry', () => {
     assert.equal(other, 1)
 
     let limitedCalls = 0
-    const last = await withRetry(async () => ({ allowed: false, retryAfterMs: 1, results: [], n: ++limitedCalls }), { retries: 2, baseMs: 1 })
+    const last = await withRetry(async () => ({ allowed: false, retryAfterMs: 1, results: [], n: ++limitedCalls }), {
+      retries: 2,
+      baseMs: 1,
+    })
     assert.equal(last.n, 3)
   })
 
   it('draws full jitter uniformly below base·2^attempt, capped at maxMs', () => {
-    assert.equal(backoffMs(0, 100, 10_000, () => 0.5), 50)
-    assert.equal(backoffMs(3, 100, 10_000, () => 0.5), 400)
-    assert.equal(backoffMs(10, 100, 1_000, () => 0.999), 999)
-    assert.equal(backoffMs(5, 100, 10_000, () => 0), 0)
+    assert.equal(
+      backoffMs(0, 100, 10_000, () => 0.5),
+      50,
+    )
+    assert.equal(
+      backoffMs(3, 100, 10_000, () => 0.5),
+      400,
+    )
+    assert.equal(
+      backoffMs(10, 100, 1_000, () => 0.999),
+      999,
+    )
+    assert.equal(
+      backoffMs(5, 100, 10_000, () => 0),
+      0,
+    )
   })
 
   it('parses Retry-After as seconds or an HTTP date', () => {

@@ -115,27 +115,48 @@ describe('conformance: config (upstream test/config)', () => {
     await c.stop()
   })
 
-  const limitOf = async (pairs: Record<string, string>) => (await c.client.shouldRateLimit({ domain: 'cfg', descriptors: [desc(pairs)] })).statuses[0]
+  const limitOf = async (pairs: Record<string, string>) =>
+    (await c.client.shouldRateLimit({ domain: 'cfg', descriptors: [desc(pairs)] })).statuses[0]
 
   it('TestBasicConfig: nested key/value, key-only default, deeper request and intermediate levels', async () => {
-    assert.equal((await limitOf({ key1: 'value1', subkey1: unique('s') })).current_limit?.requests_per_unit, 5, 'key-only default at the 2nd level')
-    assert.equal((await limitOf({ key1: 'value1', subkey1: 'subvalue1' })).current_limit?.requests_per_unit, 10, 'exact value wins over the key alone')
+    assert.equal(
+      (await limitOf({ key1: 'value1', subkey1: unique('s') })).current_limit?.requests_per_unit,
+      5,
+      'key-only default at the 2nd level',
+    )
+    assert.equal(
+      (await limitOf({ key1: 'value1', subkey1: 'subvalue1' })).current_limit?.requests_per_unit,
+      10,
+      'exact value wins over the key alone',
+    )
     assert.equal((await limitOf({ key1: 'value1' })).current_limit, null, 'a level without rate_limit has no limit')
     assert.equal((await limitOf({ key1: 'value2', subkey1: 'x' })).current_limit, null, 'no match at the first level')
     assert.equal((await limitOf({ key2: unique('v'), extra: 'x' })).current_limit, null, 'a request deeper than the config matches nothing')
-    const units = await Promise.all(['key2', 'key3', 'key4', 'key5', 'key6', 'key7'].map(async (key) => (await limitOf({ [key]: unique('u') })).current_limit?.unit))
+    const units = await Promise.all(
+      ['key2', 'key3', 'key4', 'key5', 'key6', 'key7'].map(async (key) => (await limitOf({ [key]: unique('u') })).current_limit?.unit),
+    )
     assert.deepEqual(units, ['MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'])
     const other = await c.client.shouldRateLimit({ domain: 'nope', descriptors: [desc({ key2: 'x' })] })
-    assert.deepEqual(other.statuses[0], { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }, 'an unknown domain has no limits')
+    assert.deepEqual(
+      other.statuses[0],
+      { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null },
+      'an unknown domain has no limits',
+    )
   })
 
   it('TestConfigLimitOverride: the override replaces the config limit, has no name, counts under domain.key_value', async () => {
     const value = unique('ov')
-    const response = await c.client.shouldRateLimit({ domain: 'cfg', descriptors: [desc({ key1: 'value1', subkey1: value }, { limit: { requests_per_unit: 42, unit: 'HOUR' } })] })
+    const response = await c.client.shouldRateLimit({
+      domain: 'cfg',
+      descriptors: [desc({ key1: 'value1', subkey1: value }, { limit: { requests_per_unit: 42, unit: 'HOUR' } })],
+    })
     assert.deepEqual(response.statuses[0].current_limit, { name: '', requests_per_unit: 42, unit: 'HOUR' })
     const metrics = await scrape(c.service.httpUrl)
     assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.key1_value1.subkey1_${value}"}`), 1)
-    const elsewhere = await c.client.shouldRateLimit({ domain: 'unknown-domain', descriptors: [desc({ a: 'b' }, { limit: { requests_per_unit: 1, unit: 'HOUR' } })] })
+    const elsewhere = await c.client.shouldRateLimit({
+      domain: 'unknown-domain',
+      descriptors: [desc({ a: 'b' }, { limit: { requests_per_unit: 1, unit: 'HOUR' } })],
+    })
     assert.equal(elsewhere.statuses[0].current_limit, null, 'no override outside a configured domain')
   })
 
@@ -164,7 +185,7 @@ describe('conformance: config (upstream test/config)', () => {
     assert.equal((await limitOf({ order: unique('abc') })).current_limit?.requests_per_unit, 1, '"a*" is written before "ab*"')
   })
 
-  it('--wildcard-order specific: the most literal pattern wins instead (Floodgate\'s opt-in)', async () => {
+  it("--wildcard-order specific: the most literal pattern wins instead (Floodgate's opt-in)", async () => {
     const specific = await startConformance('memory', RULES, ['--wildcard-order', 'specific'])
     try {
       const response = await specific.client.shouldRateLimit({ domain: 'cfg', descriptors: [desc({ order: unique('abc') })] })
@@ -190,7 +211,7 @@ describe('conformance: config (upstream test/config)', () => {
     assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.detailed_${value}.inner_x"}`), 1)
   })
 
-  it('TestValueToMetric_UsesRuntimeValuesInStats: value_to_metric puts that level\'s value in the stats key', async () => {
+  it("TestValueToMetric_UsesRuntimeValuesInStats: value_to_metric puts that level's value in the stats key", async () => {
     const value = unique('route')
     await limitOf({ route: value, http_method: 'GET' })
     const metrics = await scrape(c.service.httpUrl)
@@ -205,9 +226,17 @@ describe('conformance: config (upstream test/config)', () => {
     await limitOf({ vroute: run, vmethod: 'PUT', vsubject: 'user9' })
     const metrics = await scrape(c.service.httpUrl)
     assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.k1.k2_${run}.k3"}`), 1, 'only the flagged level names its value')
-    assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_GET.vsubject"}`), 1, 'a configured value is named as written')
+    assert.equal(
+      metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_GET.vsubject"}`),
+      1,
+      'a configured value is named as written',
+    )
     assert.ok((metrics.get('floodgate_total_hits{rule="cfg.vroute.vmethod_GET.vsubject"}') ?? 0) >= 1, 'an empty value adds only the key')
-    assert.equal(metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_PUT.vsubject_user9"}`), 1, 'detailed_metric names every value')
+    assert.equal(
+      metrics.get(`floodgate_total_hits{rule="cfg.vroute_${run}.vmethod_PUT.vsubject_user9"}`),
+      1,
+      'detailed_metric names every value',
+    )
   })
 
   it('TestValueToMetric_WithWildcard: a wildcard level with value_to_metric names the runtime value', async () => {
@@ -221,11 +250,20 @@ describe('conformance: config (upstream test/config)', () => {
     const run = unique('r')
     const answers = []
     for (const file of ['a', 'b', 'c', 'd']) answers.push(await limitOf({ files: `files/${run}/${file}` }))
-    assert.deepEqual(answers.map((a) => a.code), ['OK', 'OK', 'OK', 'OVER_LIMIT'])
-    assert.deepEqual(answers.map((a) => a.limit_remaining), [2, 1, 0, 0])
+    assert.deepEqual(
+      answers.map((a) => a.code),
+      ['OK', 'OK', 'OK', 'OVER_LIMIT'],
+    )
+    assert.deepEqual(
+      answers.map((a) => a.limit_remaining),
+      [2, 1, 0, 0],
+    )
     // Without share_threshold every value has its own counter.
     const separate = [await limitOf({ files: `other/${run}/a` }), await limitOf({ files: `other/${run}/b` })]
-    assert.deepEqual(separate.map((a) => a.limit_remaining), [2, 2])
+    assert.deepEqual(
+      separate.map((a) => a.limit_remaining),
+      [2, 2],
+    )
     const metrics = await scrape(c.service.httpUrl)
     assert.ok((metrics.get('floodgate_total_hits{rule="cfg.files_files/*"}') ?? 0) >= 4)
   })
@@ -245,35 +283,75 @@ describe('conformance: refused configs (upstream test/config error cases), with 
     ['TestEmptyDomain', 'descriptors:\n  - key: a\n', 1, /missing domain/],
     ['TestEmptyKey', 'domain: d\ndescriptors:\n  - value: v\n', 3, /descriptor has no key/],
     ['TestDuplicateKey', 'domain: d\ndescriptors:\n  - key: a\n    value: v\n  - key: a\n    value: v\n', 5, /duplicate descriptor/],
-    ['TestBadLimitUnit', 'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n', 4, /unknown unit "fortnight"/],
-    ['TestReplacesSelf', 'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: me\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: me }]\n', 8, /replaces names this rule itself/],
-    ['TestReplacesEmpty', 'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: "" }]\n', 7, /non-empty `name`/],
+    [
+      'TestBadLimitUnit',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n',
+      4,
+      /unknown unit "fortnight"/,
+    ],
+    [
+      'TestReplacesSelf',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: me\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: me }]\n',
+      8,
+      /replaces names this rule itself/,
+    ],
+    [
+      'TestReplacesEmpty',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: "" }]\n',
+      7,
+      /non-empty `name`/,
+    ],
     ['TestBadYaml', 'domain: d\ndescriptors:\n  - key: "a\n', 4, /malformed YAML: Missing closing/],
-    ['TestMisspelledKey', 'domain: d\ndescriptors:\n  - key: a\n    ratelimit: { unit: second, requests_per_unit: 1 }\n', 4, /unknown key "ratelimit"/],
+    [
+      'TestMisspelledKey',
+      'domain: d\ndescriptors:\n  - key: a\n    ratelimit: { unit: second, requests_per_unit: 1 }\n',
+      4,
+      /unknown key "ratelimit"/,
+    ],
     ['TestNonStringKey', 'domain: d\ndescriptors:\n  - key: a\n    1.5: x\n', 4, /unknown key "1.5"/],
     ['TestNonMapList', 'domain: d\ndescriptors:\n  - a\n', 3, /expected a descriptor mapping/],
-    ['TestUnlimitedWithRateLimitUnit', 'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: day\n', 6, /takes no unit/],
+    [
+      'TestUnlimitedWithRateLimitUnit',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: day\n',
+      6,
+      /takes no unit/,
+    ],
   ]
   for (const [name, yaml, line, message] of cases) {
     it(`${name}: refused, naming rules.yaml:${line}`, () => {
       const error = refused(yaml)
-      assert.ok(error.issues.some((issue) => issue.line === line && message.test(issue.message)), JSON.stringify(error.issues))
+      assert.ok(
+        error.issues.some((issue) => issue.line === line && message.test(issue.message)),
+        JSON.stringify(error.issues),
+      )
     })
   }
 
   it('TestDuplicateDomain: a domain in two files is refused, naming both', () => {
     assert.throws(
-      () => parseRules([{ file: 'a.yaml', text: 'domain: d\ndescriptors: []\n' }, { file: 'b.yaml', text: 'domain: d\ndescriptors: []\n' }]),
+      () =>
+        parseRules([
+          { file: 'a.yaml', text: 'domain: d\ndescriptors: []\n' },
+          { file: 'b.yaml', text: 'domain: d\ndescriptors: []\n' },
+        ]),
       (error: ConfigError) => error.issues[0].file === 'b.yaml' && /already defined in a\.yaml:1/.test(error.issues[0].message),
     )
   })
 
   it('TestDomainMerge / TestDuplicateKeyDomainMerge: MERGE_DOMAIN_CONFIG is refused with a reason (Floodgate does not merge)', () => {
-    assert.throws(() => readSettings(['rules.yaml'], { MERGE_DOMAIN_CONFIG: 'true' }), /MERGE_DOMAIN_CONFIG=true: not supported by Floodgate: each domain must be in one file/)
+    assert.throws(
+      () => readSettings(['rules.yaml'], { MERGE_DOMAIN_CONFIG: 'true' }),
+      /MERGE_DOMAIN_CONFIG=true: not supported by Floodgate: each domain must be in one file/,
+    )
   })
 
   it('TestMetadata: metadata is accepted free-form on descriptors', () => {
-    const set = parseRules([{ file: 'm.yaml', text: 'domain: d\ndescriptors:\n  - key: a\n    metadata: { x: { y: [1, 2] } }\n    rate_limit: { unit: second, requests_per_unit: 1 }\n' }])
+    const set = parseRules([
+      {
+        file: 'm.yaml',
+        text: 'domain: d\ndescriptors:\n  - key: a\n    metadata: { x: { y: [1, 2] } }\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+      },
+    ])
     assert.deepEqual(set.match('d', [[{ key: 'a', value: 'v' }]])[0]?.metadata, { x: { y: [1, 2] } })
   })
 })

@@ -14,7 +14,17 @@ import { startRedis } from '../../../floodgate/test/support/redis-server.js'
 import { startService } from '../../src/service/server.js'
 import { readSettings } from '../../src/service/settings.js'
 import { scrape } from '../service/helpers.js'
-import { desc, EnvoyClient, encodeRequest, postJsonApi, resetSecondsBetween, startConformance, STORES, unique, type Conformance } from './support.js'
+import {
+  desc,
+  EnvoyClient,
+  encodeRequest,
+  postJsonApi,
+  resetSecondsBetween,
+  startConformance,
+  STORES,
+  unique,
+  type Conformance,
+} from './support.js'
 
 const RULES = `
 domain: basic
@@ -98,9 +108,16 @@ for (const store of STORES) {
     it('testBasicConfig: two descriptors of one request are counted independently', async () => {
       const value = unique('two')
       let response
-      for (let i = 0; i < 11; i++) response = await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key2: value }), desc({ key3: value })] })
+      for (let i = 0; i < 11; i++)
+        response = await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key2: value }), desc({ key3: value })] })
       assert.equal(response!.overall_code, 'OVER_LIMIT')
-      assert.deepEqual(response!.statuses.map((s) => [s.code, s.limit_remaining]), [['OK', 9], ['OVER_LIMIT', 0]])
+      assert.deepEqual(
+        response!.statuses.map((s) => [s.code, s.limit_remaining]),
+        [
+          ['OK', 9],
+          ['OVER_LIMIT', 0],
+        ],
+      )
     })
 
     it('quota.sh / token-quota: check with hits_addend 0, charge when done; an over-charge makes the next check block', async () => {
@@ -161,7 +178,10 @@ for (const store of STORES) {
       assert.equal(replaced.statuses[0].current_limit, null, 'foo_limit is replaced by bar')
       const unlimited = await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ foo: value }), desc({ baz: value })] })
       assert.equal(unlimited.overall_code, 'OK')
-      assert.deepEqual(unlimited.statuses.map((s) => s.limit_remaining), [0, 4294967295])
+      assert.deepEqual(
+        unlimited.statuses.map((s) => s.limit_remaining),
+        [0, 4294967295],
+      )
     })
 
     it('value-included-in-stats-key-when-unspecified.sh: a detailed_metric key-only rule counts under key_value', async () => {
@@ -178,9 +198,16 @@ for (const store of STORES) {
       const over = await postJsonApi(c.service.httpUrl, body)
       assert.equal(over.status, 429)
       assert.match(over.type, /^application\/json/)
-      assert.deepEqual(over.json, { overallCode: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT', currentLimit: { unit: 'DAY' }, durationUntilReset: over.json.statuses[0].durationUntilReset }] })
+      assert.deepEqual(over.json, {
+        overallCode: 'OVER_LIMIT',
+        statuses: [{ code: 'OVER_LIMIT', currentLimit: { unit: 'DAY' }, durationUntilReset: over.json.statuses[0].durationUntilReset }],
+      })
       assert.match(over.json.statuses[0].durationUntilReset, /^\d+s$/)
-      const ok = await postJsonApi(c.service.httpUrl, { domain: 'basic', hits_addend: 2, descriptors: [{ entries: [{ key: 'key3', value }], hitsAddend: '1' }] })
+      const ok = await postJsonApi(c.service.httpUrl, {
+        domain: 'basic',
+        hits_addend: 2,
+        descriptors: [{ entries: [{ key: 'key3', value }], hitsAddend: '1' }],
+      })
       assert.equal(ok.status, 200)
       assert.equal(ok.json.statuses[0].limitRemaining, 9)
     })
@@ -197,9 +224,16 @@ for (const store of STORES) {
         assert.equal(response.text, 'Bad Request\n')
         assert.match(response.type, /^text\/plain/)
       }
-      const typed = await fetch(`${c.service.httpUrl}/json`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"domain": ' })
+      const typed = await fetch(`${c.service.httpUrl}/json`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"domain": ',
+      })
       assert.deepEqual([typed.status, await typed.text()], [400, 'Bad Request\n'], 'malformed JSON sent as application/json')
-      const huge = await postJsonApi(c.service.httpUrl, { domain: 'basic', descriptors: [{ entries: [{ key: 'key1', value: 'x'.repeat(70_000) }] }] })
+      const huge = await postJsonApi(c.service.httpUrl, {
+        domain: 'basic',
+        descriptors: [{ entries: [{ key: 'key1', value: 'x'.repeat(70_000) }] }],
+      })
       assert.deepEqual([huge.status, huge.text], [413, 'Request Entity Too Large\n'], 'a body past --body-limit')
     })
   })
@@ -209,13 +243,30 @@ for (const store of STORES) {
       const c = await startConformance(store, RULES, ['--stop-increment-when-over-limit'])
       try {
         const value = unique('stop')
-        const both = (hits: number) => c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key4: value }, { hits_addend: hits }), desc({ key5: value }, { hits_addend: hits })] })
-        assert.deepEqual((await both(13)).statuses.map((s) => s.limit_remaining), [2, 1])
+        const both = (hits: number) =>
+          c.client.shouldRateLimit({
+            domain: 'basic',
+            descriptors: [desc({ key4: value }, { hits_addend: hits }), desc({ key5: value }, { hits_addend: hits })],
+          })
+        assert.deepEqual(
+          (await both(13)).statuses.map((s) => s.limit_remaining),
+          [2, 1],
+        )
         const response = await both(2)
         assert.equal(response.overall_code, 'OVER_LIMIT')
-        assert.deepEqual(response.statuses.map((s) => [s.code, s.limit_remaining]), [['OK', 2], ['OVER_LIMIT', 0]])
+        assert.deepEqual(
+          response.statuses.map((s) => [s.code, s.limit_remaining]),
+          [
+            ['OK', 2],
+            ['OVER_LIMIT', 0],
+          ],
+        )
         const check = await both(0)
-        assert.deepEqual(check.statuses.map((s) => s.limit_remaining), [2, 0], 'key4 was not charged; key5 was (15 > 14)')
+        assert.deepEqual(
+          check.statuses.map((s) => s.limit_remaining),
+          [2, 0],
+          'key4 was not charged; key5 was (15 > 14)',
+        )
       } finally {
         await c.stop()
       }
@@ -236,7 +287,8 @@ for (const store of STORES) {
       const descriptors = Array.from({ length: 65 }, (_, i) => desc({ key1: `v${i}` }))
       await assert.rejects(
         c.client.shouldRateLimit({ domain: 'basic', descriptors }),
-        (error: grpc.ServiceError) => error.code === grpc.status.INVALID_ARGUMENT && /at most 64 are accepted \(--max-descriptors\)/.test(error.details),
+        (error: grpc.ServiceError) =>
+          error.code === grpc.status.INVALID_ARGUMENT && /at most 64 are accepted \(--max-descriptors\)/.test(error.details),
       )
       const entries = Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'] as [string, string])
       await assert.rejects(
@@ -245,7 +297,10 @@ for (const store of STORES) {
       )
       const json = await fetch(`${c.service.httpUrl}/json`, {
         method: 'POST',
-        body: JSON.stringify({ domain: 'basic', descriptors: descriptors.map((d) => ({ entries: Object.entries(d.entries).map(([key, value]) => ({ key, value })) })) }),
+        body: JSON.stringify({
+          domain: 'basic',
+          descriptors: descriptors.map((d) => ({ entries: Object.entries(d.entries).map(([key, value]) => ({ key, value })) })),
+        }),
       })
       assert.deepEqual([json.status, await json.text()], [400, 'Bad Request\n'])
       assert.match(json.headers.get('x-floodgate-reason') ?? '', /65 descriptors in one request; at most 64 are accepted/)
@@ -260,10 +315,16 @@ for (const store of STORES) {
     // Abuse finding (1): a unit named like an Object.prototype member gave a 500 and a stack in the log.
     it('an override unit such as toString, __proto__, constructor or valueOf is a 400, not a 500', async () => {
       for (const unit of ['toString', '__proto__', 'constructor', 'valueOf']) {
-        const response = await postJsonApi(c.service.httpUrl, { domain: 'basic', descriptors: [{ entries: [{ key: 'key1', value: 'x' }], limit: { requestsPerUnit: 1, unit } }] })
+        const response = await postJsonApi(c.service.httpUrl, {
+          domain: 'basic',
+          descriptors: [{ entries: [{ key: 'key1', value: 'x' }], limit: { requestsPerUnit: 1, unit } }],
+        })
         assert.deepEqual([response.status, response.text], [400, 'Bad Request\n'], unit)
       }
-      const week = await postJsonApi(c.service.httpUrl, { domain: 'basic', descriptors: [{ entries: [{ key: 'key1', value: unique('w') }], limit: { requestsPerUnit: 1, unit: 'WEEK' } }] })
+      const week = await postJsonApi(c.service.httpUrl, {
+        domain: 'basic',
+        descriptors: [{ entries: [{ key: 'key1', value: unique('w') }], limit: { requestsPerUnit: 1, unit: 'WEEK' } }],
+      })
       assert.equal(week.status, 200)
       assert.equal(week.json.statuses[0].currentLimit.unit, 'WEEK')
     })
@@ -303,12 +364,19 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
       const service = await startService(settings, { logger: pino({ level: 'silent' }) })
       const client = new EnvoyClient(service.grpcPort)
       try {
-        for (let attempt = 0; attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable; attempt++) {
+        for (
+          let attempt = 0;
+          attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable;
+          attempt++
+        ) {
           await new Promise((resolve) => setTimeout(resolve, 25))
         }
         const response = await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('env') })] })
         assert.equal(response.statuses[0].limit_remaining, 9)
-        assert.deepEqual(response.response_headers_to_add.map((h) => h.key), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+        assert.deepEqual(
+          response.response_headers_to_add.map((h) => h.key),
+          ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+        )
       } finally {
         client.close()
         await service.close()
@@ -324,14 +392,29 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-auth-'))
     try {
       writeFileSync(join(dir, 'rules.yaml'), RULES)
-      const settings = readSettings(['--config', dir], { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: `127.0.0.1:${redis.port}`, REDIS_AUTH: 'secret pass', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', FLOODGATE_STORE_TIMEOUT: '10s' })
+      const settings = readSettings(['--config', dir], {
+        REDIS_SOCKET_TYPE: 'tcp',
+        REDIS_URL: `127.0.0.1:${redis.port}`,
+        REDIS_AUTH: 'secret pass',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        GRPC_PORT: '0',
+        FLOODGATE_STORE_TIMEOUT: '10s',
+      })
       const service = await startService(settings, { logger: pino({ level: 'silent' }) })
       const client = new EnvoyClient(service.grpcPort)
       try {
-        for (let attempt = 0; attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable; attempt++) {
+        for (
+          let attempt = 0;
+          attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable;
+          attempt++
+        ) {
           await new Promise((resolve) => setTimeout(resolve, 25))
         }
-        assert.equal((await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('auth') })] })).statuses[0].limit_remaining, 9)
+        assert.equal(
+          (await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('auth') })] })).statuses[0].limit_remaining,
+          9,
+        )
       } finally {
         client.close()
         await service.close()
@@ -346,11 +429,18 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     const c = await startConformance('memory', RULES)
     try {
       const value = unique('reload')
-      assert.equal((await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: value })] })).statuses[0].limit_remaining, 9)
+      assert.equal(
+        (await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: value })] })).statuses[0].limit_remaining,
+        9,
+      )
       writeFileSync(c.service.rulesFile, RULES.replace('requests_per_unit: 10 }', 'requests_per_unit: 12 }'))
       assert.equal(c.service.reloadRules(), true)
       const after = await c.client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: value })] })
-      assert.deepEqual([after.statuses[0].current_limit?.requests_per_unit, after.statuses[0].limit_remaining], [12, 10], 'the same counter, the new limit')
+      assert.deepEqual(
+        [after.statuses[0].current_limit?.requests_per_unit, after.statuses[0].limit_remaining],
+        [12, 10],
+        'the same counter, the new limit',
+      )
     } finally {
       await c.stop()
     }
@@ -369,12 +459,24 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
 
   it('REDIS_TYPE sentinel and cluster, REDIS_AUTH and REDIS_TLS map onto the store settings', () => {
     const base = { REDIS_SOCKET_TYPE: 'tcp' }
-    assert.deepEqual(readSettings(['r'], { ...base, REDIS_URL: 'h:6379', REDIS_AUTH: 'p@ss', REDIS_TLS: 'true' }).store, { kind: 'redis', url: 'rediss://:p%40ss@h:6379' })
-    assert.deepEqual(readSettings(['r'], { ...base, REDIS_TYPE: 'cluster', REDIS_URL: 'a:7000,b:7001' }).store, { kind: 'cluster', nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }] })
+    assert.deepEqual(readSettings(['r'], { ...base, REDIS_URL: 'h:6379', REDIS_AUTH: 'p@ss', REDIS_TLS: 'true' }).store, {
+      kind: 'redis',
+      url: 'rediss://:p%40ss@h:6379',
+    })
+    assert.deepEqual(readSettings(['r'], { ...base, REDIS_TYPE: 'cluster', REDIS_URL: 'a:7000,b:7001' }).store, {
+      kind: 'cluster',
+      nodes: [
+        { host: 'a', port: 7000 },
+        { host: 'b', port: 7001 },
+      ],
+    })
     assert.deepEqual(readSettings(['r'], { ...base, REDIS_TYPE: 'SENTINEL', REDIS_URL: 'main,s1:26379,s2:26379' }).store, {
       kind: 'sentinel',
       name: 'main',
-      sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }],
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
     })
   })
 })

@@ -57,16 +57,28 @@ for (const store of STORES) {
       const value = unique('s')
       const first = await call([desc({ regular: value }), desc({ unknown: 'x' })])
       assert.equal(first.overall_code, 'OK')
-      assert.deepEqual(first.statuses.map((s) => [s.code, s.limit_remaining, s.current_limit?.requests_per_unit ?? null]), [['OK', 1, 2], ['OK', 0, null]])
+      assert.deepEqual(
+        first.statuses.map((s) => [s.code, s.limit_remaining, s.current_limit?.requests_per_unit ?? null]),
+        [
+          ['OK', 1, 2],
+          ['OK', 0, null],
+        ],
+      )
       await call([desc({ regular: value })])
       const over = await call([desc({ unknown: 'x' }), desc({ regular: value })])
       assert.equal(over.overall_code, 'OVER_LIMIT')
-      assert.deepEqual(over.statuses.map((s) => s.code), ['OK', 'OVER_LIMIT'])
+      assert.deepEqual(
+        over.statuses.map((s) => s.code),
+        ['OK', 'OVER_LIMIT'],
+      )
       assert.equal(over.statuses[1].limit_remaining, 0)
     })
 
     it('TestEmptyDomain: an empty domain is an error', async () => {
-      await assert.rejects(c.client.shouldRateLimit({ domain: '', descriptors: [desc({ regular: 'x' })] }), grpcError(grpc.status.INVALID_ARGUMENT))
+      await assert.rejects(
+        c.client.shouldRateLimit({ domain: '', descriptors: [desc({ regular: 'x' })] }),
+        grpcError(grpc.status.INVALID_ARGUMENT),
+      )
       const json = await postJsonApi(c.service.httpUrl, { domain: '', descriptors: [{ entries: [{ key: 'regular', value: 'x' }] }] })
       assert.deepEqual([json.status, json.text], [400, 'Bad Request\n'])
     })
@@ -99,7 +111,10 @@ for (const store of STORES) {
       await call([desc({ regular: value })])
       const response = await call([desc({ shadow: value }), desc({ regular: value })])
       assert.equal(response.overall_code, 'OVER_LIMIT')
-      assert.deepEqual(response.statuses.map((s) => s.code), ['OK', 'OVER_LIMIT'])
+      assert.deepEqual(
+        response.statuses.map((s) => s.code),
+        ['OK', 'OVER_LIMIT'],
+      )
     })
 
     it('shadow mode on limits: policies: decided and counted on every store (never a store error)', async () => {
@@ -126,7 +141,10 @@ for (const store of STORES) {
       await call([desc({ quota: value }), desc({ regular: value })])
       const response = await call([desc({ quota: value }), desc({ regular: value })])
       assert.equal(response.overall_code, 'OVER_LIMIT', 'every quota descriptor (there is one) is over')
-      assert.deepEqual(response.statuses.map((s) => s.code), ['OVER_LIMIT', 'OK'])
+      assert.deepEqual(
+        response.statuses.map((s) => s.code),
+        ['OVER_LIMIT', 'OK'],
+      )
     })
 
     it('TestServiceMixedPerDescriptorModes: a regular descriptor over its limit denies whatever the quota ones say', async () => {
@@ -135,7 +153,10 @@ for (const store of STORES) {
       await call([desc({ regular: value })])
       const response = await call([desc({ quota: value }), desc({ regular: value })])
       assert.equal(response.overall_code, 'OVER_LIMIT')
-      assert.deepEqual(response.statuses.map((s) => s.code), ['OK', 'OVER_LIMIT'])
+      assert.deepEqual(
+        response.statuses.map((s) => s.code),
+        ['OK', 'OVER_LIMIT'],
+      )
     })
 
     it('TestServiceMixedPerDescriptorModesUnderLimit: everything within its limit answers OK', async () => {
@@ -156,7 +177,10 @@ for (const store of STORES) {
       await call([desc({ quota: value })])
       const response = await call([desc({ quota: value }), desc({ quota2: value })])
       assert.equal(response.overall_code, 'OK')
-      assert.deepEqual(response.statuses.map((s) => s.code), ['OVER_LIMIT', 'OK'])
+      assert.deepEqual(
+        response.statuses.map((s) => s.code),
+        ['OVER_LIMIT', 'OK'],
+      )
     })
 
     it('TestServiceQuotaModeWithShadowMode: a shadow quota descriptor over its limit answers OK', async () => {
@@ -172,7 +196,10 @@ for (const store of STORES) {
       await call([desc({ shadow: value }), desc({ quota: value })])
       const response = await call([desc({ shadow: value }), desc({ quota: value }), desc({ regular: value })])
       assert.equal(response.overall_code, 'OVER_LIMIT', 'the only quota descriptor is over')
-      assert.deepEqual(response.statuses.map((s) => s.code), ['OK', 'OVER_LIMIT', 'OK'])
+      assert.deepEqual(
+        response.statuses.map((s) => s.code),
+        ['OK', 'OVER_LIMIT', 'OK'],
+      )
     })
 
     it('TestServiceHealthStatus: gRPC health is SERVING for "" and "ratelimit"; /healthcheck says OK', async () => {
@@ -198,22 +225,32 @@ for (const store of STORES) {
       }
     })
 
-    it('TestServiceGlobalQuotaMode and TestMetadataReturnedForPassedDescriptors: passed rules\' metadata, the first value winning', async () => {
+    it("TestServiceGlobalQuotaMode and TestMetadataReturnedForPassedDescriptors: passed rules' metadata, the first value winning", async () => {
       const c = await startConformance(store, RULES, ['--quota-mode', '--response-dynamic-metadata'])
       try {
         const value = unique('gq')
         await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ quota: value })] })
-        const response = await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: value }), desc({ quota: value })], hits_addend: 1 })
+        const response = await c.client.shouldRateLimit({
+          domain: 'svc',
+          descriptors: [desc({ regular: value }), desc({ quota: value })],
+          hits_addend: 1,
+        })
         assert.equal(response.overall_code, 'OK', 'every descriptor is a quota one, and one is within')
         const metadata = structToJson(response.dynamic_metadata)
         assert.equal(metadata.domain, 'svc')
         assert.deepEqual(metadata.descriptors, [{ entries: [`regular=${value}`] }, { entries: [`quota=${value}`] }])
         assert.equal(metadata.hitsAddend, 1)
-        assert.deepEqual(metadata.metadata, { name: 'service_1', nested: { a: 1 } }, 'only the passed descriptor\'s metadata')
-        const both = await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('a') }), desc({ quota: unique('b') })] })
+        assert.deepEqual(metadata.metadata, { name: 'service_1', nested: { a: 1 } }, "only the passed descriptor's metadata")
+        const both = await c.client.shouldRateLimit({
+          domain: 'svc',
+          descriptors: [desc({ regular: unique('a') }), desc({ quota: unique('b') })],
+        })
         // TestOverlappingMetadataReturnsTheFirstValue / TestMetadataReturnedForAllPassedDescriptors
         assert.deepEqual(structToJson(both.dynamic_metadata).metadata, { name: 'service_1', nested: { a: 1, b: 2 } })
-        const json = await postJsonApi(c.service.httpUrl, { domain: 'svc', descriptors: [{ entries: [{ key: 'regular', value: unique('j') }] }] })
+        const json = await postJsonApi(c.service.httpUrl, {
+          domain: 'svc',
+          descriptors: [{ entries: [{ key: 'regular', value: unique('j') }] }],
+        })
         assert.deepEqual(json.json.dynamicMetadata.metadata, { name: 'service_1', nested: { a: 1 } })
       } finally {
         await c.stop()
@@ -225,26 +262,53 @@ for (const store of STORES) {
       try {
         const value = unique('h')
         const started = Date.now()
-        const response = await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: value }), desc({ quota: value }), desc({ free: value })] })
+        const response = await c.client.shouldRateLimit({
+          domain: 'svc',
+          descriptors: [desc({ regular: value }), desc({ quota: value }), desc({ free: value })],
+        })
         const headers = Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value]))
         assert.equal(headers['RateLimit-Limit'], '1', 'the quota descriptor has the least remaining (0)')
         assert.equal(headers['RateLimit-Remaining'], '0')
         const day = 86_400
-        assert.ok([day - (Math.floor(started / 1000) % day), day - (Math.floor(Date.now() / 1000) % day)].includes(Number(headers['RateLimit-Reset'])))
-        const json = await postJsonApi(c.service.httpUrl, { domain: 'svc', descriptors: [{ entries: [{ key: 'regular', value: unique('j') }] }] })
-        assert.deepEqual(json.json.responseHeadersToAdd.map((h: { key: string }) => h.key), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+        assert.ok(
+          [day - (Math.floor(started / 1000) % day), day - (Math.floor(Date.now() / 1000) % day)].includes(
+            Number(headers['RateLimit-Reset']),
+          ),
+        )
+        const json = await postJsonApi(c.service.httpUrl, {
+          domain: 'svc',
+          descriptors: [{ entries: [{ key: 'regular', value: unique('j') }] }],
+        })
+        assert.deepEqual(
+          json.json.responseHeadersToAdd.map((h: { key: string }) => h.key),
+          ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+        )
       } finally {
         await c.stop()
       }
     })
 
     it('TestServiceWithCustomRatelimitHeaders: LIMIT_*_HEADER names; an over-limit descriptor speaks', async () => {
-      const c = await startConformance(store, RULES, ['--grpc-response-headers', '--limit-header', 'A-Limit', '--remaining-header', 'A-Remaining', '--reset-header', 'A-Reset'])
+      const c = await startConformance(store, RULES, [
+        '--grpc-response-headers',
+        '--limit-header',
+        'A-Limit',
+        '--remaining-header',
+        'A-Remaining',
+        '--reset-header',
+        'A-Reset',
+      ])
       try {
         const value = unique('ch')
         for (let i = 0; i < 2; i++) await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: value })] })
-        const response = await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ quota2: unique('q') }), desc({ regular: value })] })
-        assert.deepEqual(response.response_headers_to_add.map((h) => [h.key, h.value]).slice(0, 2), [['A-Limit', '2'], ['A-Remaining', '0']])
+        const response = await c.client.shouldRateLimit({
+          domain: 'svc',
+          descriptors: [desc({ quota2: unique('q') }), desc({ regular: value })],
+        })
+        assert.deepEqual(response.response_headers_to_add.map((h) => [h.key, h.value]).slice(0, 2), [
+          ['A-Limit', '2'],
+          ['A-Remaining', '0'],
+        ])
       } finally {
         await c.stop()
       }
@@ -258,7 +322,10 @@ describe('conformance: service, store errors (redis store)', () => {
     try {
       assert.equal((await c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('e') })] })).overall_code, 'OK')
       await c.redis!.stop()
-      await assert.rejects(c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('e') })] }), grpcError(grpc.status.UNAVAILABLE))
+      await assert.rejects(
+        c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('e') })] }),
+        grpcError(grpc.status.UNAVAILABLE),
+      )
       const json = await postJsonApi(c.service.httpUrl, { domain: 'svc', descriptors: [{ entries: [{ key: 'regular', value: 'x' }] }] })
       assert.deepEqual([json.status, json.text], [400, 'Bad Request\n'])
       // Unmatched and unlimited descriptors never need the store.
@@ -275,7 +342,10 @@ describe('conformance: service, store errors (redis store)', () => {
       await admin.connect()
       // The server holds every command for 5 s: far past the 200 ms deadline however busy the machine is.
       await admin.call('CLIENT', 'PAUSE', '5000', 'ALL')
-      await assert.rejects(c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('slow') })] }), grpcError(grpc.status.UNAVAILABLE))
+      await assert.rejects(
+        c.client.shouldRateLimit({ domain: 'svc', descriptors: [desc({ regular: unique('slow') })] }),
+        grpcError(grpc.status.UNAVAILABLE),
+      )
     } finally {
       admin.disconnect()
       await c.stop()

@@ -88,7 +88,13 @@ export function encodeRequest(request: TestRequest): Buffer {
 }
 
 function decodeResponse(buffer: Buffer): OfficialResponse {
-  const object = ResponseType.toObject(ResponseType.decode(buffer), { enums: String, longs: Number, defaults: true, arrays: true, oneofs: true })
+  const object = ResponseType.toObject(ResponseType.decode(buffer), {
+    enums: String,
+    longs: Number,
+    defaults: true,
+    arrays: true,
+    oneofs: true,
+  })
   for (const status of object.statuses as Record<string, unknown>[]) {
     status.current_limit ??= null
     status.duration_until_reset ??= null
@@ -130,7 +136,11 @@ export class EnvoyClient {
 }
 
 /** POSTs (or sends with `method`) a body to `/json`; returns status, content type and text. */
-export async function postJsonApi(httpUrl: string, body: unknown, method = 'POST'): Promise<{ status: number; type: string; text: string; json: any }> {
+export async function postJsonApi(
+  httpUrl: string,
+  body: unknown,
+  method = 'POST',
+): Promise<{ status: number; type: string; text: string; json: any }> {
   const response = await fetch(`${httpUrl}/json`, {
     method,
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
@@ -207,7 +217,10 @@ export function resetSecondsBetween(unitSeconds: number, before: number, after: 
 }
 
 /** A descriptor with one or more entries, in order. */
-export const desc = (pairs: Record<string, string>, extra: Omit<TestDescriptor, 'entries'> = {}): TestDescriptor => ({ entries: pairs, ...extra })
+export const desc = (pairs: Record<string, string>, extra: Omit<TestDescriptor, 'entries'> = {}): TestDescriptor => ({
+  entries: pairs,
+  ...extra,
+})
 
 /** A unique value per call, so cases never share a counter. */
 let sequence = 0

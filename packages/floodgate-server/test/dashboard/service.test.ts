@@ -42,7 +42,10 @@ describe('service /dashboard', () => {
         for (let i = 0; i < 5; i++) await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'eve' }]))
         const data = await snapshot(service)
         assert.deepEqual(data.totals, { allowed: 3, denied: 2 })
-        assert.deepEqual(data.rules.map((rule) => [rule.rule, rule.allowed, rule.denied]), [['test.user', 3, 2]])
+        assert.deepEqual(
+          data.rules.map((rule) => [rule.rule, rule.allowed, rule.denied]),
+          [['test.user', 3, 2]],
+        )
         const [top] = data.topKeys.keys
         assert.equal(top.denied, 2)
         if (raw) assert.match(top.key, /eve/)

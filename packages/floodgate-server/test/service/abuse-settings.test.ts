@@ -32,7 +32,14 @@ describe('abuse-bound settings', () => {
     assert.equal(settings.maxConnections, 42)
     assert.equal(settings.memoryMaxKeys, 1_000)
     assert.equal(settings.memoryMaxBytes, 1_048_576)
-    for (const flag of ['--request-timeout', '--connection-timeout', '--keep-alive-timeout', '--max-connections', '--memory-max-keys', '--memory-max-bytes']) {
+    for (const flag of [
+      '--request-timeout',
+      '--connection-timeout',
+      '--keep-alive-timeout',
+      '--max-connections',
+      '--memory-max-keys',
+      '--memory-max-bytes',
+    ]) {
       assert.ok(serveUsage().includes(flag), flag)
     }
   })

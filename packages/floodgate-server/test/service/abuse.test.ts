@@ -38,7 +38,9 @@ describe('long descriptor values', () => {
   it('the admin peek shows the store key: 39 characters however long the value', async () => {
     const value = 'w'.repeat(1_000)
     await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: value }]))
-    const res = await fetch(`${service.httpUrl}/admin/keys?domain=test&descriptor=user=${value}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    const res = await fetch(`${service.httpUrl}/admin/keys?domain=test&descriptor=user=${value}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })
     const body = (await res.json()) as { storeKey: string; decision: { remaining: number } }
     assert.match(body.storeKey, /^sha256:[0-9a-f]{32}$/)
     assert.equal(body.decision.remaining, 2)

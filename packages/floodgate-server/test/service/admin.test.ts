@@ -63,7 +63,11 @@ describe('admin API', () => {
     const deleted = await fetch(peekUrl, { method: 'DELETE', headers: auth })
     assert.equal(deleted.status, 200)
     assert.equal((await check()).body.results[0].remaining, 2)
-    const reset = await postJson(`${service.httpUrl}/admin/keys/reset`, { domain: 'test', descriptor: [{ key: 'user', value: 'adm' }] }, auth)
+    const reset = await postJson(
+      `${service.httpUrl}/admin/keys/reset`,
+      { domain: 'test', descriptor: [{ key: 'user', value: 'adm' }] },
+      auth,
+    )
     assert.equal(reset.status, 200)
     assert.equal((await check()).body.results[0].remaining, 2)
   })

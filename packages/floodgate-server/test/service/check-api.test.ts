@@ -4,7 +4,14 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { CHECK_RESPONSE_SCHEMA, MAX_DESCRIPTORS, MAX_ENTRIES, parseCheckRequest, parseCheckRequestWithSchema, toCheckResponse } from '../../src/service/check-api.js'
+import {
+  CHECK_RESPONSE_SCHEMA,
+  MAX_DESCRIPTORS,
+  MAX_ENTRIES,
+  parseCheckRequest,
+  parseCheckRequestWithSchema,
+  toCheckResponse,
+} from '../../src/service/check-api.js'
 import type { DecideResult, DescriptorOutcome } from '../../src/service/decide.js'
 import type { Decision, Policy } from 'floodgate'
 import type { MatchedRule } from 'floodgate/rules'
@@ -43,7 +50,12 @@ const body = fc.oneof(
           fc.constant(Array.from({ length: MAX_DESCRIPTORS + 1 }, () => [{ key: 'user', value: 'u' }])),
           oddValue,
         ),
-        hits: fc.oneof(fc.integer({ min: -2, max: 5 }), fc.constantFrom(0, -0, 1.5, 1_000_000_000, 1_000_000_001, Number.NaN), fc.string(), oddValue),
+        hits: fc.oneof(
+          fc.integer({ min: -2, max: 5 }),
+          fc.constantFrom(0, -0, 1.5, 1_000_000_000, 1_000_000_001, Number.NaN),
+          fc.string(),
+          oddValue,
+        ),
         extra: oddValue,
       },
       { requiredKeys: ['domain', 'descriptors'] },
@@ -54,8 +66,16 @@ const body = fc.oneof(
 
 describe('parseCheckRequest', () => {
   it('reads a well-formed body into the decider input, entries stripped to key and value', () => {
-    const input = parseCheckRequest({ domain: 'd', descriptors: [[{ key: 'user', value: 'a', note: 'x' }], [{ key: 'k', value: '' }]], hits: 0 })
-    assert.deepEqual(input, { domain: 'd', hits: 0, descriptors: [{ entries: [{ key: 'user', value: 'a' }] }, { entries: [{ key: 'k', value: '' }] }] })
+    const input = parseCheckRequest({
+      domain: 'd',
+      descriptors: [[{ key: 'user', value: 'a', note: 'x' }], [{ key: 'k', value: '' }]],
+      hits: 0,
+    })
+    assert.deepEqual(input, {
+      domain: 'd',
+      hits: 0,
+      descriptors: [{ entries: [{ key: 'user', value: 'a' }] }, { entries: [{ key: 'k', value: '' }] }],
+    })
     assert.equal(parseCheckRequest({ domain: 'd', descriptors: [[{ key: 'k', value: 'v' }]] }).hits, 1)
   })
 
@@ -90,7 +110,15 @@ describe('CHECK_RESPONSE_SCHEMA', () => {
     allowed: fc.boolean(),
     wouldDeny: fc.boolean(),
     shadow: fc.option(fc.boolean(), { nil: undefined }),
-    decision: fc.record({ policy: name, limit: number, remaining: number, resetMs: number, retryAfterMs: number, source: name, never: fc.option(fc.constant(true), { nil: undefined }) }),
+    decision: fc.record({
+      policy: name,
+      limit: number,
+      remaining: number,
+      resetMs: number,
+      retryAfterMs: number,
+      source: name,
+      never: fc.option(fc.constant(true), { nil: undefined }),
+    }),
   })
   const outcome: fc.Arbitrary<DescriptorOutcome> = fc.oneof(
     fc.constant({ kind: 'unmatched' as const }),

@@ -46,17 +46,35 @@ describe('the key layout', () => {
     // envoyproxy/ratelimit test/limiter/base_limiter_test.go: TestGenerateCacheKeys, TestGenerateCacheKeysPrefix.
     assert.equal(upstreamCacheKey('', 'domain', [{ key: 'key', value: 'value' }], 1234), 'domain_key_value_1234')
     assert.equal(upstreamCacheKey('prefix:', 'domain', [{ key: 'key', value: 'value' }], 1234), 'prefix:domain_key_value_1234')
-    assert.equal(upstreamCacheKey('', 'd', [{ key: 'a', value: '1' }, { key: 'b', value: '' }], 60), 'd_a_1_b__60')
+    assert.equal(
+      upstreamCacheKey(
+        '',
+        'd',
+        [
+          { key: 'a', value: '1' },
+          { key: 'b', value: '' },
+        ],
+        60,
+      ),
+      'd_a_1_b__60',
+    )
   })
 
   it("recovers the domain and entries from any rule's store key that is not hashed", () => {
     const text = fc.string({ unit: fc.constantFrom('a', 'b', '|', '=', '\\', '_', ' ', 'é'), maxLength: 12 })
     fc.assert(
-      fc.property(text, fc.array(fc.tuple(text, text).map(([key, value]) => ({ key, value })), { maxLength: 4 }), (domain, entries) => {
-        const storeKey = storeKeyOf(domain, entries)
-        if (storeKey.startsWith('sha256:')) assert.equal(parseStoreKey(storeKey), undefined)
-        else assert.deepEqual(parseStoreKey(storeKey), { domain, entries })
-      }),
+      fc.property(
+        text,
+        fc.array(
+          fc.tuple(text, text).map(([key, value]) => ({ key, value })),
+          { maxLength: 4 },
+        ),
+        (domain, entries) => {
+          const storeKey = storeKeyOf(domain, entries)
+          if (storeKey.startsWith('sha256:')) assert.equal(parseStoreKey(storeKey), undefined)
+          else assert.deepEqual(parseStoreKey(storeKey), { domain, entries })
+        },
+      ),
     )
   })
 
@@ -95,7 +113,8 @@ describe('on Redis, with a per-second Redis', () => {
     perSecondClient = new Redis(perSecond.url)
     // The counters' clients do not queue commands while connecting: wait until a decision reaches Redis.
     const deadline = Date.now() + 10_000
-    const counted = async () => (await mainClient.get(upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'warm-up' }], dayStart()))) !== null
+    const counted = async () =>
+      (await mainClient.get(upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'warm-up' }], dayStart()))) !== null
     while ((await floodgate(service, 'user', 'warm-up'))[0] !== 'OK' || !(await counted())) {
       if (Date.now() > deadline) throw new Error('the service never counted in Redis')
       await new Promise((resolve) => setTimeout(resolve, 50))

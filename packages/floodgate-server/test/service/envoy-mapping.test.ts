@@ -26,8 +26,18 @@ describe('toProtoJson', () => {
     const response: RlsResponse = {
       overall_code: 'OVER_LIMIT',
       statuses: [
-        { code: 'OVER_LIMIT', current_limit: { name: '', requests_per_unit: 3, unit: 'DAY' }, limit_remaining: 0, duration_until_reset: { seconds: 12, nanos: 0 } },
-        { code: 'OK', current_limit: { name: 'x', requests_per_unit: 3, unit: 'SECOND' }, limit_remaining: 2, duration_until_reset: { seconds: 1, nanos: 0 } },
+        {
+          code: 'OVER_LIMIT',
+          current_limit: { name: '', requests_per_unit: 3, unit: 'DAY' },
+          limit_remaining: 0,
+          duration_until_reset: { seconds: 12, nanos: 0 },
+        },
+        {
+          code: 'OK',
+          current_limit: { name: 'x', requests_per_unit: 3, unit: 'SECOND' },
+          limit_remaining: 2,
+          duration_until_reset: { seconds: 1, nanos: 0 },
+        },
         { code: 'OK', current_limit: null, limit_remaining: 4294967295, duration_until_reset: null },
       ],
       response_headers_to_add: [],
@@ -68,12 +78,18 @@ describe('fromProtoJson', () => {
   it('names the field that is wrong', () => {
     assert.throws(() => fromProtoJson({ domain: 5 }), /^FloodgateError: domain: /)
     assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: 'x' }] }), /descriptors\.0\.entries/)
-    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: [], limit: { requestsPerUnit: 1, unit: 'FORTNIGHT' } }] }), /limit\.unit: "FORTNIGHT" is not a unit/)
+    assert.throws(
+      () => fromProtoJson({ domain: 'd', descriptors: [{ entries: [], limit: { requestsPerUnit: 1, unit: 'FORTNIGHT' } }] }),
+      /limit\.unit: "FORTNIGHT" is not a unit/,
+    )
   })
 
   it('refuses an unknown field, as protojson does', () => {
     assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [], extra: 1 }), /body: unknown field "extra"/)
-    assert.throws(() => fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b', x: 1 }] }] }), /descriptors\.0\.entries\.0: unknown field "x"/)
+    assert.throws(
+      () => fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b', x: 1 }] }] }),
+      /descriptors\.0\.entries\.0: unknown field "x"/,
+    )
   })
 
   // Abuse finding: the unit was looked up with `in` on a plain object, so prototype names passed
@@ -82,12 +98,19 @@ describe('fromProtoJson', () => {
     for (const unit of ['toString', '__proto__', 'constructor', 'valueOf', 'hasOwnProperty']) {
       assert.throws(
         () => fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 1, unit } }] }),
-        (error: Error & { code?: string }) => error.code === 'INVALID_REQUEST' && error.message.includes(`${JSON.stringify(unit)} is not a unit`),
+        (error: Error & { code?: string }) =>
+          error.code === 'INVALID_REQUEST' && error.message.includes(`${JSON.stringify(unit)} is not a unit`),
       )
     }
-    const week = fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 1, unit: 'WEEK' } }] })
+    const week = fromProtoJson({
+      domain: 'd',
+      descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 1, unit: 'WEEK' } }],
+    })
     assert.deepEqual(week.descriptors[0].limit, { requestsPerUnit: 1, unit: 'WEEK' })
-    const byNumber = fromProtoJson({ domain: 'd', descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 0, unit: 7 } }] })
+    const byNumber = fromProtoJson({
+      domain: 'd',
+      descriptors: [{ entries: [{ key: 'a', value: 'b' }], limit: { requestsPerUnit: 0, unit: 7 } }],
+    })
     assert.deepEqual(byNumber.descriptors[0].limit, { requestsPerUnit: 0, unit: 'WEEK' }, 'requests_per_unit 0 is a valid override')
   })
 })

@@ -36,9 +36,29 @@ describe('exposure', () => {
   it('the CLI banner prints http://0.0.0.0 and says all interfaces, not http://127.0.0.1', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-exposure-'))
     try {
-      writeFileSync(join(dir, 'rules.yaml'), 'domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: day, requests_per_unit: 1 }\n')
+      writeFileSync(
+        join(dir, 'rules.yaml'),
+        'domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: day, requests_per_unit: 1 }\n',
+      )
       const [httpPort, grpcPort] = [await freePort(), await freePort()]
-      const child = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'rules.yaml'), '--host', '0.0.0.0', '--http-port', String(httpPort), '--grpc-port', String(grpcPort), '--log-level', 'silent'], { stdio: ['ignore', 'ignore', 'pipe'] })
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          'serve',
+          '--config',
+          join(dir, 'rules.yaml'),
+          '--host',
+          '0.0.0.0',
+          '--http-port',
+          String(httpPort),
+          '--grpc-port',
+          String(grpcPort),
+          '--log-level',
+          'silent',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      )
       const exited = new Promise((resolve) => child.on('exit', resolve))
       let banner = ''
       await new Promise<void>((resolve, reject) => {
@@ -50,7 +70,10 @@ describe('exposure', () => {
       })
       child.kill('SIGTERM')
       await exited
-      assert.match(banner, new RegExp(`^Floodgate listening: HTTP http://0\\.0\\.0\\.0:${httpPort} .*gRPC 0\\.0\\.0\\.0:${grpcPort} .*all interfaces`))
+      assert.match(
+        banner,
+        new RegExp(`^Floodgate listening: HTTP http://0\\.0\\.0\\.0:${httpPort} .*gRPC 0\\.0\\.0\\.0:${grpcPort} .*all interfaces`),
+      )
       assert.ok(!banner.includes('http://127.0.0.1'), banner)
     } finally {
       rmSync(dir, { recursive: true, force: true })

@@ -34,7 +34,13 @@ function rawCall(port: number, headers: http2.OutgoingHttpHeaders, body: Buffer)
   return new Promise((resolve, reject) => {
     const session = http2.connect(`http://127.0.0.1:${port}`)
     session.on('error', reject)
-    const stream = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT, 'content-type': 'application/grpc', te: 'trailers', ...headers })
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': SHOULD_RATE_LIMIT,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...headers,
+    })
     const answer: RawAnswer = { httpStatus: 0, grpcStatus: undefined, grpcMessage: undefined, body: Buffer.alloc(0) }
     const chunks: Buffer[] = []
     const read = (h: http2.IncomingHttpHeaders) => {
@@ -73,12 +79,21 @@ describe('gRPC protocol (memory store)', () => {
 
   const unary = (path: string, bytes: Buffer, target = client) =>
     new Promise<Buffer>((resolve, reject) =>
-      target.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, bytes, (error, response) => (error ? reject(error) : resolve(response as Buffer))),
+      target.makeUnaryRequest(
+        path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        bytes,
+        (error, response) => (error ? reject(error) : resolve(response as Buffer)),
+      ),
     )
 
   it('answers UNIMPLEMENTED for a method it does not serve, health Watch included', async () => {
     for (const path of ['/envoy.service.ratelimit.v3.RateLimitService/Other', '/grpc.health.v1.Health/Watch', '/nothing']) {
-      await assert.rejects(unary(path, Buffer.alloc(0)), (error: grpc.ServiceError) => error.code === grpc.status.UNIMPLEMENTED && error.details.includes(path))
+      await assert.rejects(
+        unary(path, Buffer.alloc(0)),
+        (error: grpc.ServiceError) => error.code === grpc.status.UNIMPLEMENTED && error.details.includes(path),
+      )
     }
   })
 
@@ -88,17 +103,26 @@ describe('gRPC protocol (memory store)', () => {
   })
 
   it('answers INTERNAL for bytes that are not a RateLimitRequest, and keeps answering', async () => {
-    await assert.rejects(unary(SHOULD_RATE_LIMIT, Buffer.from([0x0a, 0xff, 0xff, 0xff])), (error: grpc.ServiceError) => error.code === grpc.status.INTERNAL)
+    await assert.rejects(
+      unary(SHOULD_RATE_LIMIT, Buffer.from([0x0a, 0xff, 0xff, 0xff])),
+      (error: grpc.ServiceError) => error.code === grpc.status.INTERNAL,
+    )
     assert.ok((await unary(SHOULD_RATE_LIMIT, request('p1'))).length > 0)
   })
 
   it('decides a gzip-compressed request from a grpc-js client that compresses', async () => {
-    const gzipClient = new grpc.Client(`127.0.0.1:${service.grpcPort}`, grpc.credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 })
+    const gzipClient = new grpc.Client(`127.0.0.1:${service.grpcPort}`, grpc.credentials.createInsecure(), {
+      'grpc.default_compression_algorithm': 2,
+    })
     try {
       const rls = rlsClients(service.grpcPort)
       // The same counter as an uncompressed call: 3 per day, the compressed call took one.
       await unary(SHOULD_RATE_LIMIT, request('p2'), gzipClient)
-      assert.equal((await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'p2' }] }] })).statuses[0].limit_remaining, 1)
+      assert.equal(
+        (await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'p2' }] }] })).statuses[0]
+          .limit_remaining,
+        1,
+      )
       rls.close()
     } finally {
       gzipClient.close()
@@ -149,12 +173,20 @@ describe('gRPC deadlines and cancelled calls (Redis store)', () => {
     const rls = rlsClients(service.grpcPort)
     try {
       // Connected and answering before the pause.
-      assert.equal((await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'd0' }] }] })).overall_code, 'OK')
+      assert.equal(
+        (await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'd0' }] }] })).overall_code,
+        'OK',
+      )
       // The server holds every command for 5 s: far past the 200 ms deadline however busy the machine is.
       await admin.call('CLIENT', 'PAUSE', '5000', 'ALL')
       const cancelled = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
       cancelled.on('error', () => {})
-      const stream = cancelled.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT, 'content-type': 'application/grpc', te: 'trailers' })
+      const stream = cancelled.request({
+        ':method': 'POST',
+        ':path': SHOULD_RATE_LIMIT,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      })
       stream.on('error', () => {})
       stream.end(frame(request('d1')))
       const late = await rawCall(service.grpcPort, { 'grpc-timeout': '200m' }, frame(request('d2')))
@@ -163,7 +195,10 @@ describe('gRPC deadlines and cancelled calls (Redis store)', () => {
       cancelled.close()
       await admin.call('CLIENT', 'UNPAUSE')
       // Both late decisions find their calls over; the server answers the next one as usual.
-      assert.equal((await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'd3' }] }] })).overall_code, 'OK')
+      assert.equal(
+        (await rls.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'd3' }] }] })).overall_code,
+        'OK',
+      )
     } finally {
       rls.close()
     }

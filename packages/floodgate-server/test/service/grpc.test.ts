@@ -59,20 +59,34 @@ describe('Envoy RLS v3 gRPC (memory store)', () => {
     const user = descriptor({ user: 'g3' })
     let response = await client.shouldRateLimit({ domain: 'test', descriptors: [user], hits_addend: 0 })
     assert.equal(response.statuses[0].limit_remaining, 2, 'request hits_addend 0 counts as 1')
-    response = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g3' }, { hits_addend: { value: 0 } })], hits_addend: 5 })
+    response = await client.shouldRateLimit({
+      domain: 'test',
+      descriptors: [descriptor({ user: 'g3' }, { hits_addend: { value: 0 } })],
+      hits_addend: 5,
+    })
     assert.equal(response.overall_code, 'OK')
     assert.equal(response.statuses[0].limit_remaining, 2, 'descriptor hits_addend 0 checks without counting')
     response = await client.shouldRateLimit({ domain: 'test', descriptors: [user], hits_addend: 2 })
     assert.equal(response.statuses[0].limit_remaining, 0)
-    response = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g3' }, { hits_addend: { value: 1 } })], hits_addend: 0 })
+    response = await client.shouldRateLimit({
+      domain: 'test',
+      descriptors: [descriptor({ user: 'g3' }, { hits_addend: { value: 1 } })],
+      hits_addend: 0,
+    })
     assert.equal(response.overall_code, 'OVER_LIMIT')
   })
 
   it('a per-descriptor limit override replaces the configured limit (unnamed, keyed by descriptor and unit), even where no rule matches', async () => {
     const limit = { requests_per_unit: 1, unit: 'DAY' }
     // The configured limit is 3 per DAY; the override counts in the same day window of the same descriptor.
-    assert.equal((await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' })] })).statuses[0].limit_remaining, 2)
-    const first = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit: { requests_per_unit: 3, unit: 'DAY' } })] })
+    assert.equal(
+      (await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' })] })).statuses[0].limit_remaining,
+      2,
+    )
+    const first = await client.shouldRateLimit({
+      domain: 'test',
+      descriptors: [descriptor({ user: 'g4' }, { limit: { requests_per_unit: 3, unit: 'DAY' } })],
+    })
     assert.deepEqual(first.statuses[0].current_limit, { name: '', requests_per_unit: 3, unit: 'DAY' })
     assert.equal(first.statuses[0].limit_remaining, 1, 'the counter is shared: the rate is not part of its key')
     const over = await client.shouldRateLimit({ domain: 'test', descriptors: [descriptor({ user: 'g4' }, { limit })] })

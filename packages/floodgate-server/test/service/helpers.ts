@@ -57,7 +57,11 @@ export async function startTestService(rules = TEST_RULES, extraArgs: string[] =
 }
 
 /** POSTs JSON and returns status, headers and the parsed body. */
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any }> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -91,7 +95,9 @@ export function rlsClients(port: number) {
   const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, grpc.credentials.createInsecure())
   const health = new pkg.grpc.health.v1.Health(address, grpc.credentials.createInsecure())
   const call = <T>(client: any, method: string, request: unknown): Promise<T> =>
-    new Promise((resolve, reject) => client[method](request, (error: Error | null, response: T) => (error ? reject(error) : resolve(response))))
+    new Promise((resolve, reject) =>
+      client[method](request, (error: Error | null, response: T) => (error ? reject(error) : resolve(response))),
+    )
   return {
     shouldRateLimit: (request: unknown) => call<any>(rls, 'ShouldRateLimit', request),
     healthCheck: (service = '') => call<any>(health, 'Check', { service }),

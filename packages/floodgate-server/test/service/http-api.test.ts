@@ -84,7 +84,10 @@ describe('HTTP API (memory store)', () => {
 
   it('POST /json answers like envoyproxy/ratelimit (protobuf JSON, 200 then 429)', async () => {
     const url = `${service.httpUrl}/json`
-    const request = { domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'dave' }] }, { entries: [{ key: 'vip', value: 'v' }] }] }
+    const request = {
+      domain: 'test',
+      descriptors: [{ entries: [{ key: 'user', value: 'dave' }] }, { entries: [{ key: 'vip', value: 'v' }] }],
+    }
     const first = await postJson(url, request)
     assert.equal(first.status, 200)
     assert.equal(first.body.overallCode, 'OK')

@@ -21,8 +21,14 @@ describe('settings', () => {
     const settings = readSettings(['r.yaml'], env)
     assert.deepEqual(settings.store, { kind: 'memcached', servers: ['m1:11211', 'm2:11211'] })
     const { notes } = readUpstreamEnvironment({ ...env, MEMCACHE_MAX_IDLE_CONNS: '4' })
-    assert.ok(notes.some((note) => note.startsWith('REDIS_URL is ignored')), notes.join('\n'))
-    assert.ok(notes.some((note) => note.startsWith('MEMCACHE_MAX_IDLE_CONNS is accepted')), notes.join('\n'))
+    assert.ok(
+      notes.some((note) => note.startsWith('REDIS_URL is ignored')),
+      notes.join('\n'),
+    )
+    assert.ok(
+      notes.some((note) => note.startsWith('MEMCACHE_MAX_IDLE_CONNS is accepted')),
+      notes.join('\n'),
+    )
   })
 
   it('refuses what it cannot do, saying why', () => {

@@ -76,7 +76,13 @@ describe('ServiceMetrics per-rule counters', () => {
     assert.equal(values.get('floodgate_total_hits{rule="r"}'), 4)
     assert.equal(values.get('floodgate_within_limit{rule="r"}'), 3)
     const total = await metrics.registry.getSingleMetric('floodgate_total_hits')!.get()
-    assert.deepEqual(total.values.map((v) => [v.labels.rule, v.value]), [['r', 4], ['s', 1]])
+    assert.deepEqual(
+      total.values.map((v) => [v.labels.rule, v.value]),
+      [
+        ['r', 4],
+        ['s', 1],
+      ],
+    )
   })
 })
 
@@ -108,7 +114,13 @@ describe('ServiceMetrics upstream names (USE_PROMETHEUS)', () => {
 })
 
 describe('upstreamCounts (upstream stats arithmetic)', () => {
-  const status = (requestsPerUnit: number, count: number) => ({ unit: 'HOUR' as const, requestsPerUnit, name: '', count, over: count > requestsPerUnit })
+  const status = (requestsPerUnit: number, count: number) => ({
+    unit: 'HOUR' as const,
+    requestsPerUnit,
+    name: '',
+    count,
+    over: count > requestsPerUnit,
+  })
 
   it('a request crossing the limit counts only the hits past it as over, the rest up to the limit as near', () => {
     // 13 → 15 against 14: one hit over; near from max(11, 13) to 14: one.

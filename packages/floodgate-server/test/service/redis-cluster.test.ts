@@ -24,14 +24,26 @@ describe('service on Redis Cluster', () => {
     // All users in one request per round: the store batches them per node.
     const statuses: boolean[][] = []
     for (let round = 0; round < 4; round++) {
-      const res = await postJson(url, checkBody('test', users.map((user) => ({ user }))))
-      statuses.push(res.body.results.map((r: { allowed: boolean; source: string }) => {
-        assert.equal(r.source, 'store')
-        return r.allowed
-      }))
+      const res = await postJson(
+        url,
+        checkBody(
+          'test',
+          users.map((user) => ({ user })),
+        ),
+      )
+      statuses.push(
+        res.body.results.map((r: { allowed: boolean; source: string }) => {
+          assert.equal(r.source, 'store')
+          return r.allowed
+        }),
+      )
     }
     for (const [i, user] of users.entries()) {
-      assert.deepEqual(statuses.map((round) => round[i]), [true, true, true, false], user)
+      assert.deepEqual(
+        statuses.map((round) => round[i]),
+        [true, true, true, false],
+        user,
+      )
     }
     const client = rlsClients(service.grpcPort)
     try {

@@ -27,7 +27,10 @@ describe('service on Redis', () => {
   })
 
   it('is ready once Redis is connected', async () => {
-    await eventually(async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'ready', 'readiness')
+    await eventually(
+      async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'ready',
+      'readiness',
+    )
   })
 
   it('POST /v1/check answers 200 until the limit, then 429; the state is in Redis', async () => {
@@ -40,7 +43,10 @@ describe('service on Redis', () => {
     const client = new Redis(redis.url)
     try {
       const keys = await client.keys('svc-test:*')
-      assert.ok(keys.some((key) => key.includes('redis-alice')), `keys: ${keys.join(', ')}`)
+      assert.ok(
+        keys.some((key) => key.includes('redis-alice')),
+        `keys: ${keys.join(', ')}`,
+      )
     } finally {
       client.disconnect()
     }
@@ -69,7 +75,10 @@ describe('service on Redis', () => {
     for (let i = 0; i < 8; i++) last = await postJson(url, checkBody('test', [{ user: `gone-${i}` }]))
     assert.equal(last!.status, 200)
     assert.equal(last!.body.results[0].source, 'fallback-open')
-    await eventually(async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'degraded', 'degraded readiness')
+    await eventually(
+      async () => ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'degraded',
+      'degraded readiness',
+    )
     const metrics = await scrape(service.httpUrl)
     assert.ok((metrics.get('floodgate_store_errors_total') ?? 0) >= 1)
     assert.ok((metrics.get('floodgate_fallback_decisions_total{mode="open"}') ?? 0) >= 1)

@@ -38,8 +38,18 @@ describe('floodgate serve with --region and --peer', () => {
   before(async () => {
     redis = [await startRedis(), await startRedis()]
     links = [await startProxy(redis[1].port, 50), await startProxy(redis[0].port, 50)]
-    const flags = (redisUrl: string, region: string, peer: string) =>
-      ['--redis', redisUrl, '--store-timeout', '5s', '--region', region, '--peer', peer, '--region-interval', '50ms']
+    const flags = (redisUrl: string, region: string, peer: string) => [
+      '--redis',
+      redisUrl,
+      '--store-timeout',
+      '5s',
+      '--region',
+      region,
+      '--peer',
+      peer,
+      '--region-interval',
+      '50ms',
+    ]
     eu = await startTestService(RULES, flags(redis[0].url, 'eu', `us=${links[0].url}`))
     us = await startTestService(RULES, flags(redis[1].url, 'us', `eu=${links[1].url}`))
   })

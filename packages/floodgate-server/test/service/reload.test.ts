@@ -28,7 +28,8 @@ describe('hot reload', () => {
   it('uses a rewritten rules file for the next decision and keeps the old rules when the new file is invalid', async () => {
     const service = await startTestService(rulesWithLimit(5), ['--admin-token', ADMIN_TOKEN])
     try {
-      const limitOf = async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r' }], 0))).body.results[0].limit
+      const limitOf = async () =>
+        (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r' }], 0))).body.results[0].limit
       assert.equal(await limitOf(), 5)
       const reloadsBefore = (await scrape(service.httpUrl)).get('floodgate_config_reloads_total{result="success"}') ?? 0
 
@@ -38,7 +39,10 @@ describe('hot reload', () => {
       assert.ok((afterGood.get('floodgate_config_reloads_total{result="success"}') ?? 0) > reloadsBefore)
       assert.equal(afterGood.get('floodgate_config_reloads_total{result="error"}'), 0)
 
-      writeFileSync(service.rulesFile, 'domain: test\ndescriptors:\n  - key: user\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n')
+      writeFileSync(
+        service.rulesFile,
+        'domain: test\ndescriptors:\n  - key: user\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n',
+      )
       await eventually(
         async () => ((await scrape(service.httpUrl)).get('floodgate_config_reloads_total{result="error"}') ?? 0) >= 1,
         'the reload error metric',
@@ -47,7 +51,9 @@ describe('hot reload', () => {
       // Public readiness names the reason only; the issues (with file paths) are behind the admin token.
       const ready = (await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string; reason: string; rulesError?: string[] }
       assert.deepEqual(ready, { status: 'ready', reason: 'rules_reload_failed' })
-      const health = (await (await fetch(`${service.httpUrl}/admin/health`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { rulesError: string[] }
+      const health = (await (
+        await fetch(`${service.httpUrl}/admin/health`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      ).json()) as { rulesError: string[] }
       assert.match(health.rulesError.join('\n'), /unknown unit "fortnight"/)
     } finally {
       await service.stop()
@@ -57,7 +63,8 @@ describe('hot reload', () => {
   it('with --no-watch, reloads only when asked (SIGHUP), keeping the old rules on errors', async () => {
     const service = await startTestService(rulesWithLimit(5), ['--no-watch'])
     try {
-      const limitOf = async () => (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r' }], 0))).body.results[0].limit
+      const limitOf = async () =>
+        (await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'r' }], 0))).body.results[0].limit
       writeFileSync(service.rulesFile, rulesWithLimit(9))
       await new Promise((resolve) => setTimeout(resolve, 300))
       assert.equal(await limitOf(), 5, 'not watched')

@@ -59,13 +59,22 @@ describe('readSettings', () => {
   it('reads Redis Cluster nodes and Sentinels', () => {
     assert.deepEqual(readSettings(['rules.yaml', '--redis-cluster', 'a:7000, b:7001'], {}).store, {
       kind: 'cluster',
-      nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }],
+      nodes: [
+        { host: 'a', port: 7000 },
+        { host: 'b', port: 7001 },
+      ],
     })
-    assert.deepEqual(readSettings(['rules.yaml'], { FLOODGATE_REDIS_SENTINELS: 's1:26379,[::1]:26380', FLOODGATE_REDIS_SENTINEL_NAME: 'main' }).store, {
-      kind: 'sentinel',
-      sentinels: [{ host: 's1', port: 26379 }, { host: '::1', port: 26380 }],
-      name: 'main',
-    })
+    assert.deepEqual(
+      readSettings(['rules.yaml'], { FLOODGATE_REDIS_SENTINELS: 's1:26379,[::1]:26380', FLOODGATE_REDIS_SENTINEL_NAME: 'main' }).store,
+      {
+        kind: 'sentinel',
+        sentinels: [
+          { host: 's1', port: 26379 },
+          { host: '::1', port: 26380 },
+        ],
+        name: 'main',
+      },
+    )
   })
 
   it('explains what is wrong, naming the flag and the variable', () => {

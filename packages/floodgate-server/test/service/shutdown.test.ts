@@ -32,7 +32,6 @@ function manualTimers() {
   }
 }
 
-
 const BODY = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'user', value: 'draining' }]] })
 // With Expect: 100-continue, Node answers "100 Continue" as it hands the request to the app: the
 // test then knows the request is in flight on the server, with no clock.
@@ -57,16 +56,23 @@ describe('graceful shutdown', () => {
     const preconnected = await rawSocket(service.httpPort)
     const agent = new Agent({ keepAlive: true })
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(`${service.httpUrl}/v1/check`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode ?? 0))
-      })
+      const req = request(
+        `${service.httpUrl}/v1/check`,
+        { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        },
+      )
       req.on('error', reject)
       req.end(BODY)
     })
     assert.equal(status, 200)
     const grpc = rlsClients(service.grpcPort)
-    assert.equal((await grpc.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'g' }] }] })).overall_code, 'OK')
+    assert.equal(
+      (await grpc.shouldRateLimit({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'g' }] }] })).overall_code,
+      'OK',
+    )
 
     await service.stop()
     assert.equal(await preconnected.closed, '', 'the unused connection was closed without an answer')
@@ -94,7 +100,9 @@ describe('graceful shutdown', () => {
     assert.equal(clock.pending, 0, 'the deadline was cleared, not reached')
   })
 
-  it('at the deadline cuts what is still open: a stalled HTTP body, a stalled gRPC call, a connection without the HTTP/2 preface', { timeout: 60_000 }, async () => {
+  it('at the deadline cuts what is still open: a stalled HTTP body, a stalled gRPC call, a connection without the HTTP/2 preface', {
+    timeout: 60_000,
+  }, async () => {
     const clock = manualTimers()
     const service = await started(clock)
     const stalled = await rawSocket(service.httpPort)
@@ -103,7 +111,12 @@ describe('graceful shutdown', () => {
     const noPreface = await rawSocket(service.grpcPort)
     const session = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
     session.on('error', () => {})
-    const stream = session.request({ ':method': 'POST', ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit', 'content-type': 'application/grpc', te: 'trailers' })
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    })
     stream.on('error', () => {})
     stream.resume()
     stream.write(Buffer.from([0, 0, 0, 0, 10]))

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict'
 import type { Socket } from 'node:net'
 import { postJson, rawSocket, rlsClients, startTestService, type TestService } from './helpers.js'
 
-
 /** Writes one byte of `text` per timer tick until the socket closes (a slowloris client). */
 function trickle(socket: Socket, text: string): void {
   let at = 0
@@ -43,7 +42,10 @@ describe('slow clients', () => {
   })
 
   it('a prompt request on the same server is unaffected', async () => {
-    assert.equal((await postJson(`${service.httpUrl}/v1/check`, { domain: 'test', descriptors: [[{ key: 'user', value: 'quick' }]] })).status, 200)
+    assert.equal(
+      (await postJson(`${service.httpUrl}/v1/check`, { domain: 'test', descriptors: [[{ key: 'user', value: 'quick' }]] })).status,
+      200,
+    )
   })
 
   it('a gRPC message over the body limit fails with RESOURCE_EXHAUSTED; one under it is decided', async () => {

@@ -47,7 +47,10 @@ export function parseDuration(value: unknown, field = 'duration'): number {
     throw new FloodgateError('INVALID_DURATION', `${field}: must be a whole number of milliseconds, got ${describe(value)}`)
   }
   if (ms > Number.MAX_SAFE_INTEGER) {
-    throw new FloodgateError('INVALID_DURATION', `${field}: must be at most ${Number.MAX_SAFE_INTEGER}ms (about 285,000 years), got ${describe(value)}`)
+    throw new FloodgateError(
+      'INVALID_DURATION',
+      `${field}: must be at most ${Number.MAX_SAFE_INTEGER}ms (about 285,000 years), got ${describe(value)}`,
+    )
   }
   return ms
 }

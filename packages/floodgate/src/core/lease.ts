@@ -267,7 +267,8 @@ function ledgerUnitsAfter(old: Ledger, at: number, now: number): number {
  * the 1 ms keeps the ledger readable at the expiry itself.
  */
 function settleMs(policy: Policy): number {
-  if (policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra') return Math.ceil((policy.burst * policy.periodMs) / policy.limit) + 1
+  if (policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra')
+    return Math.ceil((policy.burst * policy.periodMs) / policy.limit) + 1
   return 1
 }
 

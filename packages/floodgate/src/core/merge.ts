@@ -107,15 +107,19 @@ export const MERGE_BY_NAME: Readonly<Partial<Record<AlgorithmName, MergeUnits>>>
 export function mergeRefusal(algorithm: AlgorithmName, shaping: boolean): string | undefined {
   switch (algorithm) {
     case 'concurrency':
-      return 'a concurrency state is a set of leases in flight, each released on its own, not a sum of units that a delta can ' +
+      return (
+        'a concurrency state is a set of leases in flight, each released on its own, not a sum of units that a delta can ' +
         "carry (and a local copy cannot see other instances release them); use sync: 'lease' or 'always'"
+      )
     case 'sliding-log':
-      return 'a sliding log keeps the time of every admission, so a delta would have to carry every timestamp; use ' +
+      return (
+        'a sliding log keeps the time of every admission, so a delta would have to carry every timestamp; use ' +
         "sliding-window (the same limit, a mergeable count), or sync: 'always'"
+      )
     case 'leaky-bucket':
       return shaping
         ? 'shaping gives each request its own turn in one queue (delayMs), and instances deciding apart would give the ' +
-          "same turn twice; use shaping: false, or sync: 'always'"
+            "same turn twice; use shaping: false, or sync: 'always'"
         : undefined
     default:
       return MERGE_BY_NAME[algorithm] === undefined ? `${algorithm} has no merge` : undefined

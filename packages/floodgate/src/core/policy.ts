@@ -9,15 +9,7 @@ import { REGION_MODES, regionRefusal, type RegionMode } from './regions.js'
  * The algorithms, by name: the one list of them. The registry (`algorithms/index.ts`) and the Redis
  * key tags map each of these names, checked by the compiler; the Lua scripts are read by these names.
  */
-export const ALGORITHMS = [
-  'fixed-window',
-  'sliding-window',
-  'sliding-log',
-  'token-bucket',
-  'leaky-bucket',
-  'gcra',
-  'concurrency',
-] as const
+export const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'] as const
 
 export type AlgorithmName = (typeof ALGORITHMS)[number]
 
@@ -118,8 +110,23 @@ export interface Policy {
 }
 
 const KNOWN_FIELDS = new Set([
-  'name', 'algorithm', 'limit', 'period', 'burst', 'shaping', 'mode', 'overage', 'ceiling', 'blockMs', 'shadow',
-  'sync', 'flushMs', 'leaseMs', 'leaseMax', 'hotRate', 'regions',
+  'name',
+  'algorithm',
+  'limit',
+  'period',
+  'burst',
+  'shaping',
+  'mode',
+  'overage',
+  'ceiling',
+  'blockMs',
+  'shadow',
+  'sync',
+  'flushMs',
+  'leaseMs',
+  'leaseMax',
+  'hotRate',
+  'regions',
 ])
 
 /** Validates one policy; every error names the field (prefixed by `where`, e.g. `policies[1]`). */
@@ -137,10 +144,10 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
     throw invalid(`${where}.algorithm`, `unknown algorithm ${JSON.stringify(algorithm)}; use one of ${ALGORITHMS.join(', ')}`)
   }
   // Only a fixed window can express "deny everything": the others divide by the limit.
-  const limit =
-    algorithm === 'fixed-window' && options.limit === 0 ? 0 : positiveInteger(options.limit, `${where}.limit`)
+  const limit = algorithm === 'fixed-window' && options.limit === 0 ? 0 : positiveInteger(options.limit, `${where}.limit`)
   const periodMs = parseDuration(options.period, `${where}.period`)
-  const burst = options.burst === undefined ? Math.max(limit, 1) : positiveInteger(options.burst, `${where}.burst`, 'burst must be at least 1')
+  const burst =
+    options.burst === undefined ? Math.max(limit, 1) : positiveInteger(options.burst, `${where}.burst`, 'burst must be at least 1')
   if (options.shaping !== undefined && typeof options.shaping !== 'boolean') {
     throw invalid(`${where}.shaping`, 'must be true or false')
   }
@@ -193,7 +200,13 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
 }
 
 // Present only when set, so policies without regions keep their shape.
-function readRegions(options: PolicyOptions, where: string, algorithm: AlgorithmName, mode: Mode, sync: SyncMode): { regions?: RegionMode } {
+function readRegions(
+  options: PolicyOptions,
+  where: string,
+  algorithm: AlgorithmName,
+  mode: Mode,
+  sync: SyncMode,
+): { regions?: RegionMode } {
   const regions = options.regions
   if (regions === undefined) return {}
   if (!REGION_MODES.includes(regions)) {
@@ -207,7 +220,15 @@ function readRegions(options: PolicyOptions, where: string, algorithm: Algorithm
 type SyncFields = Pick<Policy, 'sync' | 'flushMs' | 'leaseMs' | 'leaseMax' | 'hotRate'>
 
 // The sync mode and its knobs; a knob given for a mode that does not use it is an error, not ignored.
-function readSync(options: PolicyOptions, where: string, algorithm: AlgorithmName, shaping: boolean, mode: Mode, blockMs: number, limit: number): SyncFields {
+function readSync(
+  options: PolicyOptions,
+  where: string,
+  algorithm: AlgorithmName,
+  shaping: boolean,
+  mode: Mode,
+  blockMs: number,
+  limit: number,
+): SyncFields {
   const sync = options.sync ?? 'always'
   if (!SYNC_MODES.includes(sync)) {
     throw invalid(`${where}.sync`, `unknown sync mode ${JSON.stringify(sync)}; use one of ${SYNC_MODES.join(', ')}`)
@@ -224,9 +245,11 @@ function readSync(options: PolicyOptions, where: string, algorithm: AlgorithmNam
   onlyFor('hotRate', sync === 'auto', "'auto'")
   const flushMs = options.flushMs === undefined ? SYNC_DEFAULTS.flushMs : parseDuration(options.flushMs, `${where}.flushMs`)
   const leaseMs = options.leaseMs === undefined ? SYNC_DEFAULTS.leaseMs : parseDuration(options.leaseMs, `${where}.leaseMs`)
-  const capacity = Math.max(1, algorithm === 'token-bucket' || algorithm === 'gcra' ? options.burst ?? limit : limit)
-  const leaseMax = options.leaseMax === undefined ? Math.max(1, Math.floor(capacity / 8)) : positiveInteger(options.leaseMax, `${where}.leaseMax`)
-  if (leaseMax > capacity) throw invalid(`${where}.leaseMax`, `must be at most what a fresh key may spend at once (${capacity}), got ${leaseMax}`)
+  const capacity = Math.max(1, algorithm === 'token-bucket' || algorithm === 'gcra' ? (options.burst ?? limit) : limit)
+  const leaseMax =
+    options.leaseMax === undefined ? Math.max(1, Math.floor(capacity / 8)) : positiveInteger(options.leaseMax, `${where}.leaseMax`)
+  if (leaseMax > capacity)
+    throw invalid(`${where}.leaseMax`, `must be at most what a fresh key may spend at once (${capacity}), got ${leaseMax}`)
   let hotRate: number = SYNC_DEFAULTS.hotRate
   if (options.hotRate !== undefined) {
     if (typeof options.hotRate !== 'number' || !Number.isFinite(options.hotRate) || options.hotRate <= 0) {
@@ -266,8 +289,10 @@ export function syncMismatch(policies: readonly Policy[]): number | undefined {
 
 /** Says what is wrong with the policy at `index` (see `syncMismatch`). */
 export function syncMismatchMessage(policies: readonly Policy[], index: number): string {
-  return `is ${policies[index].sync} but ${policies[0].name} is ${policies[0].sync}; policies of one key are decided together, ` +
+  return (
+    `is ${policies[index].sync} but ${policies[0].name} is ${policies[0].sync}; policies of one key are decided together, ` +
     'all-or-nothing, so give them the same sync mode'
+  )
 }
 
 function positiveInteger(value: unknown, field: string, message = 'must be a whole number greater than 0'): number {

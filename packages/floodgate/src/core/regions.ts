@@ -17,8 +17,10 @@ export const REGION_MODES: readonly RegionMode[] = ['shared', 'split']
 /** Why `regions: mode` is unsound for a policy, or undefined when it is sound. */
 export function regionRefusal(mode: RegionMode, algorithm: AlgorithmName, policyMode: Mode, sync: string): string | undefined {
   if (algorithm === 'sliding-log') {
-    return 'sliding-log keeps one timestamp per request; usage heard later from another region has no timestamps to merge. ' +
+    return (
+      'sliding-log keeps one timestamp per request; usage heard later from another region has no timestamps to merge. ' +
       'Use sliding-window'
+    )
   }
   if (algorithm === 'leaky-bucket') {
     return 'a leaky bucket orders requests by their arrival at one store, which regions apart cannot share. Use token-bucket'

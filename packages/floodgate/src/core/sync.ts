@@ -40,8 +40,10 @@ export function syncRefusal(sync: SyncMode, algorithm: AlgorithmName, shaping: b
  */
 function leaseRefusal(algorithm: AlgorithmName, shaping: boolean, mode: Mode, blockMs: number): string | undefined {
   if (algorithm === 'sliding-log') {
-    return 'sliding-log promises ≤ limit in every rolling window by the time of each request; units taken in a block ' +
+    return (
+      'sliding-log promises ≤ limit in every rolling window by the time of each request; units taken in a block ' +
       'and spent later would be logged at the wrong time. Use sliding-window or token-bucket with lease'
+    )
   }
   if (algorithm === 'leaky-bucket') {
     return shaping

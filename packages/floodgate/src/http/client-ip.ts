@@ -18,10 +18,7 @@ export type TrustProxy = false | number | readonly string[]
 export type ForwardedHeader = 'x-forwarded-for' | 'forwarded'
 
 /** A validated TrustProxy, ready to use per request. */
-export type ProxyTrust =
-  | { kind: 'none' }
-  | { kind: 'hops'; hops: number }
-  | { kind: 'list'; trusted: BlockList }
+export type ProxyTrust = { kind: 'none' } | { kind: 'hops'; hops: number } | { kind: 'list'; trusted: BlockList }
 
 const NAMED_RANGES: Record<string, readonly string[]> = {
   loopback: ['127.0.0.0/8', '::1/128'],
@@ -123,9 +120,7 @@ export function forwardedForValues(header: string): (string | undefined)[] {
 
 /** The forwarding chain, oldest hop first, socket peer last; entries that are no IP are undefined. */
 function forwardingChain(remoteAddress: string | undefined, header: string | undefined, which: ForwardedHeader): (string | undefined)[] {
-  const entries = header === undefined || header.trim() === ''
-    ? []
-    : which === 'forwarded' ? forwardedForValues(header) : header.split(',')
+  const entries = header === undefined || header.trim() === '' ? [] : which === 'forwarded' ? forwardedForValues(header) : header.split(',')
   const chain = entries.map((entry) => (entry === undefined ? undefined : forwardedAddress(entry)))
   chain.push(remoteAddress === undefined ? undefined : forwardedAddress(remoteAddress))
   return chain

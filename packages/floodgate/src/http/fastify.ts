@@ -65,7 +65,10 @@ class RouteHooks {
   private readonly byConfig = new WeakMap<object, LimitHook>()
   private baseHook: LimitHook | undefined
 
-  constructor(private readonly base: RouteLimitOptions, private readonly global: boolean) {}
+  constructor(
+    private readonly base: RouteLimitOptions,
+    private readonly global: boolean,
+  ) {}
 
   /** The hook for a route's `config.rateLimit`, or undefined when the route is not limited. */
   forRoute(config: Partial<FastifyRateLimitOptions> | false | undefined): LimitHook | undefined {
@@ -97,7 +100,10 @@ class RouteHooks {
 export async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
   const { global = true, ...base } = options ?? {}
   if (typeof global !== 'boolean') {
-    throw new FloodgateError('INVALID_OPTION', `global: must be true (limit every route) or false (only routes with config.rateLimit), got ${JSON.stringify(global)}`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `global: must be true (limit every route) or false (only routes with config.rateLimit), got ${JSON.stringify(global)}`,
+    )
   }
   const hooks = new RouteHooks(base, global)
   // Validate the plugin's own options at registration, not at the first request; with `global:

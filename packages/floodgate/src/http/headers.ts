@@ -80,7 +80,12 @@ export function legacyHeaders(decision: Decision, nowMs: number): HeaderList {
 export function draft6Headers(decision: Decision): HeaderList {
   const view = decidingView(decision)
   return [
-    ['RateLimit-Policy', policyViews(decision).map((p) => `${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    [
+      'RateLimit-Policy',
+      policyViews(decision)
+        .map((p) => `${p.limit};w=${windowSeconds(p)}`)
+        .join(', '),
+    ],
     ['RateLimit-Limit', String(view.limit)],
     ['RateLimit-Remaining', String(view.remaining)],
     ['RateLimit-Reset', String(secondsUntilQuota(view))],
@@ -91,7 +96,12 @@ export function draft6Headers(decision: Decision): HeaderList {
 export function draft7Headers(decision: Decision): HeaderList {
   const view = decidingView(decision)
   return [
-    ['RateLimit-Policy', policyViews(decision).map((p) => `${p.limit};w=${windowSeconds(p)}`).join(', ')],
+    [
+      'RateLimit-Policy',
+      policyViews(decision)
+        .map((p) => `${p.limit};w=${windowSeconds(p)}`)
+        .join(', '),
+    ],
     ['RateLimit', `limit=${view.limit}, remaining=${view.remaining}, reset=${secondsUntilQuota(view)}`],
   ]
 }

@@ -79,7 +79,9 @@ export function ipKeyGenerator(): StringKeyGenerator {
  * `user:<id>` — from a header name (`'x-user-id'`) or a function reading the authenticated
  * principal the framework exposes, e.g. `(req) => req.user?.id`. Undefined when absent.
  */
-export function userKeyGenerator<Req = unknown>(from: string | ((req: Req) => string | number | undefined | null)): StringKeyGenerator<Req> {
+export function userKeyGenerator<Req = unknown>(
+  from: string | ((req: Req) => string | number | undefined | null),
+): StringKeyGenerator<Req> {
   if (typeof from === 'string') {
     return stringGenerator((_req, info) => {
       const value = present(info.header(from))

@@ -62,7 +62,11 @@ export async function limitRequest<Req>(options: ResolvedHttpOptions<Req>, req: 
     let decision = mergeDecisions(charged.map((c) => c.decision))
     if (!decision.allowed && charged.length > 1) {
       // Each key is decided atomically, but not together: undo the keys that admitted.
-      await undo(options, charged.filter((c) => c.decision.allowed), cost)
+      await undo(
+        options,
+        charged.filter((c) => c.decision.allowed),
+        cost,
+      )
     }
     if (decision.allowed && decision.delayMs > options.maxDelayMs) {
       await undo(options, charged, cost)
@@ -124,8 +128,12 @@ async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: 
   else throw misconfigured(`key: the key function returned ${describeValue(result)}; ${KEY_RESULTS}`)
   const limiterPolicies = options.limiter.policies
   for (const part of parts) {
-    if (typeof part !== 'object') throw misconfigured(`key: the key function returned a list holding ${describeValue(part)}; a list holds parts like { key: 'user:42' }; ${KEY_RESULTS}`)
-    if (typeof part.key !== 'string') throw misconfigured(`key: the key function returned a part whose key is ${describeValue(part.key)}; ${KEY_RESULTS}`)
+    if (typeof part !== 'object')
+      throw misconfigured(
+        `key: the key function returned a list holding ${describeValue(part)}; a list holds parts like { key: 'user:42' }; ${KEY_RESULTS}`,
+      )
+    if (typeof part.key !== 'string')
+      throw misconfigured(`key: the key function returned a part whose key is ${describeValue(part.key)}; ${KEY_RESULTS}`)
     if (part.key === '') throw new FloodgateError('INVALID_REQUEST', `key: the key function returned an empty key; ${KEY_RESULTS}`)
     if (part.policies === undefined && limiterPolicies !== undefined && limiterPolicies.length === 0) {
       throw misconfigured(`limiter: this RateLimiter has no policies and a key part brought none: ${NO_POLICIES_ADVICE}`)
@@ -133,12 +141,16 @@ async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: 
   }
   if (parts.length > 0) return parts
   if (info.ip === undefined) {
-    throw new FloodgateError('INVALID_REQUEST', 'the client IP is unknown (no socket address), so the request cannot be keyed; give a key function')
+    throw new FloodgateError(
+      'INVALID_REQUEST',
+      'the client IP is unknown (no socket address), so the request cannot be keyed; give a key function',
+    )
   }
   return [{ key: `ip:${info.ip}` }]
 }
 
-const KEY_RESULTS = 'return a string (e.g. `user:${id}`, or String(id) for a number), a list of { key, policies? } parts, undefined to key by client IP, or NOT_LIMITED'
+const KEY_RESULTS =
+  'return a string (e.g. `user:${id}`, or String(id) for a number), a list of { key, policies? } parts, undefined to key by client IP, or NOT_LIMITED'
 
 async function requestCost<Req>(options: ResolvedHttpOptions<Req>, req: Req): Promise<number> {
   const cost = typeof options.cost === 'function' ? await options.cost(req) : options.cost
@@ -192,7 +204,10 @@ function withoutShadowPolicies(decision: Decision, parts: readonly KeyPart[], ow
  * asked for the longest wait: the client may come back when the wait would fit.
  */
 function tooLongToWait(decision: Decision, maxDelayMs: number): Decision {
-  const shaping = decision.policies.reduce<PolicyDecision | undefined>((a, p) => (a === undefined || p.delayMs > a.delayMs ? p : a), undefined)
+  const shaping = decision.policies.reduce<PolicyDecision | undefined>(
+    (a, p) => (a === undefined || p.delayMs > a.delayMs ? p : a),
+    undefined,
+  )
   const retryAfterMs = Math.max(1, decision.delayMs - maxDelayMs)
   const name = shaping?.name ?? decision.policy
   return {
@@ -211,11 +226,18 @@ function tooLongToWait(decision: Decision, maxDelayMs: number): Decision {
 /** Gives back what admitted keys were charged (a refund also frees their concurrency slots). */
 async function undo<Req>(options: ResolvedHttpOptions<Req>, charged: readonly Charged[], cost: number): Promise<void> {
   if (cost === 0) return
-  await Promise.all(charged.filter((c) => c.decision.allowed).map((c) => options.limiter.refund(c.part.key, cost, { policies: c.part.policies })))
+  await Promise.all(
+    charged.filter((c) => c.decision.allowed).map((c) => options.limiter.refund(c.part.key, cost, { policies: c.part.policies })),
+  )
 }
 
 /** The once-only end-of-response step: refund per skipSuccessful/skipFailed, else release leases. */
-function finisher<Req>(options: ResolvedHttpOptions<Req>, req: Req, charged: readonly Charged[], cost: number): (status: number | undefined) => void {
+function finisher<Req>(
+  options: ResolvedHttpOptions<Req>,
+  req: Req,
+  charged: readonly Charged[],
+  cost: number,
+): (status: number | undefined) => void {
   let done = false
   return (status) => {
     if (done) return

@@ -22,7 +22,8 @@ export interface NodeRateLimitOptions extends HttpLimitOptions<IncomingMessage> 
 
 type Check = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>
 
-const RIGHT_CALL = 'createServer(withRateLimit(handler, { limiter })), or const limit = rateLimit({ limiter }) then if (await limit(req, res)) …'
+const RIGHT_CALL =
+  'createServer(withRateLimit(handler, { limiter })), or const limit = rateLimit({ limiter }) then if (await limit(req, res)) …'
 
 /** Whether a misconfiguration was already warned about; one per middleware, as it repeats on every request. */
 interface Warned {
@@ -75,7 +76,12 @@ export function rateLimit(options: NodeRateLimitOptions): Check {
     try {
       outcome = await limitRequest(resolved, req, nodeExchange(req))
     } catch (misconfiguration) {
-      answerMisconfigured(res, misconfiguration as FloodgateError, 'rate limiting is misconfigured; the server log says what to change', warned)
+      answerMisconfigured(
+        res,
+        misconfiguration as FloodgateError,
+        'rate limiting is misconfigured; the server log says what to change',
+        warned,
+      )
       return false
     }
     if (outcome.action === 'pass') return true
@@ -108,7 +114,10 @@ export function withRateLimit(
     // createServer(withRateLimit): called with (req, res) by the server itself.
     const refused = refuseAsListener(2, handle, options, 'withRateLimit(handler, { limiter })')
     if (refused !== undefined) return async () => {}
-    throw new FloodgateError('INVALID_OPTION', `handler: withRateLimit(handler, options) takes your request handler first, got ${typeof handle}`)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `handler: withRateLimit(handler, options) takes your request handler first, got ${typeof handle}`,
+    )
   }
   const check = rateLimit(options)
   return async (req, res) => {

@@ -82,8 +82,21 @@ export interface ResolvedHttpOptions<Req> {
 const DEFAULT_MAX_DELAY_MS = 5_000
 
 const KNOWN_OPTIONS = new Set([
-  'limiter', 'key', 'cost', 'skip', 'trustProxy', 'forwardedHeader', 'ipv6Subnet', 'headers', 'body',
-  'skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful', 'maxDelayMs', 'onError', 'onWarning',
+  'limiter',
+  'key',
+  'cost',
+  'skip',
+  'trustProxy',
+  'forwardedHeader',
+  'ipv6Subnet',
+  'headers',
+  'body',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+  'maxDelayMs',
+  'onError',
+  'onWarning',
 ])
 
 function invalid(field: string, message: string): FloodgateError {
@@ -95,10 +108,16 @@ export function describeValue(value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
   switch (typeof value) {
-    case 'string': return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`
-    case 'number': case 'bigint': case 'boolean': return `the ${typeof value} ${String(value)}`
-    case 'object': return 'an object'
-    default: return `a ${typeof value}`
+    case 'string':
+      return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return `the ${typeof value} ${String(value)}`
+    case 'object':
+      return 'an object'
+    default:
+      return `a ${typeof value}`
   }
 }
 
@@ -116,25 +135,34 @@ export function refuseMiddlewareCall(argCount: number, options: unknown, call: s
   const looksLikeOptions = options !== null && typeof options === 'object' && 'limiter' in options
   if (argCount < 2 || looksLikeOptions) return
   const name = factory.slice(0, factory.indexOf('('))
-  throw new FloodgateError('INVALID_OPTION', `${name} was used as the middleware itself; call ${factory} first and use what it returns: ${call}`)
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `${name} was used as the middleware itself; call ${factory} first and use what it returns: ${call}`,
+  )
 }
 
 /** The key generator: a function; the usual slips (a header name, an uncalled `keys.ip`) are named. */
 function resolveKey<Req>(value: unknown): KeyGenerator<Req> {
   if (value === undefined) return ipKeyGenerator()
   if (typeof value !== 'function') {
-    const hint = typeof value === 'string'
-      ? `; to key by a header write keys.user(${JSON.stringify(value)}) or (req, info) => info.header(${JSON.stringify(value)})`
-      : ''
+    const hint =
+      typeof value === 'string'
+        ? `; to key by a header write keys.user(${JSON.stringify(value)}) or (req, info) => info.header(${JSON.stringify(value)})`
+        : ''
     throw invalid('key', `must be a function (req, info) => key of the request, got ${describeValue(value)}${hint}`)
   }
   const factory = keyFactoryName(value)
-  if (factory !== undefined) throw invalid('key', `keys.${factory} makes a key function; call it: key: keys.${factory}(${factory === 'ip' || factory === 'route' || factory === 'apiKey' ? '' : '…'})`)
+  if (factory !== undefined)
+    throw invalid(
+      'key',
+      `keys.${factory} makes a key function; call it: key: keys.${factory}(${factory === 'ip' || factory === 'route' || factory === 'apiKey' ? '' : '…'})`,
+    )
   return value as KeyGenerator<Req>
 }
 
 /** Says what to do about a limiter without policies of its own (at setup, or when a key part brings none). */
-export const NO_POLICIES_ADVICE = "create it with some, e.g. new RateLimiter({ policies: [{ algorithm: 'gcra', limit: 100, period: '1m' }] }), or return [{ key, policies }] parts from key"
+export const NO_POLICIES_ADVICE =
+  "create it with some, e.g. new RateLimiter({ policies: [{ algorithm: 'gcra', limit: 100, period: '1m' }] }), or return [{ key, policies }] parts from key"
 
 /**
  * A limiter without policies of its own decides only keys that bring theirs (`[{ key, policies }]`
@@ -160,8 +188,11 @@ function optionalBoolean(value: unknown, field: string): boolean {
 function resolveLimiter(value: unknown): HttpLimiter {
   const candidate = value as Partial<HttpLimiter> | undefined
   if (
-    candidate === undefined || candidate === null || typeof candidate.limit !== 'function' ||
-    typeof candidate.refund !== 'function' || typeof candidate.release !== 'function'
+    candidate === undefined ||
+    candidate === null ||
+    typeof candidate.limit !== 'function' ||
+    typeof candidate.refund !== 'function' ||
+    typeof candidate.release !== 'function'
   ) {
     throw invalid('limiter', 'required: pass a RateLimiter, e.g. { limiter: new RateLimiter({ policies: [...] }) }')
   }
@@ -199,7 +230,10 @@ export function resolveHeaderStyles(value: unknown): readonly HeaderStyle[] {
   const styles = [...new Set(list as HeaderStyle[])]
   const drafts = styles.filter((style) => style !== 'legacy')
   if (drafts.length > 1) {
-    throw invalid('headers', `${drafts.join(' and ')} both write RateLimit-Policy in different syntaxes; choose one of them (legacy may accompany it)`)
+    throw invalid(
+      'headers',
+      `${drafts.join(' and ')} both write RateLimit-Policy in different syntaxes; choose one of them (legacy may accompany it)`,
+    )
   }
   return styles
 }

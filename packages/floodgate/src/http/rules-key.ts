@@ -60,13 +60,16 @@ function invalid(field: string, message: string): FloodgateError {
 
 function validRulesKeyOptions<Req>(options: RulesKeyOptions<Req>): RulesKeyOptions<Req> {
   if (options === null || typeof options !== 'object') {
-    throw invalid('options', "expected { rules, domain, descriptors }, e.g. { rules: new RuleWatcher('rules.yaml'), domain: 'edge', descriptors: (req, info) => [[descriptor.remoteAddress(info)]] }")
+    throw invalid(
+      'options',
+      "expected { rules, domain, descriptors }, e.g. { rules: new RuleWatcher('rules.yaml'), domain: 'edge', descriptors: (req, info) => [[descriptor.remoteAddress(info)]] }",
+    )
   }
   if (typeof options.domain !== 'string' || options.domain === '') {
     throw invalid('domain', `must be the non-empty domain of your rules file, got ${JSON.stringify(options.domain)}`)
   }
   if (typeof options.descriptors !== 'function') {
-    throw invalid('descriptors', 'must be a function (req, info) => [[{ key, value }, …], …] returning the request\'s descriptors')
+    throw invalid('descriptors', "must be a function (req, info) => [[{ key, value }, …], …] returning the request's descriptors")
   }
   return options
 }
@@ -84,30 +87,47 @@ function rulesReader(source: RulesSource, domain: string): () => RuleSet {
       return () => source.current
     }
   }
-  throw invalid('rules', 'must be a RuleSet (loadRules(path)), a RuleWatcher (new RuleWatcher(path)) or a function returning the current RuleSet')
+  throw invalid(
+    'rules',
+    'must be a RuleSet (loadRules(path)), a RuleWatcher (new RuleWatcher(path)) or a function returning the current RuleSet',
+  )
 }
 
 function isRuleSet(value: unknown): value is RuleSet {
-  return value !== null && typeof value === 'object' && typeof (value as RuleSet).match === 'function' && (value as RuleSet).domains instanceof Set
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    typeof (value as RuleSet).match === 'function' &&
+    (value as RuleSet).domains instanceof Set
+  )
 }
 
 function requireDomain(rules: RuleSet, domain: string): void {
   if (rules.domains.has(domain)) return
   const known = [...rules.domains].map((name) => JSON.stringify(name)).join(', ')
-  throw invalid('domain', `${JSON.stringify(domain)} is not a domain of the loaded rules (they define ${known || 'none'}); use one of those or add a file with domain: ${domain}`)
+  throw invalid(
+    'domain',
+    `${JSON.stringify(domain)} is not a domain of the loaded rules (they define ${known || 'none'}); use one of those or add a file with domain: ${domain}`,
+  )
 }
 
 /** The descriptors to match: only those whose every entry is present; entries checked for shape. */
 function completeDescriptors(descriptors: RequestDescriptors): DescriptorEntry[][] {
   if (!Array.isArray(descriptors as unknown)) {
-    throw new FloodgateError('INVALID_REQUEST', `keys.fromRules: descriptors returned ${JSON.stringify(descriptors)}; return a list of descriptors, each a list of { key, value }`)
+    throw new FloodgateError(
+      'INVALID_REQUEST',
+      `keys.fromRules: descriptors returned ${JSON.stringify(descriptors)}; return a list of descriptors, each a list of { key, value }`,
+    )
   }
   const complete: DescriptorEntry[][] = []
   for (const entries of descriptors) {
     if (entries === undefined || entries.length === 0 || entries.some((entry) => entry === undefined)) continue
     for (const entry of entries as readonly DescriptorEntry[]) {
       if (typeof entry?.key !== 'string' || typeof entry.value !== 'string') {
-        throw new FloodgateError('INVALID_REQUEST', `keys.fromRules: descriptor entry ${JSON.stringify(entry)} is not { key: string, value: string }`)
+        throw new FloodgateError(
+          'INVALID_REQUEST',
+          `keys.fromRules: descriptor entry ${JSON.stringify(entry)} is not { key: string, value: string }`,
+        )
       }
     }
     complete.push(entries as DescriptorEntry[])

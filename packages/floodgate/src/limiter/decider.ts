@@ -57,7 +57,11 @@ export function createDecider(plan: PolicyPlan, context: DeciderContext): Decide
   const sync = plan.policies[0].sync
   if (sync === 'lease' || sync === 'auto') {
     const engines = context.leaseEngines()
-    return new ExactDecider(plan, context, new LeaseBackend(context.remote, sync === 'lease' ? engines.leases : engines.auto, engines.leases))
+    return new ExactDecider(
+      plan,
+      context,
+      new LeaseBackend(context.remote, sync === 'lease' ? engines.leases : engines.auto, engines.leases),
+    )
   }
   if (sync === 'write-back') {
     const backend = new WriteBackBackend(context.writeBack(), (error) => context.events.emit('store-error', error))
@@ -147,7 +151,13 @@ export class ExactDecider implements Decider {
     if (first === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
     if (first.allowed || !plan.hasShadow || cost === 0 || !onlyShadowDenied(plan, first.results)) {
-      return this.admit(backend, toDecision(plan, backend.tier(plan), first.results, first.allowed, sourceOf(first, backend)), key, cost, startedAt)
+      return this.admit(
+        backend,
+        toDecision(plan, backend.tier(plan), first.results, first.allowed, sourceOf(first, backend)),
+        key,
+        cost,
+        startedAt,
+      )
     }
     return this.decideEnforcedAlone(backend, first, key, cost, startedAt)
   }
@@ -184,7 +194,13 @@ export class ExactDecider implements Decider {
   ): MaybeDecision {
     if (second === undefined) return this.fallback(key, cost, startedAt)
     const plan = this.plan
-    const decision = toDecision(plan, backend.tier(plan), mergeShadow(plan, first, second.results), second.allowed, sourceOf(second, backend))
+    const decision = toDecision(
+      plan,
+      backend.tier(plan),
+      mergeShadow(plan, first, second.results),
+      second.allowed,
+      sourceOf(second, backend),
+    )
     return this.admit(backend, decision, key, cost, startedAt)
   }
 

@@ -72,7 +72,10 @@ interface CachedDenial {
 export class Denials {
   private readonly cache: DenyCache<CachedDenial>
 
-  constructor(maxKeys: number, private readonly clock: () => number) {
+  constructor(
+    maxKeys: number,
+    private readonly clock: () => number,
+  ) {
     this.cache = new DenyCache(maxKeys)
   }
 

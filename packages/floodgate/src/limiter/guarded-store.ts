@@ -106,7 +106,10 @@ export class GuardedStore implements Backend {
     } catch (error) {
       return Promise.resolve(this.failed(error))
     }
-    return this.timeouts.run(pending).then(() => this.answered(), (error: unknown) => this.failed(error))
+    return this.timeouts.run(pending).then(
+      () => this.answered(),
+      (error: unknown) => this.failed(error),
+    )
   }
 
   /** What fail-closed tells the caller to wait: until the breaker's next probe, or one cooldown. */
@@ -129,7 +132,7 @@ export class GuardedStore implements Backend {
   // call, also on the paths that never make it.
   private callLater(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
     return new Promise<EvaluateResponse | undefined>((resolve, reject) => {
-      let abandon: (() => void) | void 
+      let abandon: (() => void) | void
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
       const entry = this.timeouts.start((timeout) => {
         abandon?.()

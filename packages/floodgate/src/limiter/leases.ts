@@ -43,7 +43,10 @@ export class Leases {
     if (origin !== undefined) return origin
     const plan = ownPlan
     if (plan === undefined) {
-      throw new FloodgateError('INVALID_REQUEST', 'lease: not issued by this limiter, and the limiter has no policies of its own to resolve it')
+      throw new FloodgateError(
+        'INVALID_REQUEST',
+        'lease: not issued by this limiter, and the limiter has no policies of its own to resolve it',
+      )
     }
     const policies = lease.policies.map((name) => {
       const at = plan.policies.findIndex((policy) => policy.name === name && policy.algorithm === 'concurrency')

@@ -35,13 +35,22 @@ const HINTS: Readonly<Record<string, Partial<Record<OptionLevel, string>>>> = {
   points: { limiter: `points is a policy's limit: ${POLICY_EXAMPLE}` },
   algorithm: { middleware: `algorithm belongs to a policy, ${ON_LIMITER}`, limiter: `algorithm belongs to a policy: ${POLICY_EXAMPLE}` },
   policy: { limiter: `policies takes a list: ${POLICY_EXAMPLE}` },
-  policies: { middleware: `policies belong to the limiter: new RateLimiter({ ${POLICY_EXAMPLE} }), or to a key part: key: (req) => [{ key, policies }]` },
+  policies: {
+    middleware: `policies belong to the limiter: new RateLimiter({ ${POLICY_EXAMPLE} }), or to a key part: key: (req) => [{ key, policies }]`,
+  },
   blockDuration: { limiter: "use a policy's blockMs: policies: [{ …, blockMs: '10m' }]" },
-  ban: { middleware: "use a policy's blockMs (keep a key denied for a while after a denial), on the limiter: policies: [{ …, blockMs: '10m' }]" },
-  standardHeaders: { middleware: "use headers: 'draft-8' (or 'draft-6' / 'draft-7'); headers: ['legacy', 'draft-8'] sends both generations (the default)" },
-  legacyHeaders: { middleware: "use headers: list 'legacy' for X-RateLimit-*, e.g. headers: ['legacy', 'draft-8'] (the default), or headers: 'draft-8' to leave them out" },
+  ban: {
+    middleware: "use a policy's blockMs (keep a key denied for a while after a denial), on the limiter: policies: [{ …, blockMs: '10m' }]",
+  },
+  standardHeaders: {
+    middleware: "use headers: 'draft-8' (or 'draft-6' / 'draft-7'); headers: ['legacy', 'draft-8'] sends both generations (the default)",
+  },
+  legacyHeaders: {
+    middleware:
+      "use headers: list 'legacy' for X-RateLimit-*, e.g. headers: ['legacy', 'draft-8'] (the default), or headers: 'draft-8' to leave them out",
+  },
   addHeaders: { middleware: "use headers: 'legacy', 'draft-6', 'draft-7' or 'draft-8', a list of them, or false" },
-  addHeadersOnExceeding: { middleware: "use headers: the same headers are sent on admitted and denied requests (Retry-After on 429 only)" },
+  addHeadersOnExceeding: { middleware: 'use headers: the same headers are sent on admitted and denied requests (Retry-After on 429 only)' },
   enableDraftSpec: { middleware: "use headers: 'draft-6', 'draft-7' or 'draft-8' (the default is ['legacy', 'draft-8'])" },
   keyGenerator: { middleware: "use key: (req, info) => string, or a built-in such as keys.ip(), keys.user('x-user-id'), keys.apiKey()" },
   message: { middleware: "use handler to answer a denial yourself, or body: 'json' | 'problem' for the built-in 429" },
@@ -49,7 +58,7 @@ const HINTS: Readonly<Record<string, Partial<Record<OptionLevel, string>>>> = {
   errorResponseBuilder: { middleware: "use handler to answer a denial yourself, or body: 'json' | 'problem'" },
   onLimitReached: { middleware: 'use handler (called for each denied request, with the decision)' },
   onExceeded: { middleware: 'use handler (called for each denied request, with the decision)' },
-  onExceeding: { middleware: 'read the decision (req.rateLimit, ctx.state.rateLimit, c.get(\'rateLimit\')) in your handler' },
+  onExceeding: { middleware: "read the decision (req.rateLimit, ctx.state.rateLimit, c.get('rateLimit')) in your handler" },
   allowList: { middleware: 'use skip: (req) => boolean (true: not limited, no headers), e.g. skip: (req) => allowed.has(req.ip)' },
   whitelist: { middleware: 'use skip: (req) => boolean (true: not limited, no headers)' },
   store: { middleware: 'the store belongs to the limiter: new RateLimiter({ store: new RedisStore({ client }), policies })' },
@@ -59,13 +68,21 @@ const HINTS: Readonly<Record<string, Partial<Record<OptionLevel, string>>>> = {
   },
   client: { limiter: "use store: new RedisStore({ client }) (from 'floodgate/redis')" },
   storeClient: { limiter: "use store: new RedisStore({ client }) (from 'floodgate/redis')" },
-  keyPrefix: { middleware: 'use prefix on the store: new RedisStore({ client, prefix })', limiter: 'use prefix on the store: new RedisStore({ client, prefix })' },
+  keyPrefix: {
+    middleware: 'use prefix on the store: new RedisStore({ client, prefix })',
+    limiter: 'use prefix on the store: new RedisStore({ client, prefix })',
+  },
   nameSpace: { middleware: 'use prefix on the store: new RedisStore({ client, prefix })' },
   skipOnError: { middleware: "use the limiter's onStoreError: new RateLimiter({ onStoreError: 'open' | 'closed' | 'local' })" },
   passOnStoreError: { middleware: "use the limiter's onStoreError: new RateLimiter({ onStoreError: 'open' | 'closed' | 'local' })" },
   insuranceLimiter: { limiter: "use onStoreError: 'local' (decide in-process while the store is away)" },
-  requestPropertyName: { middleware: "the decision is always req.rateLimit (request.rateLimit in Fastify, ctx.state.rateLimit in Koa, c.get('rateLimit') in Hono)" },
-  validate: { middleware: 'nothing to switch: options are validated when given, and proxy-header mistakes are reported once through onWarning' },
+  requestPropertyName: {
+    middleware:
+      "the decision is always req.rateLimit (request.rateLimit in Fastify, ctx.state.rateLimit in Koa, c.get('rateLimit') in Hono)",
+  },
+  validate: {
+    middleware: 'nothing to switch: options are validated when given, and proxy-header mistakes are reported once through onWarning',
+  },
 }
 
 /** The advice for an option Floodgate does not have at this level, or undefined when there is none. */

@@ -25,7 +25,16 @@ export interface ResolvedOptions {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'store', 'policies', 'timeout', 'onStoreError', 'instances', 'breaker', 'denyCache', 'pool', 'clock', 'timers',
+  'store',
+  'policies',
+  'timeout',
+  'onStoreError',
+  'instances',
+  'breaker',
+  'denyCache',
+  'pool',
+  'clock',
+  'timers',
 ])
 
 /** Validates every option (unknown ones too) and applies the defaults; throws a FloodgateError naming the field. */
@@ -41,14 +50,15 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
   const policies = resolvePolicies(options.policies)
   const pool = resolvePool(options.pool)
   if (pool === undefined && policies?.some((policy) => policy.mode === 'elastic')) {
-    throw invalid('pool', "elastic policies need a shared pool: pass pool: { limiter } (a RateLimiter whose policy is the spare capacity)")
+    throw invalid('pool', 'elastic policies need a shared pool: pass pool: { limiter } (a RateLimiter whose policy is the spare capacity)')
   }
   return {
     store: resolveStore(options.store),
     policies,
     timeoutMs: options.timeout === undefined ? 100 : parseDuration(options.timeout, 'timeout'),
     onStoreError: resolveOnStoreError(options.onStoreError),
-    instances: options.instances === undefined ? 1 : wholeNumber(options.instances, 'instances', 'the number of processes sharing the limits'),
+    instances:
+      options.instances === undefined ? 1 : wholeNumber(options.instances, 'instances', 'the number of processes sharing the limits'),
     ...resolveBreaker(options.breaker),
     denyCacheMaxKeys: resolveDenyCache(options.denyCache),
     pool,
@@ -61,7 +71,10 @@ function resolvePolicies(value: unknown): Policy[] | undefined {
   if (value === undefined) return undefined
   // One policy given bare is the likeliest slip; say so rather than "give at least one policy".
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    throw invalid('policies', 'expected a list of policies: wrap the policy in [ ], e.g. policies: [{ algorithm: \'gcra\', limit: 10, period: \'1s\' }]')
+    throw invalid(
+      'policies',
+      "expected a list of policies: wrap the policy in [ ], e.g. policies: [{ algorithm: 'gcra', limit: 10, period: '1s' }]",
+    )
   }
   return createPolicies(value as readonly PolicyOptions[], 'policies')
 }
@@ -70,8 +83,11 @@ function resolveStore(store: unknown): Store | undefined {
   if (store === undefined) return undefined
   const candidate = store as Partial<Store> | null
   if (
-    candidate === null || typeof candidate !== 'object' ||
-    typeof candidate.evaluate !== 'function' || typeof candidate.reset !== 'function' || typeof candidate.close !== 'function'
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.evaluate !== 'function' ||
+    typeof candidate.reset !== 'function' ||
+    typeof candidate.close !== 'function'
   ) {
     throw invalid('store', 'expected a Store such as new MemoryStore() or new RedisStore({ client })')
   }
@@ -92,7 +108,8 @@ function resolveBreaker(value: unknown): { breakerFailures: number; breakerCoold
   const { failures, cooldown, ...rest } = value as { failures?: unknown; cooldown?: unknown }
   for (const field of Object.keys(rest)) throw invalid(`breaker.${field}`, 'unknown option; known options are failures, cooldown')
   return {
-    breakerFailures: failures === undefined ? 5 : wholeNumber(failures, 'breaker.failures', 'consecutive failures before the store is skipped'),
+    breakerFailures:
+      failures === undefined ? 5 : wholeNumber(failures, 'breaker.failures', 'consecutive failures before the store is skipped'),
     breakerCooldownMs: cooldown === undefined ? 5_000 : parseDuration(cooldown, 'breaker.cooldown'),
   }
 }
@@ -111,7 +128,13 @@ function resolveDenyCache(value: unknown): number {
 function resolvePool(value: unknown): RateLimiterOptions['pool'] {
   if (value === undefined) return undefined
   const pool = value as { limiter?: { limit?: unknown }; key?: unknown } | null
-  if (pool === null || typeof pool !== 'object' || pool.limiter === null || typeof pool.limiter !== 'object' || typeof pool.limiter.limit !== 'function') {
+  if (
+    pool === null ||
+    typeof pool !== 'object' ||
+    pool.limiter === null ||
+    typeof pool.limiter !== 'object' ||
+    typeof pool.limiter.limit !== 'function'
+  ) {
     throw invalid('pool.limiter', 'expected a RateLimiter (anything with limit(key, options)) holding the spare capacity')
   }
   if (pool.key !== undefined && (typeof pool.key !== 'string' || pool.key.length === 0)) {

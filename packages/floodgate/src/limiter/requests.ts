@@ -23,9 +23,14 @@ export function checkCost(cost: unknown, min: number): number {
 export function checkLease(lease: unknown): Lease {
   const candidate = lease as Partial<Lease> | null
   if (
-    candidate === null || typeof candidate !== 'object' || typeof candidate.key !== 'string' ||
-    typeof candidate.cost !== 'number' || !Number.isInteger(candidate.cost) || candidate.cost < 1 ||
-    !Array.isArray(candidate.policies) || !candidate.policies.every((name) => typeof name === 'string') ||
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.key !== 'string' ||
+    typeof candidate.cost !== 'number' ||
+    !Number.isInteger(candidate.cost) ||
+    candidate.cost < 1 ||
+    !Array.isArray(candidate.policies) ||
+    !candidate.policies.every((name) => typeof name === 'string') ||
     (candidate.acquiredAt !== undefined && !Number.isFinite(candidate.acquiredAt))
   ) {
     throw new FloodgateError('INVALID_REQUEST', 'lease: expected the lease of an admitted decision ({ key, cost, policies })')

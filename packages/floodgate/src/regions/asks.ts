@@ -30,9 +30,9 @@ const POP = `local items = redis.call('LRANGE', KEYS[1], 0, ${MAX_TAKEN - 1}) re
 
 /** Leaves `asks` for a peer (at most MAX_TAKEN per call). */
 export async function pushAsks(connection: Connection, listKey: string, asks: readonly Ask[]): Promise<void> {
-  const items = asks.slice(0, MAX_TAKEN).map((ask) =>
-    JSON.stringify([ask.key, ask.policy.name, ask.policy.algorithm, ask.policy.limit, ask.policy.periodMs, ask.window]),
-  )
+  const items = asks
+    .slice(0, MAX_TAKEN)
+    .map((ask) => JSON.stringify([ask.key, ask.policy.name, ask.policy.algorithm, ask.policy.limit, ask.policy.periodMs, ask.window]))
   await connection.evalBuffer('eval', PUSH, [listKey], items)
 }
 

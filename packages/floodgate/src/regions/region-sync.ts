@@ -83,11 +83,11 @@ export class RegionSync {
   private closed = false
 
   constructor(options: RegionSyncOptions) {
-    if (options === null || typeof options !== 'object') throw invalid('options', "expected { region, local, peers }")
+    if (options === null || typeof options !== 'object') throw invalid('options', 'expected { region, local, peers }')
     const region = checkName(options.region, 'region')
     const local = options.local
     if (local === null || typeof local !== 'object' || typeof local.evaluate !== 'function' || local.client === undefined) {
-      throw invalid('local', 'expected the region\'s RedisStore (a store with the Redis `client` it uses)')
+      throw invalid('local', "expected the region's RedisStore (a store with the Redis `client` it uses)")
     }
     const localConnection = toConnection(local.client)
     const peers = readPeers(options.peers, region)

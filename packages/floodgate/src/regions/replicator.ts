@@ -246,17 +246,19 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
     if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
     // The peer is the authority on its own entries: sending them back would only cost bytes.
     const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
-    const items = entries.map((entry, i): MergeItem => ({
-      hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
-      merge: {
-        region: '',
-        origin: '',
-        entries: [],
-        fields: sent[i],
-        claim: false,
-        ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
-      },
-    }))
+    const items = entries.map(
+      (entry, i): MergeItem => ({
+        hashKey: usageKey(ctx.prefix, entry.key, entry.policy, entry.window),
+        merge: {
+          region: '',
+          origin: '',
+          entries: [],
+          fields: sent[i],
+          claim: false,
+          ttlMs: usageTtlMs(entry.policy, entry.window, startedAt, ctx.intervalMs),
+        },
+      }),
+    )
     const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
     peer.pending = merging
     const clear = () => {

@@ -65,9 +65,18 @@ export class UsageTracker {
     if (this.entries.size >= this.maxEntries && !this.dropOneMerged()) return undefined
     const origin = `${this.processId}.${(++this.serial).toString(36)}`
     entry = {
-      id, key, policy, window, origin,
-      used: 0, demand: 0, given: new Map(),
-      version: 0, mergedVersion: 0, active: false, learned: new Map(),
+      id,
+      key,
+      policy,
+      window,
+      origin,
+      used: 0,
+      demand: 0,
+      given: new Map(),
+      version: 0,
+      mergedVersion: 0,
+      active: false,
+      learned: new Map(),
     }
     this.entries.set(id, entry)
     return entry

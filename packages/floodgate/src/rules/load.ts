@@ -42,7 +42,11 @@ export function parseRules(sources: readonly RuleSource[], options: RuleSetOptio
     configs.push(config)
   }
   if (issues.length > 0) throw new ConfigError(issues)
-  return new RuleSet(configs, sources.map((source) => source.file), options)
+  return new RuleSet(
+    configs,
+    sources.map((source) => source.file),
+    options,
+  )
 }
 
 /**
@@ -78,7 +82,8 @@ function tryFs<T>(file: string, read: () => T): T {
   try {
     return read()
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory; check the path' : (error as Error).message
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory; check the path' : (error as Error).message
     throw new ConfigError([{ file, path: '', message: `cannot read rules: ${reason}` }])
   }
 }

@@ -54,7 +54,11 @@ export interface RuleMatch {
 }
 
 /** Builds the lookup structure of one level (and, recursively, of every level under it). */
-export function compileLevel(descriptors: readonly DescriptorConfig[], order: WildcardOrder = 'file', keyedAbove = false): Level | undefined {
+export function compileLevel(
+  descriptors: readonly DescriptorConfig[],
+  order: WildcardOrder = 'file',
+  keyedAbove = false,
+): Level | undefined {
   if (descriptors.length === 0) return undefined
   const exact = new Map<string, Map<string, CompiledNode>>()
   const wildcards = new Map<string, WildcardBranch[]>()
@@ -158,7 +162,8 @@ function keyedMatch(template: RuleTemplate, domain: string, entries: readonly De
       metricKey += shared === undefined || shown !== '' ? `.${key}_${shown}` : `.${key}`
       continue
     }
-    if (walkVia[i] === 'wildcard') shown = node.shareThreshold ? (node.value as string) : node.valueToMetric ? value : (node.value as string)
+    if (walkVia[i] === 'wildcard')
+      shown = node.shareThreshold ? (node.value as string) : node.valueToMetric ? value : (node.value as string)
     else if (walkVia[i] === 'exact') shown = value
     else shown = node.valueToMetric ? value : ''
     metricKey += shown === '' ? `.${key}` : `.${key}_${shown}`

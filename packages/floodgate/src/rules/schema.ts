@@ -53,8 +53,17 @@ export interface DomainConfig {
 
 const ROOT_KEYS = ['domain', 'descriptors']
 const DESCRIPTOR_KEYS = [
-  'key', 'value', 'rate_limit', 'limits', 'descriptors', 'shadow_mode', 'detailed_metric',
-  'quota_mode', 'value_to_metric', 'share_threshold', 'metadata',
+  'key',
+  'value',
+  'rate_limit',
+  'limits',
+  'descriptors',
+  'shadow_mode',
+  'detailed_metric',
+  'quota_mode',
+  'value_to_metric',
+  'share_threshold',
+  'metadata',
 ]
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces']
 const REPLACES_KEYS = ['name']
@@ -89,12 +98,7 @@ export function readDomainFile(src: YamlSource): DomainConfig | undefined {
   return { domain, file: src.file, line: src.lineOf(domainNode?.keyNode), descriptors }
 }
 
-function readDescriptorList(
-  src: YamlSource,
-  entry: MapEntry | undefined,
-  path: string,
-  parentId: string,
-): DescriptorConfig[] {
+function readDescriptorList(src: YamlSource, entry: MapEntry | undefined, path: string, parentId: string): DescriptorConfig[] {
   if (entry?.value === undefined) return []
   const items = src.items(entry.value)
   if (items === undefined) {
@@ -109,9 +113,16 @@ function readDescriptorList(
     if (descriptor === undefined) return
     const identity = descriptor.value === undefined ? `k:${descriptor.key}` : `kv:${descriptor.key}\u0000${descriptor.value}`
     if (firstLineOf.has(identity)) {
-      const what = descriptor.value === undefined ? `key "${descriptor.key}" without a value` : `key "${descriptor.key}" with value "${descriptor.value}"`
+      const what =
+        descriptor.value === undefined
+          ? `key "${descriptor.key}" without a value`
+          : `key "${descriptor.key}" with value "${descriptor.value}"`
       const first = firstLineOf.get(identity)
-      src.report(item, itemPath, `duplicate descriptor: ${what} already appears at this level${first ? ` (line ${first})` : ''}; merge the two entries into one`)
+      src.report(
+        item,
+        itemPath,
+        `duplicate descriptor: ${what} already appears at this level${first ? ` (line ${first})` : ''}; merge the two entries into one`,
+      )
       return
     }
     firstLineOf.set(identity, descriptor.line)
@@ -123,7 +134,11 @@ function readDescriptorList(
 function readDescriptor(src: YamlSource, node: Node | undefined, path: string, parentId: string): DescriptorConfig | undefined {
   const entries = src.entries(node)
   if (entries === undefined) {
-    src.report(node, path, 'expected a descriptor mapping such as `{ key: remote_address, rate_limit: { unit: second, requests_per_unit: 10 } }`')
+    src.report(
+      node,
+      path,
+      'expected a descriptor mapping such as `{ key: remote_address, rate_limit: { unit: second, requests_per_unit: 10 } }`',
+    )
     return undefined
   }
   const fields = checkKeys(src, entries, path, DESCRIPTOR_KEYS)
@@ -150,12 +165,22 @@ function readDescriptor(src: YamlSource, node: Node | undefined, path: string, p
   const shareThreshold = readBoolean(src, shareEntry, `${path}.share_threshold`)
   if (shareThreshold && !value?.includes('*')) {
     // As upstream: sharing one counter only means something for the values a wildcard matches.
-    src.report(shareEntry?.keyNode, `${path}.share_threshold`, 'share_threshold applies only to a wildcard value (one containing `*`); remove it or write a pattern such as `value: files/*`')
+    src.report(
+      shareEntry?.keyNode,
+      `${path}.share_threshold`,
+      'share_threshold applies only to a wildcard value (one containing `*`); remove it or write a pattern such as `value: files/*`',
+    )
   }
   const metadata = readMetadata(src, fields.get('metadata'), `${path}.metadata`)
   const children = readDescriptorList(src, fields.get('descriptors'), `${path}.descriptors`, id)
   const rule = readRule(src, fields, path, {
-    id, shadow, detailedMetric, quota, metadata, isValueEntry: value !== undefined, hasChildren: children.length > 0,
+    id,
+    shadow,
+    detailedMetric,
+    quota,
+    metadata,
+    isValueEntry: value !== undefined,
+    hasChildren: children.length > 0,
   })
   if (key === undefined || key === '') return undefined
   return { key, value, line: src.lineOf(node), rule, descriptors: children, valueToMetric, shareThreshold }
@@ -186,7 +211,11 @@ function readRule(src: YamlSource, fields: Map<string, MapEntry>, path: string, 
   const limits = fields.get('limits')
   const base = { id: ctx.id, shadow: ctx.shadow, detailedMetric: ctx.detailedMetric, quota: ctx.quota, metadata: ctx.metadata }
   if (rateLimit !== undefined && limits !== undefined) {
-    src.report(limits.keyNode, `${path}.limits`, 'a descriptor takes either `rate_limit` (Envoy style) or `limits` (Floodgate policies), not both; remove one')
+    src.report(
+      limits.keyNode,
+      `${path}.limits`,
+      'a descriptor takes either `rate_limit` (Envoy style) or `limits` (Floodgate policies), not both; remove one',
+    )
     return undefined
   }
   if (rateLimit !== undefined) return readRateLimit(src, rateLimit, `${path}.rate_limit`, base)
@@ -206,7 +235,11 @@ type RuleBase = Pick<RuleTemplate, 'id' | 'shadow' | 'detailedMetric' | 'quota' 
 function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: RuleBase): RuleTemplate | undefined {
   const entries = src.entries(entry.value)
   if (entries === undefined) {
-    src.report(entry.value ?? entry.keyNode, path, 'expected a mapping such as `{ unit: minute, requests_per_unit: 100 }` or `{ unlimited: true }`')
+    src.report(
+      entry.value ?? entry.keyNode,
+      path,
+      'expected a mapping such as `{ unit: minute, requests_per_unit: 100 }` or `{ unlimited: true }`',
+    )
     return undefined
   }
   const fields = checkKeys(src, entries, path, RATE_LIMIT_KEYS)
@@ -216,7 +249,11 @@ function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: Rul
   const nameEntry = fields.get('name')
   const name = src.text(nameEntry?.value)
   if (nameEntry !== undefined && (name === undefined || name === '')) {
-    src.report(nameEntry.value ?? nameEntry.keyNode, `${path}.name`, 'name must be a non-empty string (other rules refer to it in `replaces`)')
+    src.report(
+      nameEntry.value ?? nameEntry.keyNode,
+      `${path}.name`,
+      'name must be a non-empty string (other rules refer to it in `replaces`)',
+    )
   }
   const replaces = readReplaces(src, fields.get('replaces'), `${path}.replaces`, name)
 
@@ -228,7 +265,9 @@ function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: Rul
     }
     // A requests_per_unit beside `unlimited: true` is ignored, as upstream does. An unlimited rule's
     // `replaces` still removes the named rules (upstream collects them before skipping the unlimited one).
-    return ok && replaces !== undefined ? { ...base, name: name || undefined, policies: [], unlimited: true, replaces, envoy: undefined } : undefined
+    return ok && replaces !== undefined
+      ? { ...base, name: name || undefined, policies: [], unlimited: true, replaces, envoy: undefined }
+      : undefined
   }
 
   const unit = readUnit(src, unitEntry, path, entry.value)
@@ -236,8 +275,18 @@ function readRateLimit(src: YamlSource, entry: MapEntry, path: string, base: Rul
   if (unit === undefined || requestsPerUnit === undefined || replaces === undefined) return undefined
   // Named after the unit, not the rate or the rule name: upstream keys a counter by descriptor and
   // window, so editing requests_per_unit (or an Envoy override of it) keeps the count of the window.
-  const policy = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: requestsPerUnit, period: UNIT_MS[unit], shadow: base.shadow }, path)
-  return { ...base, name: name || undefined, policies: Object.freeze([policy]), unlimited: false, replaces, envoy: Object.freeze({ unit, requestsPerUnit }) }
+  const policy = createPolicy(
+    { name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: requestsPerUnit, period: UNIT_MS[unit], shadow: base.shadow },
+    path,
+  )
+  return {
+    ...base,
+    name: name || undefined,
+    policies: Object.freeze([policy]),
+    unlimited: false,
+    replaces,
+    envoy: Object.freeze({ unit, requestsPerUnit }),
+  }
 }
 
 /** The policy name of every Envoy-style limit of one unit (`per-minute`): it names the counter in the store. */
@@ -261,13 +310,21 @@ function readUnit(src: YamlSource, entry: MapEntry | undefined, path: string, pa
 
 function readRequestsPerUnit(src: YamlSource, entry: MapEntry | undefined, path: string, parent: Node | undefined): number | undefined {
   if (entry === undefined) {
-    src.report(parent, `${path}.requests_per_unit`, 'missing requests_per_unit; add `requests_per_unit: <whole number ≥ 0>`, or write `unlimited: true`')
+    src.report(
+      parent,
+      `${path}.requests_per_unit`,
+      'missing requests_per_unit; add `requests_per_unit: <whole number ≥ 0>`, or write `unlimited: true`',
+    )
     return undefined
   }
   const value = src.scalar(entry.value)
   // 0 denies every request, as in envoyproxy/ratelimit (a fixed window of limit 0).
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 0xffffffff) {
-    src.report(entry.value ?? entry.keyNode, `${path}.requests_per_unit`, `requests_per_unit must be a whole number from 0 (deny all) to 4294967295, got ${describeNode(src, entry.value)}`)
+    src.report(
+      entry.value ?? entry.keyNode,
+      `${path}.requests_per_unit`,
+      `requests_per_unit must be a whole number from 0 (deny all) to 4294967295, got ${describeNode(src, entry.value)}`,
+    )
     return undefined
   }
   return value
@@ -296,7 +353,11 @@ function readReplaces(src: YamlSource, entry: MapEntry | undefined, path: string
       src.report(nameEntry?.value ?? item, `${itemPath}.name`, 'a replaces entry needs a non-empty `name` of the rate_limit it replaces')
       ok = false
     } else if (name === ownName) {
-      src.report(nameEntry?.value, `${itemPath}.name`, `replaces names this rule itself ("${name}"); name a rate_limit of another descriptor`)
+      src.report(
+        nameEntry?.value,
+        `${itemPath}.name`,
+        `replaces names this rule itself ("${name}"); name a rate_limit of another descriptor`,
+      )
       ok = false
     } else {
       names.push(name)
@@ -308,7 +369,11 @@ function readReplaces(src: YamlSource, entry: MapEntry | undefined, path: string
 function readLimits(src: YamlSource, entry: MapEntry, path: string, shadow: boolean): readonly Policy[] | undefined {
   const items = src.items(entry.value)
   if (items === undefined || items.length === 0) {
-    src.report(entry.value ?? entry.keyNode, path, "expected a non-empty list of policies such as `- { algorithm: gcra, limit: 10, period: '1s' }`")
+    src.report(
+      entry.value ?? entry.keyNode,
+      path,
+      "expected a non-empty list of policies such as `- { algorithm: gcra, limit: 10, period: '1s' }`",
+    )
     return undefined
   }
   const policies: Policy[] = []
@@ -318,7 +383,11 @@ function readLimits(src: YamlSource, entry: MapEntry, path: string, shadow: bool
     const policy = readPolicy(src, item, itemPath, shadow)
     if (policy === undefined) return
     if (seen.has(policy.name)) {
-      src.report(item, `${itemPath}.name`, `duplicate policy name "${policy.name}" (also limits[${seen.get(policy.name)}]); give each policy its own name`)
+      src.report(
+        item,
+        `${itemPath}.name`,
+        `duplicate policy name "${policy.name}" (also limits[${seen.get(policy.name)}]); give each policy its own name`,
+      )
       return
     }
     seen.set(policy.name, i)

@@ -50,16 +50,21 @@ describe('parseDuration', () => {
   it('reads any decimal of any unit exactly: whole milliseconds pass, the rest are rejected', () => {
     const units = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 10 ** 9 }), fc.integer({ min: 0, max: 5 }), fc.constantFrom(...Object.entries(units)), (digits, places, [unit, size]) => {
-        const padded = String(digits).padStart(places + 1, '0')
-        const text = places === 0 ? `${padded}${unit}` : `${padded.slice(0, -places)}.${padded.slice(-places)}${unit}`
-        // The exact value in BigInt: digits × size / 10^places.
-        const scaled = BigInt(digits) * BigInt(size)
-        const divisor = 10n ** BigInt(places)
-        if (scaled % divisor !== 0n) assert.throws(() => parseDuration(text), /whole number of milliseconds/, text)
-        else if (scaled / divisor > BigInt(Number.MAX_SAFE_INTEGER)) assert.throws(() => parseDuration(text), /at most/, text)
-        else assert.equal(parseDuration(text), Number(scaled / divisor), text)
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 10 ** 9 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.constantFrom(...Object.entries(units)),
+        (digits, places, [unit, size]) => {
+          const padded = String(digits).padStart(places + 1, '0')
+          const text = places === 0 ? `${padded}${unit}` : `${padded.slice(0, -places)}.${padded.slice(-places)}${unit}`
+          // The exact value in BigInt: digits × size / 10^places.
+          const scaled = BigInt(digits) * BigInt(size)
+          const divisor = 10n ** BigInt(places)
+          if (scaled % divisor !== 0n) assert.throws(() => parseDuration(text), /whole number of milliseconds/, text)
+          else if (scaled / divisor > BigInt(Number.MAX_SAFE_INTEGER)) assert.throws(() => parseDuration(text), /at most/, text)
+          else assert.equal(parseDuration(text), Number(scaled / divisor), text)
+        },
+      ),
       { numRuns: 1_000 },
     )
   })
@@ -112,9 +117,15 @@ describe('formatDuration', () => {
 
   it('round-trips through parseDuration', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: 1, max: 10_000_000 }), fc.integer({ min: 1, max: 1_000 }).map((n) => n * 60_000)), (ms) => {
-        assert.equal(parseDuration(formatDuration(ms)), ms)
-      }),
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: 1, max: 10_000_000 }),
+          fc.integer({ min: 1, max: 1_000 }).map((n) => n * 60_000),
+        ),
+        (ms) => {
+          assert.equal(parseDuration(formatDuration(ms)), ms)
+        },
+      ),
       { numRuns: 500 },
     )
   })

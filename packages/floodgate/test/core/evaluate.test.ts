@@ -39,8 +39,14 @@ describe('evaluateKey: all-or-nothing', () => {
     const k = key({ algorithm: 'fixed-window', limit: 5, period: '1s' }, { algorithm: 'gcra', limit: 3, period: '1s' })
     const evaluation = k.hit(START)
     assert.equal(evaluation.allowed, true)
-    assert.deepEqual(evaluation.results.map((r) => r.remaining), [4, 2])
-    assert.deepEqual(evaluation.results.map((r) => r.blocked), [false, false])
+    assert.deepEqual(
+      evaluation.results.map((r) => r.remaining),
+      [4, 2],
+    )
+    assert.deepEqual(
+      evaluation.results.map((r) => r.blocked),
+      [false, false],
+    )
   })
 
   it('charges no policy when one denies, and reports the allowing ones as stored', () => {
@@ -50,9 +56,15 @@ describe('evaluateKey: all-or-nothing', () => {
     const before = k.records.map((r) => r?.state)
     const denied = k.hit(START)
     assert.equal(denied.allowed, false)
-    assert.deepEqual(denied.results.map((r) => r.allowed), [true, false])
+    assert.deepEqual(
+      denied.results.map((r) => r.allowed),
+      [true, false],
+    )
     assert.equal(denied.results[0].remaining, 3, 'the fixed window still has 3: the denied request was not counted')
-    assert.deepEqual(k.records.map((r) => r?.state), before)
+    assert.deepEqual(
+      k.records.map((r) => r?.state),
+      before,
+    )
     // And so the fixed window keeps its capacity for later: 3 more pass once gcra allows them.
     const results = [k.hit(START + 1_000), k.hit(START + 1_000), k.hit(START + 1_000)].map((e) => e.allowed)
     assert.deepEqual(results, [true, true, false])
@@ -64,22 +76,41 @@ describe('evaluateKey: all-or-nothing', () => {
     const before = k.records.map((r) => r?.state)
     const peek = k.hit(START, 0)
     assert.equal(peek.allowed, true)
-    assert.deepEqual(peek.results.map((r) => r.remaining), [1, 0])
-    assert.deepEqual(k.records.map((r) => r?.state), before)
+    assert.deepEqual(
+      peek.results.map((r) => r.remaining),
+      [1, 0],
+    )
+    assert.deepEqual(
+      k.records.map((r) => r?.state),
+      before,
+    )
     const refund = k.hit(START, -1)
     assert.equal(refund.allowed, true)
-    assert.deepEqual(refund.results.map((r) => r.remaining), [2, 1])
+    assert.deepEqual(
+      refund.results.map((r) => r.remaining),
+      [2, 1],
+    )
   })
 
   it('passes a shaping delay through', () => {
-    const k = key({ algorithm: 'leaky-bucket', limit: 10, period: '1s', shaping: true }, { algorithm: 'fixed-window', limit: 100, period: '1m' })
+    const k = key(
+      { algorithm: 'leaky-bucket', limit: 10, period: '1s', shaping: true },
+      { algorithm: 'fixed-window', limit: 100, period: '1m' },
+    )
     k.hit(START)
-    assert.deepEqual(k.hit(START).results.map((r) => r.delayMs), [100, 0])
+    assert.deepEqual(
+      k.hit(START).results.map((r) => r.delayMs),
+      [100, 0],
+    )
   })
 })
 
 describe('evaluateKey: block periods', () => {
-  const blocking = (): Key => key({ name: 'burst', algorithm: 'gcra', limit: 2, period: '1s', blockMs: '10s' }, { name: 'hour', algorithm: 'fixed-window', limit: 100, period: '1h' })
+  const blocking = (): Key =>
+    key(
+      { name: 'burst', algorithm: 'gcra', limit: 2, period: '1s', blockMs: '10s' },
+      { name: 'hour', algorithm: 'fixed-window', limit: 100, period: '1h' },
+    )
 
   it('denies with blocked = true until the block ends, after a denial that started it', () => {
     const k = blocking()
@@ -216,7 +247,10 @@ const arbPolicies: fc.Arbitrary<Policy[]> = fc
   )
 
 const arbSteps = fc.array(
-  fc.record({ gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 }), fc.integer({ min: 0, max: 4_000 })), cost: fc.integer({ min: -2, max: 4 }) }),
+  fc.record({
+    gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 }), fc.integer({ min: 0, max: 4_000 })),
+    cost: fc.integer({ min: -2, max: 4 }),
+  }),
   { minLength: 1, maxLength: 40 },
 )
 
@@ -236,7 +270,10 @@ describe('evaluateKey: properties', () => {
           const alone = policies.map((p, i) => ALGORITHM_BY_NAME[p.algorithm].step(states[i], now, cost, p))
           const allowed = policies.every((_, i) => !blocked[i] && alone[i].allowed)
           assert.equal(evaluation.allowed, allowed)
-          assert.equal(evaluation.allowed, evaluation.results.every((r) => r.allowed))
+          assert.equal(
+            evaluation.allowed,
+            evaluation.results.every((r) => r.allowed),
+          )
           for (let i = 0; i < policies.length; i++) {
             const got = evaluation.results[i]
             assert.equal(got.blocked, blocked[i])

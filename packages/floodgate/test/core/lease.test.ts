@@ -27,7 +27,10 @@ function arbOps(limit: number): fc.Arbitrary<Op[]> {
   const instance = fc.integer({ min: 0, max: INSTANCES - 1 })
   return fc.array(
     fc.oneof(
-      fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 3000 }), fc.constantFrom(1, 99, 100, 999, 1000)) }),
+      fc.record({
+        kind: fc.constant('wait' as const),
+        ms: fc.oneof(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 3000 }), fc.constantFrom(1, 99, 100, 999, 1000)),
+      }),
       fc.record({
         kind: fc.constant('take' as const),
         instance,
@@ -89,10 +92,19 @@ function run(policy: Policy, ops: Op[], start: number): Admission[] {
       case 'take': {
         const lease = live(op.instance)
         const id = nextId++
-        const answer = store.lease('k', [policy], {
-          id, want: Math.max(op.want, op.need), need: op.need, leaseMs: op.leaseMs,
-          returnId: lease?.id ?? 0, returnUnused: lease?.balance ?? 0,
-        }, now)
+        const answer = store.lease(
+          'k',
+          [policy],
+          {
+            id,
+            want: Math.max(op.want, op.need),
+            need: op.need,
+            leaseMs: op.leaseMs,
+            returnId: lease?.id ?? 0,
+            returnUnused: lease?.balance ?? 0,
+          },
+          now,
+        )
         if (lease !== undefined) {
           assert.equal(answer.returned, true, 'a live lease is returned')
           // Slots in flight of the returned lease stay charged until they are freed (release or expiry).
@@ -208,7 +220,10 @@ function assertGuarantee(policy: Policy, admitted: Admission[]): void {
       for (let j = i; j < sorted.length; j++) {
         units += sorted[j].units
         const span = sorted[j].at - sorted[i].at
-        assert.ok(units * periodMs <= burst * periodMs + span * limit, `${units} units in ${span} ms > ${burst} + ${span} × ${limit}/${periodMs}`)
+        assert.ok(
+          units * periodMs <= burst * periodMs + span * limit,
+          `${units} units in ${span} ms > ${burst} + ${span} × ${limit}/${periodMs}`,
+        )
       }
     }
   }

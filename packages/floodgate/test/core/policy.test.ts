@@ -90,7 +90,11 @@ describe('createPolicy: invalid options name the field', () => {
   })
 
   it('rejects an unknown or missing algorithm, listing the algorithms', () => {
-    assertRejects(policyWith({ algorithm: 'leaky' }), 'policy.algorithm', /unknown algorithm "leaky"; use one of fixed-window, sliding-window/)
+    assertRejects(
+      policyWith({ algorithm: 'leaky' }),
+      'policy.algorithm',
+      /unknown algorithm "leaky"; use one of fixed-window, sliding-window/,
+    )
     assertRejects(policyWith({ algorithm: undefined }), 'policy.algorithm', /unknown algorithm/)
   })
 
@@ -168,7 +172,13 @@ describe('createPolicies', () => {
       { ...base, name: 'second', limit: 10 },
       { ...base, name: 'hour', limit: 500, period: '1h' },
     ])
-    assert.deepEqual(policies.map((p) => [p.name, p.periodMs]), [['second', 1_000], ['hour', 3_600_000]])
+    assert.deepEqual(
+      policies.map((p) => [p.name, p.periodMs]),
+      [
+        ['second', 1_000],
+        ['hour', 3_600_000],
+      ],
+    )
   })
 
   it('rejects an empty list or something that is not a list', () => {
@@ -177,12 +187,22 @@ describe('createPolicies', () => {
   })
 
   it('names the index of the invalid policy', () => {
-    assertRejects(() => createPolicies([base, { ...base, name: 'b', period: '0s' }]), 'policies[1].period', /greater than 0/, 'INVALID_DURATION')
+    assertRejects(
+      () => createPolicies([base, { ...base, name: 'b', period: '0s' }]),
+      'policies[1].period',
+      /greater than 0/,
+      'INVALID_DURATION',
+    )
   })
 
   it('rejects duplicate names, including two identical unnamed policies', () => {
     assertRejects(
-      () => createPolicies([{ ...base, name: 'api' }, { ...base, name: 'other' }, { ...base, name: 'api', limit: 5 }]),
+      () =>
+        createPolicies([
+          { ...base, name: 'api' },
+          { ...base, name: 'other' },
+          { ...base, name: 'api', limit: 5 },
+        ]),
       'policies[2].name',
       /duplicate policy name "api"; give each policy its own name/,
     )
@@ -204,7 +224,11 @@ describe('createPolicy: sync', () => {
   })
 
   it('refuses an unknown mode and knobs of another mode, naming the field', () => {
-    assertRejects(policyWith({ sync: 'sometimes' }), 'policy.sync', /unknown sync mode "sometimes"; use one of always, lease, write-back, auto/)
+    assertRejects(
+      policyWith({ sync: 'sometimes' }),
+      'policy.sync',
+      /unknown sync mode "sometimes"; use one of always, lease, write-back, auto/,
+    )
     assertRejects(policyWith({ flushMs: 10 }), 'policy.flushMs', /only applies to sync 'write-back', not always/)
     assertRejects(policyWith({ sync: 'write-back', leaseMs: 10 }), 'policy.leaseMs', /only applies to sync 'lease' and 'auto'/)
     assertRejects(policyWith({ sync: 'lease', hotRate: 10 }), 'policy.hotRate', /only applies to sync 'auto', not lease/)
@@ -216,7 +240,11 @@ describe('createPolicy: sync', () => {
 
   it('refuses lease and auto where a block spent later would break the guarantee, with the reason', () => {
     for (const sync of ['lease', 'auto'] as const) {
-      assertRejects(policyWith({ algorithm: 'sliding-log', sync }), 'policy.sync', new RegExp(`${sync} is not sound for this policy: sliding-log`))
+      assertRejects(
+        policyWith({ algorithm: 'sliding-log', sync }),
+        'policy.sync',
+        new RegExp(`${sync} is not sound for this policy: sliding-log`),
+      )
       assertRejects(policyWith({ algorithm: 'leaky-bucket', sync }), 'policy.sync', /use token-bucket \(the same policing\)/)
       assertRejects(policyWith({ algorithm: 'leaky-bucket', shaping: true, sync }), 'policy.sync', /only the store can hand out/)
       assertRejects(policyWith({ mode: 'elastic', ceiling: 20, sync }), 'policy.sync', /shared pool/)
@@ -228,7 +256,11 @@ describe('createPolicy: sync', () => {
 describe('createPolicies: sync', () => {
   it('refuses policies of one key kept by different sync modes', () => {
     assertRejects(
-      () => createPolicies([{ ...base, name: 'a', sync: 'lease' }, { ...base, name: 'b' }]),
+      () =>
+        createPolicies([
+          { ...base, name: 'a', sync: 'lease' },
+          { ...base, name: 'b' },
+        ]),
       'policies[1].sync',
       /is always but a is lease; .* give them the same sync mode/,
     )

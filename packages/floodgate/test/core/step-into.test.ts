@@ -49,19 +49,28 @@ interface Hit {
   cost: number
 }
 
-const arbPolicies = fc.array(
-  fc.record({
-    algorithm: fc.constantFrom<AlgorithmName>(...ALGORITHMS),
-    limit: fc.integer({ min: 1, max: 6 }),
-    periodMs: fc.constantFrom(7, 100, 1_000),
-    blockMs: fc.constantFrom(undefined, undefined, 250),
-  }),
-  { minLength: 1, maxLength: 3 },
-).map((specs) =>
-  specs.map((spec, i): Policy =>
-    createPolicy({ name: `p${i}`, algorithm: spec.algorithm, limit: spec.limit, period: spec.periodMs, ...(spec.blockMs === undefined ? {} : { blockMs: spec.blockMs }) }),
-  ),
-)
+const arbPolicies = fc
+  .array(
+    fc.record({
+      algorithm: fc.constantFrom<AlgorithmName>(...ALGORITHMS),
+      limit: fc.integer({ min: 1, max: 6 }),
+      periodMs: fc.constantFrom(7, 100, 1_000),
+      blockMs: fc.constantFrom(undefined, undefined, 250),
+    }),
+    { minLength: 1, maxLength: 3 },
+  )
+  .map((specs) =>
+    specs.map(
+      (spec, i): Policy =>
+        createPolicy({
+          name: `p${i}`,
+          algorithm: spec.algorithm,
+          limit: spec.limit,
+          period: spec.periodMs,
+          ...(spec.blockMs === undefined ? {} : { blockMs: spec.blockMs }),
+        }),
+    ),
+  )
 
 const arbHits = fc.array(
   fc.record({ gap: fc.integer({ min: 0, max: 400 }), cost: fc.oneof(fc.constant(1), fc.constant(1), fc.integer({ min: -3, max: 4 })) }),
@@ -103,7 +112,13 @@ describe('evaluateKeyInto with a reused evaluation', () => {
           now += gap
           const expected = evaluateKey(reference, now, cost, policies)
           // Copies of the records (the objects are rewritten below), sharing their state arrays.
-          const got = evaluateKeyInto(fedBack.map((r) => (r === undefined ? r : { ...r })), now, cost, policies, out)
+          const got = evaluateKeyInto(
+            fedBack.map((r) => (r === undefined ? r : { ...r })),
+            now,
+            cost,
+            policies,
+            out,
+          )
           assert.deepEqual(plain(got), plain(expected))
           reference = expected.records
           fedBack = got.records

@@ -27,7 +27,10 @@ describe('DashboardCollector', () => {
     assert.deepEqual({ allowed: search.allowed, denied: search.denied }, { allowed: 12, denied: 1 })
     assert.deepEqual(search.series, { allowed: [0, 0, 0, 0, 5], denied: [0, 0, 0, 0, 1] })
     assert.equal(search.allowedPerSecond, 0.5)
-    assert.deepEqual(snapshot.topKeys.keys.map((k) => k.denied), [2, 1])
+    assert.deepEqual(
+      snapshot.topKeys.keys.map((k) => k.denied),
+      [2, 1],
+    )
     // Keys are hashed unless the operator asks for raw ones: sha256("user:2") starts with 5dd7a3d3….
     assert.match(snapshot.topKeys.keys[0].key, /^sha256:[0-9a-f]{16}$/)
     assert.equal(snapshot.topKeys.hashed, true)
@@ -55,7 +58,10 @@ describe('DashboardCollector', () => {
     collector.record('r', '203.0.113.7', 0, 1)
     const { topKeys } = collector.snapshot()
     assert.equal(topKeys.hashed, false)
-    assert.deepEqual(topKeys.keys.map((k) => k.key), ['203.0.113.7'])
+    assert.deepEqual(
+      topKeys.keys.map((k) => k.key),
+      ['203.0.113.7'],
+    )
   })
 
   it('keeps at most maxRules rule rows; the rest share _other', () => {
@@ -89,7 +95,10 @@ describe('DashboardCollector.watch', () => {
     await limiter.get('bob') // a peek charges nothing and counts nothing
     let snapshot = collector.snapshot()
     assert.deepEqual(snapshot.totals, { allowed: 4, denied: 3 })
-    assert.deepEqual(snapshot.rules.map((rule) => [rule.rule, rule.allowed, rule.denied]), [['per-minute', 4, 3]])
+    assert.deepEqual(
+      snapshot.rules.map((rule) => [rule.rule, rule.allowed, rule.denied]),
+      [['per-minute', 4, 3]],
+    )
     assert.equal(snapshot.store.kind, 'memory')
     assert.equal(snapshot.store.latency, null)
     assert.deepEqual(snapshot.config, { rules: 1, files: [], lastReloadError: null })

@@ -82,9 +82,15 @@ describe('RecentTopKeys', () => {
     const recent = new RecentTopKeys({ capacity: 4, windowMs: 60_000, windows: 2 })
     recent.add('old', 10, 0)
     recent.add('new', 1, 60_000)
-    assert.deepEqual(recent.top(5, 60_000).map((k) => k.key), ['old', 'new'])
+    assert.deepEqual(
+      recent.top(5, 60_000).map((k) => k.key),
+      ['old', 'new'],
+    )
     // Two windows: at 120 s the window of 0–60 s has passed, the one of 60–120 s is still live.
-    assert.deepEqual(recent.top(5, 120_000).map((k) => k.key), ['new'])
+    assert.deepEqual(
+      recent.top(5, 120_000).map((k) => k.key),
+      ['new'],
+    )
     recent.add('newer', 2, 180_000)
     assert.deepEqual(recent.top(5, 180_000), [{ key: 'newer', count: 2, error: 0 }])
   })

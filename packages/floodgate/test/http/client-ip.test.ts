@@ -62,12 +62,15 @@ describe('clientIp with trusted CIDRs', () => {
 
   it('any prefix a client sends is ignored (property)', () => {
     const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join('.'))
-    fc.assert(fc.property(fc.array(fc.oneof(ipv4, fc.string({ maxLength: 12 })), { maxLength: 5 }), ipv4, (spoofed, real) => {
-      fc.pre(!real.startsWith('10.'))
-      const header = [...spoofed.map((s) => s.replace(/,/g, '')), real].join(', ')
-      assert.equal(clientIp(PROXY, header, cidrs), real)
-      assert.equal(clientIp(PROXY, header, oneHop), real)
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(fc.array(fc.oneof(ipv4, fc.string({ maxLength: 12 })), { maxLength: 5 }), ipv4, (spoofed, real) => {
+        fc.pre(!real.startsWith('10.'))
+        const header = [...spoofed.map((s) => s.replace(/,/g, '')), real].join(', ')
+        assert.equal(clientIp(PROXY, header, cidrs), real)
+        assert.equal(clientIp(PROXY, header, oneHop), real)
+      }),
+      { numRuns: 300 },
+    )
   })
 
   it('accepts the named ranges loopback, linklocal and uniquelocal', () => {
@@ -109,12 +112,15 @@ describe('compileProxyTrust', () => {
       [[42], /trustProxy\[0\]: 42 is not an IP address/],
     ]
     for (const [value, message] of cases) {
-      assert.throws(() => compileProxyTrust(value), (error: unknown) => {
-        assert.ok(error instanceof FloodgateError)
-        assert.equal(error.code, 'INVALID_OPTION')
-        assert.match(error.message, message)
-        return true
-      })
+      assert.throws(
+        () => compileProxyTrust(value),
+        (error: unknown) => {
+          assert.ok(error instanceof FloodgateError)
+          assert.equal(error.code, 'INVALID_OPTION')
+          assert.match(error.message, message)
+          return true
+        },
+      )
     }
   })
 })

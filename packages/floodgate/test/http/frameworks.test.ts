@@ -34,10 +34,11 @@ async function listen(handler: Parameters<typeof createServer>[1]) {
       const response = await fetch(`${url}${path}`, { headers })
       return { status: response.status, text: await response.text(), headers: response.headers }
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }
 
@@ -62,7 +63,10 @@ describe('fastify', () => {
     app.get('/health', { config: { rateLimit: false } }, async () => 'ok')
     app.get('/other', async () => 'ok')
     const login = [await app.inject('/login'), await app.inject('/login')]
-    assert.deepEqual(login.map((r) => r.statusCode), [200, 429])
+    assert.deepEqual(
+      login.map((r) => r.statusCode),
+      [200, 429],
+    )
     assert.match(String(login[1].headers['content-type']), /^application\/problem\+json/)
     assert.deepEqual(JSON.parse(login[1].body)['violated-policies'], ['login'])
     const health = await app.inject('/health')
@@ -86,7 +90,11 @@ describe('fastify', () => {
       assert.deepEqual([first.statusCode, JSON.parse(first.body)], [200, { remaining: 0 }], `awaited: ${awaited}`)
       assert.equal((await app.inject('/')).statusCode, 429, `awaited: ${awaited}`)
       const login = [await app.inject('/login'), await app.inject('/login'), await app.inject('/login')]
-      assert.deepEqual(login.map((r) => r.statusCode), [200, 200, 429], `awaited: ${awaited}`)
+      assert.deepEqual(
+        login.map((r) => r.statusCode),
+        [200, 200, 429],
+        `awaited: ${awaited}`,
+      )
       assert.equal(login[0].headers['x-ratelimit-limit'], '2')
       const health = await app.inject('/health')
       assert.deepEqual([health.statusCode, health.headers['x-ratelimit-limit']], [200, undefined])
@@ -97,9 +105,12 @@ describe('fastify', () => {
   it('applies to child plugins registered after it, but not to not-found answers', async () => {
     const app = Fastify()
     app.register(floodgate, { limiter: newLimiter(1) })
-    app.register(async (child) => {
-      child.get('/child', async () => 'ok')
-    }, { prefix: '/v1' })
+    app.register(
+      async (child) => {
+        child.get('/child', async () => 'ok')
+      },
+      { prefix: '/v1' },
+    )
     assert.deepEqual([(await app.inject('/v1/child')).statusCode, (await app.inject('/v1/child')).statusCode], [200, 429])
     const missing = await app.inject({ url: '/nowhere', remoteAddress: '192.0.2.9' })
     assert.deepEqual([missing.statusCode, missing.headers['x-ratelimit-limit']], [404, undefined])
@@ -169,7 +180,10 @@ describe('hono', () => {
 })
 
 // Express 5 and Express 4 (`express4`, npm:express@4) run the same middleware.
-for (const [name, express, packageName, major] of [['express', express5, 'express', '5'], ['express 4', express4, 'express4', '4']] as const) {
+for (const [name, express, packageName, major] of [
+  ['express', express5, 'express', '5'],
+  ['express 4', express4, 'express4', '4'],
+] as const) {
   describe(name, () => {
     it(`is Express ${major}`, () => {
       assert.equal(requireModule(`${packageName}/package.json`).version.split('.')[0], major)
@@ -195,13 +209,15 @@ for (const [name, express, packageName, major] of [['express', express5, 'expres
 
     it('a custom handler answers the denial, and its errors reach next(error)', async () => {
       const app = express()
-      app.use(expressRateLimit({
-        limiter: newLimiter(1),
-        handler: (req, res, _next, rejection) => {
-          if (req.query.explode !== undefined) throw new Error('handler exploded')
-          res.status(429).json({ wait: rejection.decision.retryAfterMs > 0 })
-        },
-      }))
+      app.use(
+        expressRateLimit({
+          limiter: newLimiter(1),
+          handler: (req, res, _next, rejection) => {
+            if (req.query.explode !== undefined) throw new Error('handler exploded')
+            res.status(429).json({ wait: rejection.decision.retryAfterMs > 0 })
+          },
+        }),
+      )
       app.get('/', (_req, res) => void res.send('ok'))
       app.use((error: Error, _req: Request, res: Response, _next: NextFunction) => void res.status(500).send(error.message))
       const server = await listen(app)
@@ -220,13 +236,15 @@ for (const [name, express, packageName, major] of [['express', express5, 'expres
 describe('koa', () => {
   it('sets ctx.state.rateLimit and lets a custom handler answer', async () => {
     const app = new Koa()
-    app.use(koaRateLimit({
-      limiter: newLimiter(1),
-      handler: (ctx, rejection) => {
-        ctx.status = 429
-        ctx.body = `retry in ${rejection.decision.retryAfterMs > 0 ? 'a while' : 'no time'}`
-      },
-    }))
+    app.use(
+      koaRateLimit({
+        limiter: newLimiter(1),
+        handler: (ctx, rejection) => {
+          ctx.status = 429
+          ctx.body = `retry in ${rejection.decision.retryAfterMs > 0 ? 'a while' : 'no time'}`
+        },
+      }),
+    )
     app.use((ctx) => {
       ctx.body = { policy: ctx.state.rateLimit.policy }
     })
@@ -248,7 +266,10 @@ describe('node:http and the shared flow', () => {
     const perUser = createPolicies([{ name: 'per-user', algorithm: 'sliding-log', limit: 2, period: '1m' }])
     const check = nodeRateLimit({
       limiter,
-      key: (req) => [{ key: `ip:${req.socket.remoteAddress}`, policies: perIp }, { key: `user:${req.headers['x-user']}`, policies: perUser }],
+      key: (req) => [
+        { key: `ip:${req.socket.remoteAddress}`, policies: perIp },
+        { key: `user:${req.headers['x-user']}`, policies: perUser },
+      ],
       cost: (req) => (req.url === '/bulk' ? 2 : 1),
     })
     const verdicts: boolean[] = []

@@ -18,8 +18,19 @@ import { QUOTA_EXCEEDED_TYPE, rejectBody } from '../../src/http/responses.js'
 
 function part(name: string, fields: Partial<PolicyDecision> = {}): PolicyDecision {
   return {
-    name, algorithm: 'sliding-window', limit: 100, periodMs: 60_000, allowed: true, remaining: 50, resetMs: 30_000, retryAfterMs: 0,
-    delayMs: 0, blocked: false, over: false, shadow: false, ...fields,
+    name,
+    algorithm: 'sliding-window',
+    limit: 100,
+    periodMs: 60_000,
+    allowed: true,
+    remaining: 50,
+    resetMs: 30_000,
+    retryAfterMs: 0,
+    delayMs: 0,
+    blocked: false,
+    over: false,
+    shadow: false,
+    ...fields,
   }
 }
 
@@ -27,15 +38,28 @@ function part(name: string, fields: Partial<PolicyDecision> = {}): PolicyDecisio
 function decisionOf(policies: PolicyDecision[], deciding = 0): Decision {
   const d = policies[deciding]
   return {
-    allowed: policies.every((p) => p.allowed), limit: d.limit, remaining: d.remaining, resetMs: d.resetMs,
-    retryAfterMs: d.retryAfterMs, delayMs: 0, policy: d.name, over: false, shadow: false, source: 'store', policies,
+    allowed: policies.every((p) => p.allowed),
+    limit: d.limit,
+    remaining: d.remaining,
+    resetMs: d.resetMs,
+    retryAfterMs: d.retryAfterMs,
+    delayMs: 0,
+    policy: d.name,
+    over: false,
+    shadow: false,
+    source: 'store',
+    policies,
   }
 }
 
-const allowed = decisionOf([part('burst', { remaining: 50 }), part('daily', { limit: 1000, periodMs: 86_400_000, remaining: 900, resetMs: 3_600_000 })])
-const denied = decisionOf(
-  [part('burst', { allowed: false, remaining: 0, resetMs: 60_000, retryAfterMs: 29_001 }), part('daily', { limit: 1000, periodMs: 86_400_000, remaining: 900 })],
-)
+const allowed = decisionOf([
+  part('burst', { remaining: 50 }),
+  part('daily', { limit: 1000, periodMs: 86_400_000, remaining: 900, resetMs: 3_600_000 }),
+])
+const denied = decisionOf([
+  part('burst', { allowed: false, remaining: 0, resetMs: 60_000, retryAfterMs: 29_001 }),
+  part('daily', { limit: 1000, periodMs: 86_400_000, remaining: 900 }),
+])
 
 function toMap(headers: [string, string][]): Map<string, string> {
   return new Map(headers)
@@ -68,7 +92,14 @@ describe('draft-6 and draft-7 headers', () => {
     const headers = toMap(draft7Headers(denied))
     assert.equal(headers.get('RateLimit'), 'limit=100, remaining=0, reset=30')
     const dict = parseDictionary(headers.get('RateLimit')!)
-    assert.deepEqual([...dict].map(([k, v]) => [k, (v as [unknown, unknown])[0]]), [['limit', 100], ['remaining', 0], ['reset', 30]])
+    assert.deepEqual(
+      [...dict].map(([k, v]) => [k, (v as [unknown, unknown])[0]]),
+      [
+        ['limit', 100],
+        ['remaining', 0],
+        ['reset', 30],
+      ],
+    )
   })
 })
 
@@ -83,28 +114,35 @@ describe('draft-8 structured headers', () => {
   it('parses with an independent RFC 8941 parser for any policy names and numbers', () => {
     const name = fc.string({ unit: 'binary', minLength: 1, maxLength: 20 })
     const policy = fc.record({
-      name, limit: fc.integer({ min: 1, max: 1e9 }), periodMs: fc.integer({ min: 1, max: 1e10 }),
-      remaining: fc.integer({ min: 0, max: 1e9 }), resetMs: fc.integer({ min: 0, max: 1e10 }),
-      retryAfterMs: fc.integer({ min: 0, max: 1e10 }), allowed: fc.boolean(),
+      name,
+      limit: fc.integer({ min: 1, max: 1e9 }),
+      periodMs: fc.integer({ min: 1, max: 1e10 }),
+      remaining: fc.integer({ min: 0, max: 1e9 }),
+      resetMs: fc.integer({ min: 0, max: 1e10 }),
+      retryAfterMs: fc.integer({ min: 0, max: 1e10 }),
+      allowed: fc.boolean(),
     })
-    fc.assert(fc.property(fc.array(policy, { minLength: 1, maxLength: 4 }), (policies) => {
-      const decision = decisionOf(policies.map((p) => part(p.name, p)))
-      const headers = toMap(draft8Headers(decision))
-      const policyList = parseList(headers.get('RateLimit-Policy')!)
-      const stateList = parseList(headers.get('RateLimit')!)
-      assert.equal(policyList.length, policies.length)
-      for (const [i, p] of policies.entries()) {
-        const [policyName, policyParams] = policyList[i] as [unknown, Map<string, unknown>]
-        assert.equal(typeof policyName, 'string')
-        assert.equal(policyParams.get('q'), p.limit)
-        assert.ok((policyParams.get('w') as number) * 1000 >= p.periodMs)
-        const [stateName, stateParams] = stateList[i] as [unknown, Map<string, unknown>]
-        assert.equal(stateName, policyName)
-        assert.equal(stateParams.get('r'), p.remaining)
-        const waitMs = p.allowed ? p.resetMs : p.retryAfterMs
-        assert.ok((stateParams.get('t') as number) * 1000 >= waitMs)
-      }
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(fc.array(policy, { minLength: 1, maxLength: 4 }), (policies) => {
+        const decision = decisionOf(policies.map((p) => part(p.name, p)))
+        const headers = toMap(draft8Headers(decision))
+        const policyList = parseList(headers.get('RateLimit-Policy')!)
+        const stateList = parseList(headers.get('RateLimit')!)
+        assert.equal(policyList.length, policies.length)
+        for (const [i, p] of policies.entries()) {
+          const [policyName, policyParams] = policyList[i] as [unknown, Map<string, unknown>]
+          assert.equal(typeof policyName, 'string')
+          assert.equal(policyParams.get('q'), p.limit)
+          assert.ok((policyParams.get('w') as number) * 1000 >= p.periodMs)
+          const [stateName, stateParams] = stateList[i] as [unknown, Map<string, unknown>]
+          assert.equal(stateName, policyName)
+          assert.equal(stateParams.get('r'), p.remaining)
+          const waitMs = p.allowed ? p.resetMs : p.retryAfterMs
+          assert.ok((stateParams.get('t') as number) * 1000 >= waitMs)
+        }
+      }),
+      { numRuns: 300 },
+    )
   })
 
   it('marks a concurrency policy with qu="concurrent-requests" and leaves rate policies at the default unit', () => {
@@ -113,7 +151,10 @@ describe('draft-8 structured headers', () => {
     assert.equal(headers.get('RateLimit-Policy'), '"burst";q=100;w=60, "in-flight";q=5;qu="concurrent-requests";w=60')
     const [burst, inFlight] = parseList(headers.get('RateLimit-Policy')!) as [unknown, Map<string, unknown>][]
     assert.equal(burst[1].has('qu'), false)
-    assert.deepEqual([inFlight[0], inFlight[1].get('q'), inFlight[1].get('qu'), inFlight[1].get('w')], ['in-flight', 5, 'concurrent-requests', 60])
+    assert.deepEqual(
+      [inFlight[0], inFlight[1].get('q'), inFlight[1].get('qu'), inFlight[1].get('w')],
+      ['in-flight', 5, 'concurrent-requests', 60],
+    )
     // The other generations have no unit parameter and stay as they were.
     assert.equal(toMap(draft6Headers(mixed)).get('RateLimit-Policy'), '100;w=60, 5;w=60')
     assert.equal(toMap(draft7Headers(mixed)).get('RateLimit-Policy'), '100;w=60, 5;w=60')
@@ -127,11 +168,19 @@ describe('draft-8 structured headers', () => {
 
   it('quotes plain names as they are and agrees with the escaping loop on any text', () => {
     assert.equal(sfString('fixed-window-100-per-1m'), '"fixed-window-100-per-1m"')
-    const escaped = (text: string) => `"${[...text].map((c) => (c === '"' || c === '\\' ? `\\${c}` : c < ' ' || c > '~' ? '?' : c)).join('')}"`
+    const escaped = (text: string) =>
+      `"${[...text].map((c) => (c === '"' || c === '\\' ? `\\${c}` : c < ' ' || c > '~' ? '?' : c)).join('')}"`
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom('a', '"', '\\', ' ', '~', '\x7f', '\x1f') })), (text) => {
-        assert.equal(sfString(text), escaped(text))
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: 'binary' }),
+          fc.string({ unit: fc.constantFrom('a', '"', '\\', ' ', '~', '\x7f', '\x1f') }),
+        ),
+        (text) => {
+          assert.equal(sfString(text), escaped(text))
+        },
+      ),
       { numRuns: 500 },
     )
   })
@@ -150,7 +199,14 @@ describe('Retry-After', () => {
 
   it('rateLimitHeaders combines the chosen styles', () => {
     const names = rateLimitHeaders(denied, ['legacy', 'draft-7'], Date.now()).map(([name]) => name)
-    assert.deepEqual(names, ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'Retry-After'])
+    assert.deepEqual(names, [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+      'Retry-After',
+    ])
     assert.deepEqual(rateLimitHeaders(allowed, [], Date.now()), [])
   })
 })
@@ -169,14 +225,22 @@ describe('429 bodies', () => {
   })
 
   it('words a concurrency denial as requests in flight, not per period', () => {
-    const inFlight = decisionOf([part('in-flight', { algorithm: 'concurrency', limit: 5, allowed: false, remaining: 0, retryAfterMs: 1000 })])
+    const inFlight = decisionOf([
+      part('in-flight', { algorithm: 'concurrency', limit: 5, allowed: false, remaining: 0, retryAfterMs: 1000 }),
+    ])
     assert.equal(JSON.parse(rejectBody(inFlight, 'json').body).message, 'Rate limit exceeded: 5 concurrent requests')
     const one = decisionOf([part('one', { algorithm: 'concurrency', limit: 1, allowed: false, remaining: 0, retryAfterMs: 1000 })])
     assert.equal(JSON.parse(rejectBody(one, 'problem').body).detail, 'Rate limit exceeded: 1 concurrent request; retry in 1s')
   })
 
   it('problem+json with the quota-exceeded type and every violated policy', () => {
-    const both = decisionOf([part('burst', { allowed: false, remaining: 0, retryAfterMs: 1000 }), part('daily', { allowed: false, remaining: 0, retryAfterMs: 9000 })], 1)
+    const both = decisionOf(
+      [
+        part('burst', { allowed: false, remaining: 0, retryAfterMs: 1000 }),
+        part('daily', { allowed: false, remaining: 0, retryAfterMs: 9000 }),
+      ],
+      1,
+    )
     const body = rejectBody(both, 'problem')
     assert.equal(body.contentType, 'application/problem+json')
     assert.deepEqual(JSON.parse(body.body), {

@@ -40,19 +40,25 @@ describe('parseIpv6', () => {
   })
 
   it('round-trips through formatIpv6 for any address', () => {
-    fc.assert(fc.property(groupsArbitrary, (groups) => {
-      assert.deepEqual(parseIpv6(formatIpv6(groups)), groups)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(groupsArbitrary, (groups) => {
+        assert.deepEqual(parseIpv6(formatIpv6(groups)), groups)
+      }),
+      { numRuns: 500 },
+    )
   })
 })
 
 describe('formatIpv6', () => {
   it('prints the RFC 5952 form, the same as node:net', () => {
-    fc.assert(fc.property(groupsArbitrary, (groups) => {
-      fc.pre(!printedAsIpv4(groups))
-      const full = groups.map((g) => g.toString(16)).join(':')
-      assert.equal(formatIpv6(groups), new SocketAddress({ address: full, family: 'ipv6' }).address)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(groupsArbitrary, (groups) => {
+        fc.pre(!printedAsIpv4(groups))
+        const full = groups.map((g) => g.toString(16)).join(':')
+        assert.equal(formatIpv6(groups), new SocketAddress({ address: full, family: 'ipv6' }).address)
+      }),
+      { numRuns: 500 },
+    )
   })
 
   it('compresses the longest zero run, the first on ties, never a single zero group', () => {
@@ -72,18 +78,21 @@ describe('parseIp', () => {
 
 describe('maskIpv6 / ipKey', () => {
   it('the masked network contains the address and nothing outside the prefix (checked with node BlockList)', () => {
-    fc.assert(fc.property(groupsArbitrary, groupsArbitrary, fc.integer({ min: 1, max: 128 }), fc.boolean(), (a, other, prefix, inside) => {
-      // Half the time b shares a's first `prefix` bits, so both outcomes of the comparison occur.
-      const b = inside ? a.map((g, i) => (g & highMask(prefix, i)) | (other[i] & ~highMask(prefix, i) & 0xffff)) : other
-      const network = formatIpv6(maskIpv6(a, prefix))
-      const list = new BlockList()
-      list.addSubnet(network, prefix, 'ipv6')
-      assert.ok(list.check(formatIpv6(a), 'ipv6'))
-      const sameKey = ipKey(formatIpv6(a), prefix) === ipKey(formatIpv6(b), prefix)
-      if (!printedAsIpv4(a) && !printedAsIpv4(b) && !isMapped(a) && !isMapped(b)) {
-        assert.equal(sameKey, list.check(formatIpv6(b), 'ipv6'))
-      }
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(groupsArbitrary, groupsArbitrary, fc.integer({ min: 1, max: 128 }), fc.boolean(), (a, other, prefix, inside) => {
+        // Half the time b shares a's first `prefix` bits, so both outcomes of the comparison occur.
+        const b = inside ? a.map((g, i) => (g & highMask(prefix, i)) | (other[i] & ~highMask(prefix, i) & 0xffff)) : other
+        const network = formatIpv6(maskIpv6(a, prefix))
+        const list = new BlockList()
+        list.addSubnet(network, prefix, 'ipv6')
+        assert.ok(list.check(formatIpv6(a), 'ipv6'))
+        const sameKey = ipKey(formatIpv6(a), prefix) === ipKey(formatIpv6(b), prefix)
+        if (!printedAsIpv4(a) && !printedAsIpv4(b) && !isMapped(a) && !isMapped(b)) {
+          assert.equal(sameKey, list.check(formatIpv6(b), 'ipv6'))
+        }
+      }),
+      { numRuns: 300 },
+    )
   })
 
   it('groups IPv6 by /56 by default and keys IPv4 as is', () => {

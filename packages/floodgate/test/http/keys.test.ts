@@ -6,7 +6,11 @@ import { keys, type RequestInfo } from '../../src/http/keys.js'
 
 function info(fields: Partial<Omit<RequestInfo, 'header'>> = {}, headers: Record<string, string> = {}): RequestInfo {
   return {
-    ip: '203.0.113.9', method: 'GET', path: '/users/42', route: undefined, ...fields,
+    ip: '203.0.113.9',
+    method: 'GET',
+    path: '/users/42',
+    route: undefined,
+    ...fields,
     header: (name) => headers[name.toLowerCase()],
   }
 }

@@ -21,7 +21,10 @@ import { rateLimit as honoRateLimit } from '../../src/hono.js'
 import { rateLimit as nodeRateLimit, withRateLimit } from '../../src/node.js'
 
 const limiter = new RateLimiter({ policies: [{ algorithm: 'fixed-window', limit: 10, period: '1m' }] })
-const factories = { express: expressRateLimit, koa: koaRateLimit, hono: honoRateLimit, node: nodeRateLimit } as Record<string, (options: object) => unknown>
+const factories = { express: expressRateLimit, koa: koaRateLimit, hono: honoRateLimit, node: nodeRateLimit } as Record<
+  string,
+  (options: object) => unknown
+>
 
 function refused(action: () => unknown, message: RegExp): void {
   assert.throws(action, (error: unknown) => {
@@ -61,7 +64,11 @@ async function warningsDuring(code: string, action: () => Promise<void>): Promis
 
 describe('option names from other rate limiters', () => {
   const cases: [string, unknown, RegExp][] = [
-    ['windowMs', 15 * 60_000, /^windowMs: unknown option: the window is a policy's period, on the limiter: new RateLimiter\(\{ policies: \[\{ algorithm: 'fixed-window', limit: 100, period: '15m' \}\] \}\)/],
+    [
+      'windowMs',
+      15 * 60_000,
+      /^windowMs: unknown option: the window is a policy's period, on the limiter: new RateLimiter\(\{ policies: \[\{ algorithm: 'fixed-window', limit: 100, period: '15m' \}\] \}\)/,
+    ],
     ['max', 100, /^max: unknown option: the limit belongs to a policy, on the limiter/],
     ['limit', 100, /^limit: unknown option: the limit belongs to a policy, on the limiter/],
     ['timeWindow', '1 minute', /^timeWindow: unknown option: the window is a policy's period/],
@@ -95,8 +102,14 @@ describe('a limiter without policies', () => {
 
   it('is refused at setup when neither it nor the key brings policies', () => {
     for (const factory of Object.values(factories)) {
-      refused(() => factory({ limiter: bare }), /^limiter: this RateLimiter has no policies, and the default key \(the client IP\) brings none, so nothing could be limited: create it with some, e\.g\. new RateLimiter\(\{ policies:/)
-      refused(() => factory({ limiter: bare, key: keys.combine(keys.ip(), keys.user('x-user-id')) }), /^limiter: this RateLimiter has no policies, and this key brings none/)
+      refused(
+        () => factory({ limiter: bare }),
+        /^limiter: this RateLimiter has no policies, and the default key \(the client IP\) brings none, so nothing could be limited: create it with some, e\.g\. new RateLimiter\(\{ policies:/,
+      )
+      refused(
+        () => factory({ limiter: bare, key: keys.combine(keys.ip(), keys.user('x-user-id')) }),
+        /^limiter: this RateLimiter has no policies, and this key brings none/,
+      )
     }
   })
 
@@ -124,7 +137,10 @@ describe('a limiter without policies', () => {
 describe('the key option', () => {
   it('refuses a header name or an uncalled keys.* factory at setup', () => {
     for (const factory of Object.values(factories)) {
-      refused(() => factory({ limiter, key: 'x-user-id' }), /^key: must be a function \(req, info\) => key of the request, got the string "x-user-id"; to key by a header write keys\.user\("x-user-id"\)/)
+      refused(
+        () => factory({ limiter, key: 'x-user-id' }),
+        /^key: must be a function \(req, info\) => key of the request, got the string "x-user-id"; to key by a header write keys\.user\("x-user-id"\)/,
+      )
       refused(() => factory({ limiter, key: 42 }), /^key: must be a function .*, got the number 42$/)
       refused(() => factory({ limiter, key: keys.ip }), /^key: keys\.ip makes a key function; call it: key: keys\.ip\(\)$/)
       refused(() => factory({ limiter, key: keys.user }), /^key: keys\.user makes a key function; call it: key: keys\.user\(…\)$/)
@@ -132,9 +148,13 @@ describe('the key option', () => {
   })
 
   // req.user.id is often a number: the request used to pass unlimited with a cryptic warning.
-  const returnsNumber = /^key: the key function returned the number 42; return a string \(e\.g\. `user:\$\{id\}`, or String\(id\) for a number\)/
+  const returnsNumber =
+    /^key: the key function returned the number 42; return a string \(e\.g\. `user:\$\{id\}`, or String\(id\) for a number\)/
 
-  for (const [name, createApp] of [['express 5', express5], ['express 4', express4]] as const) {
+  for (const [name, createApp] of [
+    ['express 5', express5],
+    ['express 4', express4],
+  ] as const) {
     it(`${name}: a key function returning a number reaches the error handler, not the route`, async () => {
       const errors: unknown[] = []
       const app = createApp()
@@ -188,7 +208,7 @@ describe('the key option', () => {
       if (await check(req, res)) res.end('not limited')
     }
     const warnings = await warningsDuring('FG_MISCONFIGURED', async () => {
-      assert.deepEqual(await get(listener), { status: 500, text: "rate limiting is misconfigured; the server log says what to change\n" })
+      assert.deepEqual(await get(listener), { status: 500, text: 'rate limiting is misconfigured; the server log says what to change\n' })
       assert.equal((await get(listener)).status, 500)
     })
     assert.equal(warnings.length, 1)
@@ -208,7 +228,10 @@ describe('the key option', () => {
 describe('the factory used as the middleware (app.use(rateLimit))', () => {
   const message = /rateLimit was used as the middleware itself; call rateLimit\(\{ limiter \}\) first and use what it returns/
 
-  for (const [name, createApp] of [['express 5', express5], ['express 4', express4]] as const) {
+  for (const [name, createApp] of [
+    ['express 5', express5],
+    ['express 4', express4],
+  ] as const) {
     it(`${name}: the error handler gets the message`, async () => {
       const errors: Error[] = []
       const app = createApp()

@@ -9,7 +9,15 @@ describe('a request whose cost exceeds what the policy could ever admit', () => 
   for (const framework of FRAMEWORKS) {
     it(`${framework.name}: 413, no Retry-After, a body saying it will never pass; smaller requests still pass`, async () => {
       const limiter = new RateLimiter({ policies: [{ name: 'upload', algorithm: 'token-bucket', limit: 10, period: '1m' }] })
-      const app = await framework.start({ limiter, cost: (req) => Number(new URL(String((req as { url?: string }).url ?? (req as { req?: { url: string } }).req?.url), 'http://x').searchParams.get('cost') ?? 1) })
+      const app = await framework.start({
+        limiter,
+        cost: (req) =>
+          Number(
+            new URL(String((req as { url?: string }).url ?? (req as { req?: { url: string } }).req?.url), 'http://x').searchParams.get(
+              'cost',
+            ) ?? 1,
+          ),
+      })
       try {
         const huge = await get(app, '/ok?cost=11')
         assert.equal(huge.status, 413, huge.text)

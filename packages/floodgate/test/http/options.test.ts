@@ -58,7 +58,10 @@ describe('resolveHttpOptions', () => {
       [{ limiter, body: 'html' }, /^body: unknown format "html"; use 'json' or 'problem'/],
       [{ limiter, skipSuccessfulRequests: 'yes' }, /^skipSuccessfulRequests: must be true or false/],
       [{ limiter, skipFailedRequests: 1 }, /^skipFailedRequests: must be true or false/],
-      [{ limiter, skipSuccessfulRequests: true, skipFailedRequests: true }, /^skipFailedRequests: together with skipSuccessfulRequests nothing would ever be counted/],
+      [
+        { limiter, skipSuccessfulRequests: true, skipFailedRequests: true },
+        /^skipFailedRequests: together with skipSuccessfulRequests nothing would ever be counted/,
+      ],
       [{ limiter, requestWasSuccessful: 200 }, /^requestWasSuccessful: must be a function/],
       [{ limiter, onError: 'log' }, /^onError: must be a function/],
       [{ limiter, onWarning: 'log' }, /^onWarning: must be a function/],
@@ -99,7 +102,10 @@ describe('adapters validate at setup', () => {
 
     const other = Fastify()
     await other.register(floodgate, { limiter })
-    assert.throws(() => other.get('/x', { config: { rateLimit: { body: 'xml' as 'json' } } }, async () => 'x'), /body: unknown format "xml"/)
+    assert.throws(
+      () => other.get('/x', { config: { rateLimit: { body: 'xml' as 'json' } } }, async () => 'x'),
+      /body: unknown format "xml"/,
+    )
     rejects(() => other.get('/y', { config: { rateLimit: { global: false } as never } }, async () => 'y'), /^global: unknown option/)
     await other.close()
 

@@ -133,7 +133,12 @@ describe('keys.fromRules: which descriptors limit a request', () => {
   })
 
   it('a request matching no limited rule passes with no headers', async () => {
-    const rules = parseRules([{ file: 'users.yaml', text: 'domain: web\ndescriptors:\n  - key: user\n    limits: [{ name: per-user, algorithm: sliding-log, limit: 1, period: 1m }]\n  - key: user\n    value: vip\n' }])
+    const rules = parseRules([
+      {
+        file: 'users.yaml',
+        text: 'domain: web\ndescriptors:\n  - key: user\n    limits: [{ name: per-user, algorithm: sliding-log, limit: 1, period: 1m }]\n  - key: user\n    value: vip\n',
+      },
+    ])
     const limiter = new RateLimiter()
     const app = await nodeFramework.start({ limiter, key: keys.fromRules({ rules, domain: 'web', descriptors: byIpUserAndPlan }) })
     try {
@@ -176,17 +181,24 @@ describe('keys.fromRules: which descriptors limit a request', () => {
 describe('keys.fromRules: the key generator itself', () => {
   const rules = parseRules([{ file: 'web.yaml', text: rulesYaml(3) }])
   const info = (headers: Record<string, string>, ip: string | undefined): RequestInfo => ({
-    ip, method: 'GET', path: '/', route: undefined, header: (name) => headers[name.toLowerCase()],
+    ip,
+    method: 'GET',
+    path: '/',
+    route: undefined,
+    header: (name) => headers[name.toLowerCase()],
   })
 
   it('yields the rule store keys and policies; reads a rules function per request', async () => {
     let current = rules
     const generate = keys.fromRules({ rules: () => current, domain: 'web', descriptors: byIpUserAndPlan })
     const parts = (await generate(undefined, info({ 'x-user': 'ann' }, '192.0.2.1'))) as KeyPart[]
-    assert.deepEqual(parts.map((p) => [p.key, p.policies?.map((policy) => policy.name)]), [
-      ['web|remote_address=192.0.2.1', ['per-ip']],
-      ['web|user=ann', ['per-user']],
-    ])
+    assert.deepEqual(
+      parts.map((p) => [p.key, p.policies?.map((policy) => policy.name)]),
+      [
+        ['web|remote_address=192.0.2.1', ['per-ip']],
+        ['web|user=ann', ['per-user']],
+      ],
+    )
     current = parseRules([{ file: 'web.yaml', text: 'domain: web\ndescriptors:\n  - key: user\n    value: ann\n' }])
     assert.equal(await generate(undefined, info({ 'x-user': 'ann' }, '192.0.2.1')), NOT_LIMITED)
   })
@@ -200,7 +212,10 @@ describe('keys.fromRules: the key generator itself', () => {
 
   it('refuses a domain the rules do not define, and rules that are not rules, at setup', () => {
     const refused = (options: Parameters<typeof keys.fromRules>[0], message: RegExp) =>
-      assert.throws(() => keys.fromRules(options), (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && message.test(error.message))
+      assert.throws(
+        () => keys.fromRules(options),
+        (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && message.test(error.message),
+      )
     refused({ rules, domain: 'api', descriptors: byIpUserAndPlan }, /"api" is not a domain of the loaded rules \(they define "web"\)/)
     refused({ rules: {} as RuleSet, domain: 'web', descriptors: byIpUserAndPlan }, /must be a RuleSet/)
     refused({ rules, domain: '', descriptors: byIpUserAndPlan }, /domain: must be the non-empty domain/)

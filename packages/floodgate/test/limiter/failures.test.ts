@@ -52,7 +52,10 @@ for (const style of ['evaluate', 'submit'] as const) {
       assert.equal(decision.allowed, true)
       assert.equal(decision.source, 'fallback-open')
       assert.equal(decision.limit, 5)
-      assert.deepEqual(errors.map((e) => e.message), ['connection refused'])
+      assert.deepEqual(
+        errors.map((e) => e.message),
+        ['connection refused'],
+      )
       assert.deepEqual(fallbacks, ['fallback-open'])
     })
 
@@ -71,7 +74,10 @@ for (const style of ['evaluate', 'submit'] as const) {
       const decisions = []
       for (let i = 0; i < 4; i++) decisions.push(await limiter.limit('k'))
       // ceil(5 / 2) = 3 per instance.
-      assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, false])
+      assert.deepEqual(
+        decisions.map((d) => d.allowed),
+        [true, true, true, false],
+      )
       assert.ok(decisions.every((d) => d.source === 'fallback-local'))
       assert.equal(decisions[0].limit, 3)
       assert.equal(decisions[0].remaining, 2)
@@ -164,7 +170,10 @@ for (const style of ['evaluate', 'submit'] as const) {
       clock.advance(5)
       const decisions = await pending
       assert.equal(store.calls, calls + 1)
-      assert.deepEqual(decisions.map((d) => d.source), ['store', 'fallback-open', 'fallback-open'])
+      assert.deepEqual(
+        decisions.map((d) => d.source),
+        ['store', 'fallback-open', 'fallback-open'],
+      )
     })
 
     it('closed mode waits out the breaker: retryAfter is the time until the next probe', async () => {

@@ -118,26 +118,38 @@ describe('limitSync on the MemoryStore', () => {
     })
     assert.equal(limiter.canLimitSync, true)
     const decisions = [limiter.limitSync('k'), limiter.limitSync('k'), limiter.limitSync('k')]
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.over]), [[true, false], [true, true], [false, false]])
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.over]),
+      [
+        [true, false],
+        [true, true],
+        [false, false],
+      ],
+    )
   })
 
   it("reports each answer as a 'decision' event while something listens, as limit() does", async () => {
     const clock = new Clock()
     const limiter = new RateLimiter({ policies: POLICIES, timers: clock.timers })
     const seen: [string, boolean, number, number][] = []
-    const listener = (key: string, decision: Decision, cost: number, elapsedMs: number) => seen.push([key, decision.allowed, cost, elapsedMs])
+    const listener = (key: string, decision: Decision, cost: number, elapsedMs: number) =>
+      seen.push([key, decision.allowed, cost, elapsedMs])
     limiter.limitSync('quiet')
     limiter.on('decision', listener)
     limiter.limitSync('a', { cost: 2 })
     await limiter.limit('b')
     limiter.off('decision', listener)
     limiter.limitSync('quiet')
-    assert.deepEqual(seen, [['a', true, 2, 0], ['b', true, 1, 0]])
+    assert.deepEqual(seen, [
+      ['a', true, 2, 0],
+      ['b', true, 1, 0],
+    ])
   })
 
   it('rejects bad arguments as limit() does', () => {
     const limiter = new RateLimiter({ policies: POLICIES })
-    const invalid = (field: RegExp) => (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && field.test(error.message)
+    const invalid = (field: RegExp) => (error: unknown) =>
+      error instanceof FloodgateError && error.code === 'INVALID_REQUEST' && field.test(error.message)
     assert.throws(() => limiter.limitSync(42 as never), invalid(/^key:/))
     assert.throws(() => limiter.limitSync('k', { cost: -1 }), invalid(/^cost:/))
   })
@@ -194,7 +206,11 @@ describe('limitSync where the answer cannot be synchronous', () => {
   it('refuses elastic policies whose pool cannot answer synchronously, before charging anything', async () => {
     const clock = new Clock()
     const poolStore = new FaultyStore(clock)
-    const pool = new RateLimiter({ store: poolStore, clock: clock.read, policies: [{ algorithm: 'fixed-window', limit: 10, period: '1h' }] })
+    const pool = new RateLimiter({
+      store: poolStore,
+      clock: clock.read,
+      policies: [{ algorithm: 'fixed-window', limit: 10, period: '1h' }],
+    })
     const limiter = new RateLimiter({
       policies: [{ name: 'plan', algorithm: 'fixed-window', limit: 1, period: '1h', mode: 'elastic', ceiling: 3 }],
       pool: { limiter: pool },

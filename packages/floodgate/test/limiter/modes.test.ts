@@ -18,9 +18,18 @@ describe('soft mode', () => {
     const decisions = []
     for (let i = 0; i < 13; i++) decisions.push(await limiter.limit('k'))
     // floor(10 × 1.25) = 12 admitted.
-    assert.deepEqual(decisions.map((d) => d.allowed), [...Array(12).fill(true), false])
-    assert.deepEqual(decisions.slice(0, 12).map((d) => d.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0])
-    assert.deepEqual(decisions.map((d) => d.over), [...Array(10).fill(false), true, true, false])
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      [...Array(12).fill(true), false],
+    )
+    assert.deepEqual(
+      decisions.slice(0, 12).map((d) => d.remaining),
+      [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0],
+    )
+    assert.deepEqual(
+      decisions.map((d) => d.over),
+      [...Array(10).fill(false), true, true, false],
+    )
     assert.ok(decisions.every((d) => d.limit === 10))
     assert.equal(decisions[10].policies[0].over, true)
   })
@@ -47,8 +56,14 @@ describe('elastic mode', () => {
     const { limiter, pool } = elastic(2)
     const decisions = []
     for (let i = 0; i < 8; i++) decisions.push(await limiter.limit('a'))
-    assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, true, true, true, true, false])
-    assert.deepEqual(decisions.map((d) => d.over), [false, false, false, false, false, true, true, false])
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      [true, true, true, true, true, true, true, false],
+    )
+    assert.deepEqual(
+      decisions.map((d) => d.over),
+      [false, false, false, false, false, true, true, false],
+    )
     assert.equal(decisions[7].policy, 'plan')
     assert.ok(decisions[7].retryAfterMs > 0)
     // The pool is spent (2 of 2); the 8th request's charge on the key was refunded: 7 used of the ceiling 8.
@@ -100,10 +115,7 @@ describe('elastic mode', () => {
 
 describe('block periods', () => {
   it('keeps a key denied for blockMs after a denial, even when its window restores', async () => {
-    const { limiter, clock } = limiterWith(
-      [{ algorithm: 'fixed-window', limit: 2, period: '1s', blockMs: '1m' }],
-      { denyCache: false },
-    )
+    const { limiter, clock } = limiterWith([{ algorithm: 'fixed-window', limit: 2, period: '1s', blockMs: '1m' }], { denyCache: false })
     await limiter.limit('k')
     await limiter.limit('k')
     const denial = await limiter.limit('k')
@@ -141,8 +153,14 @@ describe('shadow policies', () => {
     ])
     const decisions = []
     for (let i = 0; i < 6; i++) decisions.push(await limiter.limit('k'))
-    assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, true, true, false])
-    assert.deepEqual(decisions.map((d) => d.shadow), [false, false, true, true, true, true])
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      [true, true, true, true, true, false],
+    )
+    assert.deepEqual(
+      decisions.map((d) => d.shadow),
+      [false, false, true, true, true, true],
+    )
     // Only enforced policies speak for a decision.
     assert.ok(decisions.every((d) => d.policy === 'real'))
     const trial = decisions[2].policies[1]
@@ -153,10 +171,13 @@ describe('shadow policies', () => {
   })
 
   it('leaves shadow policies uncharged when the enforced ones deny', async () => {
-    const { limiter } = limiterWith([
-      { name: 'real', algorithm: 'fixed-window', limit: 2, period: '1h' },
-      { name: 'trial', algorithm: 'fixed-window', limit: 10, period: '1h', shadow: true },
-    ], { denyCache: false })
+    const { limiter } = limiterWith(
+      [
+        { name: 'real', algorithm: 'fixed-window', limit: 2, period: '1h' },
+        { name: 'trial', algorithm: 'fixed-window', limit: 10, period: '1h', shadow: true },
+      ],
+      { denyCache: false },
+    )
     for (let i = 0; i < 5; i++) await limiter.limit('k')
     const peek = await limiter.get('k')
     assert.equal(peek.policies[1].remaining, 8)

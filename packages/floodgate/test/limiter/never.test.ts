@@ -42,7 +42,9 @@ describe('a cost no policy could ever admit', () => {
     const soft = limiter({ algorithm: 'fixed-window', limit: 10, period: '1m', mode: 'soft', overage: 0.5 })
     assert.equal((await soft.limit('k', { cost: 15 })).allowed, true)
     assert.equal((await soft.limit('j', { cost: 16 })).never, true)
-    const shadowed = limiter({ algorithm: 'token-bucket', limit: 10, period: '1m' }, [{ name: 's', algorithm: 'token-bucket', limit: 2, period: '1m', shadow: true }])
+    const shadowed = limiter({ algorithm: 'token-bucket', limit: 10, period: '1m' }, [
+      { name: 's', algorithm: 'token-bucket', limit: 2, period: '1m', shadow: true },
+    ])
     const decision = await shadowed.limit('k', { cost: 5 })
     assert.equal(decision.allowed, true)
     assert.equal(decision.never, undefined)

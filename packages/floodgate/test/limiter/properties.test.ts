@@ -30,7 +30,13 @@ describe('limiter properties', () => {
         fc.array(operation, { maxLength: 40 }),
         async (real, trial, trace) => {
           const clock = new Clock()
-          const enforced: PolicyOptions = { name: 'real', algorithm: real, limit: 4, period: 1_000, blockMs: real === 'gcra' ? 500 : undefined }
+          const enforced: PolicyOptions = {
+            name: 'real',
+            algorithm: real,
+            limit: 4,
+            period: 1_000,
+            blockMs: real === 'gcra' ? 500 : undefined,
+          }
           const alone = limiterOn(clock, [enforced])
           const withShadow = limiterOn(clock, [enforced, { name: 'trial', algorithm: trial, limit: 2, period: 700, shadow: true }])
           for (const { kind, key, cost, gap } of trace) {
@@ -85,9 +91,13 @@ describe('limiter properties', () => {
           const clock = new Clock()
           const pool = limiterOn(clock, [{ name: 'spare', algorithm: 'fixed-window', limit: Math.max(1, poolSize), period: '1h' }])
           if (poolSize === 0) await pool.limit('elastic-pool')
-          const limiter = limiterOn(clock, [{ name: 'plan', algorithm: 'fixed-window', limit, period: '1h', mode: 'elastic', ceiling: limit + extra }], {
-            pool: { limiter: pool },
-          })
+          const limiter = limiterOn(
+            clock,
+            [{ name: 'plan', algorithm: 'fixed-window', limit, period: '1h', mode: 'elastic', ceiling: limit + extra }],
+            {
+              pool: { limiter: pool },
+            },
+          )
           const admitted = new Map<string, number>()
           let overTotal = 0
           for (const key of keys) {

@@ -33,7 +33,13 @@ describe('RateLimiter decisions', () => {
       { allowed: first.allowed, policy: first.policy, limit: first.limit, remaining: first.remaining, source: first.source },
       { allowed: true, policy: 'minute', limit: 3, remaining: 2, source: 'store' },
     )
-    assert.deepEqual(first.policies.map((p) => [p.name, p.remaining]), [['minute', 2], ['hour', 4]])
+    assert.deepEqual(
+      first.policies.map((p) => [p.name, p.remaining]),
+      [
+        ['minute', 2],
+        ['hour', 4],
+      ],
+    )
     assert.equal(first.retryAfterMs, 0)
     assert.equal(first.lease, undefined)
     await limiter.limit('user:1')
@@ -82,7 +88,10 @@ describe('RateLimiter decisions', () => {
     const after = await limiter.limit('k')
     assert.equal(after.allowed, true)
     assert.equal(after.source, 'store')
-    assert.deepEqual(after.policies.map((p) => p.remaining), [1, 3])
+    assert.deepEqual(
+      after.policies.map((p) => p.remaining),
+      [1, 3],
+    )
   })
 
   it('reset forgets the key', async () => {
@@ -134,11 +143,31 @@ describe('RateLimiter options', () => {
   const cases: [string, RateLimiterOptions, string, RegExp][] = [
     ['unknown option', { policies, tiemout: 5 } as RateLimiterOptions, 'INVALID_OPTION', /^tiemout:/],
     ['policies empty', { policies: [] }, 'INVALID_POLICY', /^policies:/],
-    ['policies not a list', { policies: policies[0] } as never, 'INVALID_OPTION', /^policies: expected a list of policies: wrap the policy in \[ \]/],
+    [
+      'policies not a list',
+      { policies: policies[0] } as never,
+      'INVALID_OPTION',
+      /^policies: expected a list of policies: wrap the policy in \[ \]/,
+    ],
     // Names from other limiters say where the Floodgate equivalent lives.
-    ['limit at the top', { limit: 100, period: '15m' } as never, 'INVALID_OPTION', /^limit: unknown option: the limit belongs to a policy: policies: \[\{ algorithm/],
-    ['rate-limiter-flexible points', { points: 5, duration: 1 } as never, 'INVALID_OPTION', /^points: unknown option: points is a policy's limit/],
-    ['express-rate-limit windowMs', { windowMs: 60_000 } as never, 'INVALID_OPTION', /^windowMs: unknown option: the window is a policy's period/],
+    [
+      'limit at the top',
+      { limit: 100, period: '15m' } as never,
+      'INVALID_OPTION',
+      /^limit: unknown option: the limit belongs to a policy: policies: \[\{ algorithm/,
+    ],
+    [
+      'rate-limiter-flexible points',
+      { points: 5, duration: 1 } as never,
+      'INVALID_OPTION',
+      /^points: unknown option: points is a policy's limit/,
+    ],
+    [
+      'express-rate-limit windowMs',
+      { windowMs: 60_000 } as never,
+      'INVALID_OPTION',
+      /^windowMs: unknown option: the window is a policy's period/,
+    ],
     ['a Redis client', { redis: {} } as never, 'INVALID_OPTION', /^redis: unknown option: use store: new RedisStore\(\{ client \}\)/],
     ['policy field', { policies: [{ algorithm: 'gcra', limit: 0, period: '1s' }] }, 'INVALID_POLICY', /^policies\[0\]\.limit:/],
     ['store', { policies, store: {} as never }, 'INVALID_OPTION', /^store:/],
@@ -153,7 +182,12 @@ describe('RateLimiter options', () => {
     ['breaker unknown', { policies, breaker: { failure: 3 } as never }, 'INVALID_OPTION', /^breaker\.failure:/],
     ['denyCache', { policies, denyCache: true as never }, 'INVALID_OPTION', /^denyCache:/],
     ['denyCache.maxKeys', { policies, denyCache: { maxKeys: -5 } }, 'INVALID_OPTION', /^denyCache\.maxKeys:/],
-    ['pool missing for elastic', { policies: [{ algorithm: 'fixed-window', limit: 1, period: '1s', mode: 'elastic', ceiling: 2 }] }, 'INVALID_OPTION', /^pool:/],
+    [
+      'pool missing for elastic',
+      { policies: [{ algorithm: 'fixed-window', limit: 1, period: '1s', mode: 'elastic', ceiling: 2 }] },
+      'INVALID_OPTION',
+      /^pool:/,
+    ],
     ['pool.limiter', { policies, pool: { limiter: {} } as never }, 'INVALID_OPTION', /^pool\.limiter:/],
     ['pool.key', { policies, pool: { limiter: new RateLimiter({ policies }), key: '' } }, 'INVALID_OPTION', /^pool\.key:/],
     ['clock', { policies, clock: 'now' as never }, 'INVALID_OPTION', /^clock:/],

@@ -56,11 +56,14 @@ describe('RateLimiter on a RedisStore that cannot connect', () => {
     const limiter = new RateLimiter({ store, policies, timeout: '50ms', onStoreError: 'local', instances: 2 })
     const decisions = []
     for (let i = 0; i < 3; i++) decisions.push(await limiter.limit('k'))
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.source]), [
-      [true, 'fallback-local'],
-      [false, 'fallback-local'],
-      [false, 'fallback-local'],
-    ])
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.source]),
+      [
+        [true, 'fallback-local'],
+        [false, 'fallback-local'],
+        [false, 'fallback-local'],
+      ],
+    )
     await limiter.close()
   })
 
@@ -79,7 +82,14 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
   it('a restarted server: the first call after the store reconnected probes, not waiting for the cooldown', async () => {
     const server = await startRedis()
     const store = new RedisStore({ url: server.url })
-    const limiter = new RateLimiter({ store, policies, timeout: '2s', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+    const limiter = new RateLimiter({
+      store,
+      policies,
+      timeout: '2s',
+      onStoreError: 'open',
+      breaker: { failures: 1, cooldown: '1h' },
+      clock: frozen,
+    })
     let closes = 0
     limiter.on('breaker-close', () => closes++)
     try {
@@ -104,7 +114,14 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
   it('a hung server (SIGSTOP) that resumes: its first late answer lets the next call probe', async () => {
     const server = await startRedis()
     const store = new RedisStore({ url: server.url })
-    const limiter = new RateLimiter({ store, policies, timeout: '2s', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+    const limiter = new RateLimiter({
+      store,
+      policies,
+      timeout: '2s',
+      onStoreError: 'open',
+      breaker: { failures: 1, cooldown: '1h' },
+      clock: frozen,
+    })
     const admin = new Redis(server.port, server.host)
     const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
     try {
@@ -140,7 +157,14 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
     it(`a Cluster master failed over (${name}): the store reads the slot map again and the probe goes to the new master`, async (t) => {
       const cluster = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 })
       const { store, end } = await connect([...cluster.startupNodes])
-      const limiter = new RateLimiter({ store, policies, timeout: '2s', onStoreError: 'open', breaker: { failures: 1, cooldown: '1h' }, clock: frozen })
+      const limiter = new RateLimiter({
+        store,
+        policies,
+        timeout: '2s',
+        onStoreError: 'open',
+        breaker: { failures: 1, cooldown: '1h' },
+        clock: frozen,
+      })
       try {
         assert.equal((await limiter.limit('victim')).source, 'store')
         const killed = await cluster.killMaster('victim')

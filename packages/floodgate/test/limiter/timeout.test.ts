@@ -38,7 +38,10 @@ describe('Timeouts', () => {
     const timeouts = new Timeouts(40, timers)
     const settledAt = new Map<Promise<unknown>, number>()
     const track = <T>(promise: Promise<T>): Promise<T> => {
-      promise.then(() => settledAt.set(promise, timers.now()), () => settledAt.set(promise, timers.now()))
+      promise.then(
+        () => settledAt.set(promise, timers.now()),
+        () => settledAt.set(promise, timers.now()),
+      )
       return promise
     }
     const tick = async (ms: number) => {
@@ -142,7 +145,9 @@ describe('Timeouts', () => {
       const timeouts = new Timeouts(60_000)
       console.log(await timeouts.run(Promise.resolve('answered')))
     `
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     let output = ''
     child.stdout.on('data', (chunk: Buffer) => (output += chunk))
     const exited = once(child, 'exit')

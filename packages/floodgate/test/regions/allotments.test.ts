@@ -16,7 +16,10 @@ describe('baseShare', () => {
       fc.property(fc.nat(1_000_000), fc.integer({ min: 1, max: 9 }), (limit, count) => {
         const regions = Array.from({ length: count }, (_, i) => `r${i}`)
         const shares = regions.map((region) => baseShare(limit, regions, region))
-        assert.equal(shares.reduce((a, b) => a + b, 0), limit)
+        assert.equal(
+          shares.reduce((a, b) => a + b, 0),
+          limit,
+        )
         assert.ok(Math.max(...shares) - Math.min(...shares) <= 1)
       }),
     )
@@ -24,7 +27,7 @@ describe('baseShare', () => {
 })
 
 describe('planGives', () => {
-  it('gives at most the spare units, at most each peer\'s shortfall, and nothing while short itself', () => {
+  it("gives at most the spare units, at most each peer's shortfall, and nothing while short itself", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 1000 }),

@@ -50,13 +50,17 @@ describe('regionalPolicy', () => {
   const sliding = createPolicy({ algorithm: 'sliding-window', limit: 100, period: '1s', regions: 'shared' })
 
   it('shared: the limit minus what the other regions admitted in the window, never below 0', () => {
-    const current = new Map([[usedField('us'), 30], [usedField('eu'), 50], [demandField('us'), 90]])
+    const current = new Map([
+      [usedField('us'), 30],
+      [usedField('eu'), 50],
+      [demandField('us'), 90],
+    ])
     assert.equal(regionalPolicy(fixed, 'shared', { current, previous: new Map() }, REGIONS, 'eu', now).limit, 70)
     const over = new Map([[usedField('us'), 130]])
     assert.equal(regionalPolicy(fixed, 'shared', { current: over, previous: new Map() }, REGIONS, 'eu', now).limit, 0)
   })
 
-  it('shared sliding window: the others\' previous window weighs as the region\'s own does', () => {
+  it("shared sliding window: the others' previous window weighs as the region's own does", () => {
     // Half-way through the window: the previous window's 40 weigh 20 (rounded up), plus 10 now.
     const view = { current: new Map([[usedField('us'), 10]]), previous: new Map([[usedField('us'), 40]]) }
     assert.equal(regionalPolicy(sliding, 'shared', view, REGIONS, 'eu', now).limit, 70)

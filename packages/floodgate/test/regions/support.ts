@@ -155,5 +155,9 @@ export async function burst(region: TestRegion, key: string, count: number, poli
 /** The shared fields (u|, d|, g|) of one usage hash in a region's Redis. */
 export async function usageFields(region: TestRegion, hashKey: string): Promise<Record<string, number>> {
   const all = await region.client.hgetall(hashKey)
-  return Object.fromEntries(Object.entries(all).filter(([field]) => /^[udg]\|/.test(field)).map(([field, value]) => [field, Number(value)]))
+  return Object.fromEntries(
+    Object.entries(all)
+      .filter(([field]) => /^[udg]\|/.test(field))
+      .map(([field, value]) => [field, Number(value)]),
+  )
 }

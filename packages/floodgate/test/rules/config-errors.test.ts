@@ -145,21 +145,31 @@ describe('config errors', () => {
 
   it('the same key with and without a value, or with different values, is not a duplicate', () => {
     const rules = parseRules([
-      { file: 'ok.yaml', text: lines('domain: edge', 'descriptors:', '  - key: a', '  - key: a', '    value: x', '  - key: a', '    value: y') },
+      {
+        file: 'ok.yaml',
+        text: lines('domain: edge', 'descriptors:', '  - key: a', '  - key: a', '    value: x', '  - key: a', '    value: y'),
+      },
     ])
     assert.deepEqual([...rules.domains], ['edge'])
   })
 
   it('unknown unit, with a suggestion and the accepted units', () => {
-    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit:', '      unit: seconds', '      requests_per_unit: 5'))
+    const issues = issuesOf(
+      lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit:', '      unit: seconds', '      requests_per_unit: 5'),
+    )
     const unit = issueAt(issues, 'descriptors[0].rate_limit.unit')
     assert.equal(unit.line, 5)
     assert.equal(unit.column, 13)
-    assert.match(unit.message, /unknown unit "seconds" \(did you mean "SECOND"\?\); use one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR \(any case\)/)
+    assert.match(
+      unit.message,
+      /unknown unit "seconds" \(did you mean "SECOND"\?\); use one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR \(any case\)/,
+    )
   })
 
   it('missing unit and missing requests_per_unit', () => {
-    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit:', '      name: x', '  - key: b', '    rate_limit: {}'))
+    const issues = issuesOf(
+      lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit:', '      name: x', '  - key: b', '    rate_limit: {}'),
+    )
     const unit = issueAt(issues, 'descriptors[0].rate_limit.unit')
     assert.equal(unit.line, 5)
     assert.match(unit.message, /missing unit; add `unit: <SECOND, .*>`, or write `unlimited: true`/)
@@ -208,19 +218,35 @@ describe('config errors', () => {
     const unit = issueAt(issues, 'descriptors[0].rate_limit.unit')
     assert.equal(unit.line, 6)
     assert.match(unit.message, /`unlimited: true` takes no unit; remove `unit` or set `unlimited: false`/)
-    const set = parseRules([{ file: 'u.yaml', text: lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit: { unlimited: true, requests_per_unit: 10 }') }])
+    const set = parseRules([
+      {
+        file: 'u.yaml',
+        text: lines('domain: edge', 'descriptors:', '  - key: a', '    rate_limit: { unlimited: true, requests_per_unit: 10 }'),
+      },
+    ])
     assert.equal(set.match('edge', [[{ key: 'a', value: 'x' }]])[0]?.unlimited, true)
   })
 
   it('share_threshold on a value without a wildcard', () => {
-    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    value: plain', '    share_threshold: true', '    rate_limit: { unit: second, requests_per_unit: 1 }'))
+    const issues = issuesOf(
+      lines(
+        'domain: edge',
+        'descriptors:',
+        '  - key: a',
+        '    value: plain',
+        '    share_threshold: true',
+        '    rate_limit: { unit: second, requests_per_unit: 1 }',
+      ),
+    )
     const issue = issueAt(issues, 'descriptors[0].share_threshold')
     assert.equal(issue.line, 5)
     assert.match(issue.message, /only to a wildcard value/)
   })
 
   it('metadata that is not a mapping', () => {
-    const issues = issuesOf(lines('domain: edge', 'descriptors:', '  - key: a', '    metadata: [1, 2]', '    rate_limit: { unit: second, requests_per_unit: 1 }'))
+    const issues = issuesOf(
+      lines('domain: edge', 'descriptors:', '  - key: a', '    metadata: [1, 2]', '    rate_limit: { unit: second, requests_per_unit: 1 }'),
+    )
     assert.equal(issueAt(issues, 'descriptors[0].metadata').line, 4)
   })
 
@@ -355,7 +381,10 @@ describe('config errors', () => {
     assert.equal(issueAt(issues, 'descriptors[0].detailed_metric').line, 5)
     assert.match(issueAt(issues, 'descriptors[0].descriptors').message, /expected a list of descriptors/)
     assert.equal(issueAt(issues, 'descriptors[0].descriptors').line, 6)
-    assert.match(issueAt(issues, 'descriptors[1].rate_limit').message, /expected a mapping such as `\{ unit: minute, requests_per_unit: 100 \}`/)
+    assert.match(
+      issueAt(issues, 'descriptors[1].rate_limit').message,
+      /expected a mapping such as `\{ unit: minute, requests_per_unit: 100 \}`/,
+    )
     assert.equal(issueAt(issues, 'descriptors[1].rate_limit').line, 8)
     assert.match(issueAt(issues, 'descriptors[2].value').message, /value must be a string/)
     assert.equal(issueAt(issues, 'descriptors[3]').line, 11)
@@ -364,7 +393,16 @@ describe('config errors', () => {
   it('collects every issue of every file in one pass, and the message lists them all', () => {
     const error = configErrorOf(() =>
       parseRules([
-        { file: 'a.yaml', text: lines('domain: a', 'descriptors:', '  - key: x', '    rate_limit: { unit: fortnight, requests_per_unit: 1 }', '  - key: ""') },
+        {
+          file: 'a.yaml',
+          text: lines(
+            'domain: a',
+            'descriptors:',
+            '  - key: x',
+            '    rate_limit: { unit: fortnight, requests_per_unit: 1 }',
+            '  - key: ""',
+          ),
+        },
         { file: 'b.yaml', text: lines('domain: b', 'colour: blue') },
       ]),
     )

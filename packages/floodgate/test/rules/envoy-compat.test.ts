@@ -20,7 +20,12 @@ describe('envoyproxy/ratelimit example configs', () => {
   })
 
   it('quota_mode, share_threshold, value_to_metric and metadata (storage)', () => {
-    const [tenant, a, b, route] = set.match('storage', [d('tenant=acme'), d('object=tmp/a'), d('object=tmp/b/c'), d('route=/upload', 'method=PUT')])
+    const [tenant, a, b, route] = set.match('storage', [
+      d('tenant=acme'),
+      d('object=tmp/a'),
+      d('object=tmp/b/c'),
+      d('route=/upload', 'method=PUT'),
+    ])
     assert.equal(tenant?.quota, true)
     assert.deepEqual(tenant?.metadata, { plan: { name: 'standard' } })
     assert.equal(a?.storeKey, b?.storeKey)
@@ -118,7 +123,10 @@ descriptors:
 
   it('numbers and booleans in values read as the text written, as upstream reads them into strings', () => {
     const set = parseRules([
-      { file: 'n.yaml', text: 'domain: n\ndescriptors:\n  - key: port\n    value: 8080\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: flag\n    value: true\n    rate_limit: { unit: second, requests_per_unit: 2 }\n' },
+      {
+        file: 'n.yaml',
+        text: 'domain: n\ndescriptors:\n  - key: port\n    value: 8080\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: flag\n    value: true\n    rate_limit: { unit: second, requests_per_unit: 2 }\n',
+      },
     ])
     assert.equal(set.match('n', [d('port=8080')])[0]?.policies[0].limit, 1)
     assert.equal(set.match('n', [d('flag=true')])[0]?.policies[0].limit, 2)

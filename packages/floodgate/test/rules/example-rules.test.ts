@@ -28,8 +28,14 @@ describe('examples/rules.yaml', () => {
   it('gives free and premium plans a burst + sustained pair, and internal no limit', () => {
     const free = one('plan=free', 'user=ann')
     const premium = one('plan=premium', 'user=ann')
-    assert.deepEqual(free?.policies.map((p) => `${p.name}:${p.algorithm}:${p.limit}/${p.periodMs}`), ['burst:token-bucket:5/1000', 'sustained:sliding-window:1000/3600000'])
-    assert.deepEqual(premium?.policies.map((p) => `${p.name}:${p.algorithm}:${p.limit}/${p.periodMs}`), ['burst:gcra:50/1000', 'sustained:sliding-window:50000/3600000'])
+    assert.deepEqual(
+      free?.policies.map((p) => `${p.name}:${p.algorithm}:${p.limit}/${p.periodMs}`),
+      ['burst:token-bucket:5/1000', 'sustained:sliding-window:1000/3600000'],
+    )
+    assert.deepEqual(
+      premium?.policies.map((p) => `${p.name}:${p.algorithm}:${p.limit}/${p.periodMs}`),
+      ['burst:gcra:50/1000', 'sustained:sliding-window:50000/3600000'],
+    )
     assert.equal(one('plan=internal')?.unlimited, true)
   })
 

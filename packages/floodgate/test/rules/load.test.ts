@@ -63,7 +63,10 @@ describe('loadRules', () => {
 
   it('readRuleSources returns the texts without validating them', () => {
     const sources = readRuleSources(join(FIXTURES, 'dup-domain'))
-    assert.deepEqual(sources.map((source) => source.file), [join(FIXTURES, 'dup-domain', 'a.yaml'), join(FIXTURES, 'dup-domain', 'b.yaml')])
+    assert.deepEqual(
+      sources.map((source) => source.file),
+      [join(FIXTURES, 'dup-domain', 'a.yaml'), join(FIXTURES, 'dup-domain', 'b.yaml')],
+    )
     assert.match(sources[1].text, /^# The same domain again/)
   })
 })

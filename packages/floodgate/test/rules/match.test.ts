@@ -73,7 +73,8 @@ descriptors:
   })
 
   it('`*` anywhere in a value matches zero or more characters', () => {
-    const glob = rules(`
+    const glob = rules(
+      `
 domain: t
 descriptors:
   - key: path
@@ -85,7 +86,9 @@ descriptors:
   - key: path
     value: "/a**b"
     rate_limit: { unit: second, requests_per_unit: 3 }
-`, { wildcardOrder: 'specific' })
+`,
+      { wildcardOrder: 'specific' },
+    )
     assert.equal(limitOf(glob, 'path=/users/7/orders/9'), 1)
     assert.equal(limitOf(glob, 'path=/users//orders/'), 1)
     assert.equal(limitOf(glob, 'path=/users/7/orders'), 2)
@@ -100,7 +103,9 @@ descriptors:
         fc.array(fc.oneof(alphabet, fc.constant('*')), { minLength: 1, maxLength: 6 }).map((c) => c.join('')),
         fc.array(alphabet, { maxLength: 8 }).map((c) => c.join('')),
         (pattern, value) => {
-          const set = rules(`domain: t\ndescriptors:\n  - key: k\n    value: ${JSON.stringify(pattern)}\n    rate_limit: { unit: second, requests_per_unit: 1 }\n`)
+          const set = rules(
+            `domain: t\ndescriptors:\n  - key: k\n    value: ${JSON.stringify(pattern)}\n    rate_limit: { unit: second, requests_per_unit: 1 }\n`,
+          )
           const regex = new RegExp(`^${pattern.replace(/\./g, '\\.').replace(/\*/g, '.*')}$`)
           assert.equal(set.match('t', [d(`k=${value}`)])[0] !== undefined, regex.test(value), `${pattern} vs ${value}`)
         },
@@ -153,7 +158,10 @@ descriptors:
 
   it('unknown domains, unknown keys and empty descriptors match nothing', () => {
     assert.deepEqual(set.match('other', [d('a=1'), d('a=2', 'c=1')]), [undefined, undefined])
-    assert.deepEqual(set.match('t', [d('nope=1'), [], d('a=1')]).map((r) => r?.id), [undefined, undefined, 't.a_1'])
+    assert.deepEqual(
+      set.match('t', [d('nope=1'), [], d('a=1')]).map((r) => r?.id),
+      [undefined, undefined, 't.a_1'],
+    )
   })
 })
 
@@ -222,7 +230,7 @@ descriptors:
     assert.deepEqual(set.match('t', [d('trial=1')])[0]?.envoyLimit, { unit: 'MINUTE', requestsPerUnit: 5 })
   })
 
-  it('the policies handed out are frozen, so one request cannot change another\'s', () => {
+  it("the policies handed out are frozen, so one request cannot change another's", () => {
     const [rule] = set.match('t', [d('ip=1.1.1.1')])
     assert.throws(() => rule?.policies.push(rule.policies[0]), TypeError)
   })
@@ -250,17 +258,28 @@ descriptors:
 `)
 
   it('each plan gets its own policies for the same user key', () => {
-    const [free, premium, none, gold] = set.match('t', [d('plan=free', 'user=ann'), d('plan=premium', 'user=ann'), d('plan=free'), d('plan=gold', 'user=ann')])
-    assert.deepEqual(free?.policies.map((p) => [p.name, p.algorithm, p.limit, p.periodMs, p.burst]), [
-      ['burst', 'token-bucket', 5, 1000, 10],
-      ['sustained', 'sliding-window', 1000, 3_600_000, 1000],
+    const [free, premium, none, gold] = set.match('t', [
+      d('plan=free', 'user=ann'),
+      d('plan=premium', 'user=ann'),
+      d('plan=free'),
+      d('plan=gold', 'user=ann'),
     ])
+    assert.deepEqual(
+      free?.policies.map((p) => [p.name, p.algorithm, p.limit, p.periodMs, p.burst]),
+      [
+        ['burst', 'token-bucket', 5, 1000, 10],
+        ['sustained', 'sliding-window', 1000, 3_600_000, 1000],
+      ],
+    )
     assert.equal(free?.id, 't.plan_free.user')
     assert.equal(free?.storeKey, 't|plan=free|user=ann')
-    assert.deepEqual(premium?.policies.map((p) => [p.name, p.algorithm, p.limit, p.blockMs]), [
-      ['burst', 'gcra', 50, 30_000],
-      ['leaky-bucket-10-per-1s', 'leaky-bucket', 10, 0],
-    ])
+    assert.deepEqual(
+      premium?.policies.map((p) => [p.name, p.algorithm, p.limit, p.blockMs]),
+      [
+        ['burst', 'gcra', 50, 30_000],
+        ['leaky-bucket-10-per-1s', 'leaky-bucket', 10, 0],
+      ],
+    )
     assert.equal(premium?.policies[1].shaping, true)
     assert.equal(none, undefined)
     assert.equal(gold, undefined)
@@ -269,7 +288,10 @@ descriptors:
   it('shadow_mode on a `limits:` descriptor makes every policy shadow', () => {
     const [premium] = set.match('t', [d('plan=premium', 'user=ann')])
     assert.equal(premium?.shadow, true)
-    assert.deepEqual(premium?.policies.map((p) => p.shadow), [true, true])
+    assert.deepEqual(
+      premium?.policies.map((p) => p.shadow),
+      [true, true],
+    )
     assert.equal(premium?.envoyLimit, undefined)
     assert.equal(premium?.name, undefined)
   })
@@ -307,9 +329,15 @@ descriptors:
 
   it('drops a policy of that name from `limits:` rules, and the rule when none is left', () => {
     const [tier, solo] = set.match('t', [d('tier=x'), d('solo=y'), d('partner=acme')])
-    assert.deepEqual(tier?.policies.map((p) => p.name), ['daily'])
+    assert.deepEqual(
+      tier?.policies.map((p) => p.name),
+      ['daily'],
+    )
     assert.equal(solo, undefined)
-    assert.deepEqual(set.match('t', [d('tier=x')])[0]?.policies.map((p) => p.name), ['burst', 'daily'])
+    assert.deepEqual(
+      set.match('t', [d('tier=x')])[0]?.policies.map((p) => p.name),
+      ['burst', 'daily'],
+    )
   })
 
   it('unlimited rules stay unlimited whatever is replaced', () => {

@@ -60,11 +60,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
 
   const count = masters * (1 + replicas)
   const args = [
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', 'nodes.conf',
-    '--cluster-node-timeout', String(nodeTimeoutMs),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
     // Tests kill masters on purpose; a replica must take over whatever the replication lag.
-    '--cluster-replica-validity-factor', '0',
+    '--cluster-replica-validity-factor',
+    '0',
   ]
   const nodes: ClusterNode[] = []
   const dead = new Set<number>()

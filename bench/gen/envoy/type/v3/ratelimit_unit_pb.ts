@@ -4,14 +4,17 @@
 // @generated from file envoy/type/v3/ratelimit_unit.proto (package envoy.type.v3, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile } from '@bufbuild/protobuf/codegenv2'
+import { enumDesc, fileDesc } from '@bufbuild/protobuf/codegenv2'
 
 /**
  * Describes the file envoy/type/v3/ratelimit_unit.proto.
  */
-export const file_envoy_type_v3_ratelimit_unit: GenFile = /*@__PURE__*/
-  fileDesc("CiJlbnZveS90eXBlL3YzL3JhdGVsaW1pdF91bml0LnByb3RvEg1lbnZveS50eXBlLnYzKmYKDVJhdGVMaW1pdFVuaXQSCwoHVU5LTk9XThAAEgoKBlNFQ09ORBABEgoKBk1JTlVURRACEggKBEhPVVIQAxIHCgNEQVkQBBIJCgVNT05USBAFEggKBFlFQVIQBhIICgRXRUVLEAdiBnByb3RvMw");
+export const file_envoy_type_v3_ratelimit_unit: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'CiJlbnZveS90eXBlL3YzL3JhdGVsaW1pdF91bml0LnByb3RvEg1lbnZveS50eXBlLnYzKmYKDVJhdGVMaW1pdFVuaXQSCwoHVU5LTk9XThAAEgoKBlNFQ09ORBABEgoKBk1JTlVURRACEggKBEhPVVIQAxIHCgNEQVkQBBIJCgVNT05USBAFEggKBFlFQVIQBhIICgRXRUVLEAdiBnByb3RvMw',
+  )
 
 /**
  * Identifies the unit of time for a rate limit.
@@ -63,6 +66,4 @@ export enum RateLimitUnit {
 /**
  * Describes the enum envoy.type.v3.RateLimitUnit.
  */
-export const RateLimitUnitSchema: GenEnum<RateLimitUnit> = /*@__PURE__*/
-  enumDesc(file_envoy_type_v3_ratelimit_unit, 0);
-
+export const RateLimitUnitSchema: GenEnum<RateLimitUnit> = /*@__PURE__*/ enumDesc(file_envoy_type_v3_ratelimit_unit, 0)

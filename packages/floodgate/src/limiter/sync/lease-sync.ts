@@ -210,7 +210,9 @@ export class LeaseSync {
     this.closed = true
     if (this.sweeper !== undefined) this.timers.clearInterval(this.sweeper)
     this.sweeper = undefined
-    await Promise.all([...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)))
+    await Promise.all(
+      [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
+    )
     this.holdings.clear()
   }
 
@@ -229,9 +231,21 @@ export class LeaseSync {
       if (this.holdings.size >= this.maxKeys) this.evictOne()
       const leaseMs = Math.min(...policies.map((policy) => policy.leaseMs))
       holding = {
-        key, policies, leaseMs, leaseMax: Math.min(...policies.map((policy) => policy.leaseMax)),
-        id: 0, balance: 0, granted: 0, expiresAt: 0, startedAt: 0, grantedAt: 0, results: [], lastUsed: now,
-        demand: new Demand(leaseMs), waiting: [], busy: false,
+        key,
+        policies,
+        leaseMs,
+        leaseMax: Math.min(...policies.map((policy) => policy.leaseMax)),
+        id: 0,
+        balance: 0,
+        granted: 0,
+        expiresAt: 0,
+        startedAt: 0,
+        grantedAt: 0,
+        results: [],
+        lastUsed: now,
+        demand: new Demand(leaseMs),
+        waiting: [],
+        busy: false,
       }
       this.holdings.set(name, holding)
     }
@@ -336,8 +350,14 @@ export class LeaseSync {
 
   private giveBack(holding: Holding): Promise<void> {
     const request: LeaseRequest = {
-      key: holding.key, policies: holding.policies, id: 0, want: 0, need: 0, leaseMs: holding.leaseMs,
-      returnId: holding.id, returnUnused: holding.balance,
+      key: holding.key,
+      policies: holding.policies,
+      id: 0,
+      want: 0,
+      need: 0,
+      leaseMs: holding.leaseMs,
+      returnId: holding.id,
+      returnUnused: holding.balance,
     }
     this.clear(holding)
     // A failed return is no loss of safety: the units come back when the lease expires.

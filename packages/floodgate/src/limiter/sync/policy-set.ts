@@ -11,7 +11,9 @@ const byArray = new WeakMap<readonly Policy[], string>()
 export function policySetId(policies: readonly Policy[]): string {
   let id = byArray.get(policies)
   if (id === undefined) {
-    id = policies.map((p) => `${p.name}\u0001${p.algorithm}\u0001${p.limit}\u0001${p.periodMs}\u0001${p.burst}\u0001${p.leaseMs}\u0001${p.leaseMax}`).join('\u0002')
+    id = policies
+      .map((p) => `${p.name}\u0001${p.algorithm}\u0001${p.limit}\u0001${p.periodMs}\u0001${p.burst}\u0001${p.leaseMs}\u0001${p.leaseMax}`)
+      .join('\u0002')
     byArray.set(policies, id)
   }
   return id

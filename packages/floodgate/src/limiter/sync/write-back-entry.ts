@@ -68,7 +68,12 @@ export function isClean(entry: Entry): boolean {
  */
 export function applySynced(entry: Entry, records: PolicyRecord[], now: number, syncedAt: number): void {
   const unsent = entry.pending + (entry.outbox?.units ?? 0)
-  const local = mergeKey(records, now, entry.policies.map(() => unsent), entry.policies).records
+  const local = mergeKey(
+    records,
+    now,
+    entry.policies.map(() => unsent),
+    entry.policies,
+  ).records
   for (let i = 0; i < local.length; i++) {
     local[i].blockedUntil = Math.max(local[i].blockedUntil, entry.local[i].blockedUntil)
     // With nothing unsent the merge hands back the answer's own array; decisions rewrite the local

@@ -153,11 +153,13 @@ export class WriteBack {
     const entry = this.entries.get(policies)?.get(key) ?? this.admitKey(key, policies)
     if (entry === undefined) {
       this.stats.refused++
-      return done(new FloodgateError(
-        'WRITE_BACK_FULL',
-        `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); ` +
-          'this key is decided by onStoreError',
-      ))
+      return done(
+        new FloodgateError(
+          'WRITE_BACK_FULL',
+          `write-back holds ${this.maxKeys} keys, every one with units the store has not taken yet (is it down?); ` +
+            'this key is decided by onStoreError',
+        ),
+      )
     }
     const waiters = entry.waiters
     if (waiters !== undefined) {
@@ -360,7 +362,6 @@ export class WriteBack {
     this.order.delete(entry)
     this.dirty.delete(entry)
   }
-
 }
 
 /**

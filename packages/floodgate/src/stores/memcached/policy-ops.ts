@@ -219,4 +219,3 @@ function nothing(): void {}
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
-

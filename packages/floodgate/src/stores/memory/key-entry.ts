@@ -93,7 +93,6 @@ export function protectBelowOf(policies: readonly Policy[]): readonly number[] {
   return thresholds
 }
 
-
 /** `held` made equal to `next` in place (a new array when none is held); `next` itself when it is already the held one. */
 export function ownState(held: State | undefined, next: State | undefined): State | undefined {
   if (next === undefined || next === held) return next

@@ -93,7 +93,10 @@ export class MemoryStore implements LeaseStore {
     }
     const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
     if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) {
-      throw new FloodgateError('INVALID_OPTION', `maxBytes: must be a whole number of bytes ≥ 1, e.g. 67108864 for 64 MiB, got ${JSON.stringify(maxBytes)}`)
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `maxBytes: must be a whole number of bytes ≥ 1, e.g. 67108864 for 64 MiB, got ${JSON.stringify(maxBytes)}`,
+      )
     }
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new FloodgateError('INVALID_OPTION', 'clock: must be a function returning milliseconds since the epoch')
@@ -208,7 +211,12 @@ export class MemoryStore implements LeaseStore {
       return record !== undefined && now < record.expiresAt ? record : undefined
     })
     const applied = live.map((record) => origin === undefined || !seenBefore(record, origin, seq!))
-    const merged = mergeKey(live, now, applied.map((yes) => (yes ? units : 0)), policies)
+    const merged = mergeKey(
+      live,
+      now,
+      applied.map((yes) => (yes ? units : 0)),
+      policies,
+    )
     // What save/insert read besides the records: each policy's remaining, to judge protection.
     const results = merged.records.map((record, i) => ({
       ...ALGORITHM_BY_NAME[policies[i].algorithm].step(record.state, now, 0, policies[i]),
@@ -267,7 +275,12 @@ export class MemoryStore implements LeaseStore {
     const count = policies.length
     const ledgers = read.slice(count).map((record) => record?.state as Ledger | undefined)
     const lease = leaseKey(read.slice(0, count), ledgers, now, request, policies)
-    const evaluation: KeyEvaluation = { allowed: lease.allowed, results: [...lease.results, ...lease.results], records: lease.records, ttlMs: lease.ttlMs }
+    const evaluation: KeyEvaluation = {
+      allowed: lease.allowed,
+      results: [...lease.results, ...lease.results],
+      records: lease.records,
+      ttlMs: lease.ttlMs,
+    }
     if (entry !== undefined) {
       const bytes = this.bytes
       this.place(key, entry, this.save(entry, index!, evaluation, now))
@@ -275,7 +288,14 @@ export class MemoryStore implements LeaseStore {
     } else if (lease.records.some((record) => record.state !== undefined)) {
       this.insert(key, both, evaluation, now)
     }
-    return { granted: lease.granted, expiresAt: lease.expiresAt, returned: lease.returned, allowed: lease.allowed, results: lease.results, now }
+    return {
+      granted: lease.granted,
+      expiresAt: lease.expiresAt,
+      returned: lease.returned,
+      allowed: lease.allowed,
+      results: lease.results,
+      now,
+    }
   }
 
   /** Forgets the key's records of these policies (matched by name and algorithm); the key goes when none is left. */

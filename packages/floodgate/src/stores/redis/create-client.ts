@@ -60,7 +60,8 @@ export function loadInstalled(name: 'ioredis' | 'redis'): unknown {
   try {
     return requireFromHere(name)
   } catch (error) {
-    if ((error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`)) return undefined
+    if ((error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`))
+      return undefined
     throw error
   }
 }
@@ -70,7 +71,11 @@ export function loadInstalled(name: 'ioredis' | 'redis'): unknown {
  * throws INVALID_OPTION saying what to install. `redis` and `clusterOptions` go to the library
  * that creates the client, with the store's defaults underneath.
  */
-export function createClient(options: CreateClientOptions, field: string, load: LibraryLoader = loadInstalled): IoredisLike | NodeRedisClientLike | NodeRedisClusterLike {
+export function createClient(
+  options: CreateClientOptions,
+  field: string,
+  load: LibraryLoader = loadInstalled,
+): IoredisLike | NodeRedisClientLike | NodeRedisClusterLike {
   const ioredis = load('ioredis') as IoredisModule | undefined
   if (ioredis !== undefined) return createWithIoredis(ioredis, options)
   const redis = load('redis') as NodeRedisModule | undefined
@@ -94,7 +99,11 @@ function createWithIoredis(ioredis: IoredisModule, options: CreateClientOptions)
   return new ioredis.Redis({ ...IOREDIS_DEFAULTS, ...options.redis })
 }
 
-function createWithNodeRedis(redis: NodeRedisModule, options: CreateClientOptions, field: string): NodeRedisClientLike | NodeRedisClusterLike {
+function createWithNodeRedis(
+  redis: NodeRedisModule,
+  options: CreateClientOptions,
+  field: string,
+): NodeRedisClientLike | NodeRedisClusterLike {
   const socketDefaults = { reconnectStrategy: reconnectDelay }
   let client: NodeRedisClientLike | NodeRedisClusterLike
   if (options.cluster !== undefined) {

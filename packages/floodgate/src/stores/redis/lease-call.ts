@@ -39,9 +39,13 @@ export class LeaseCaller {
     private readonly prefix: string,
     private readonly maxBatchSize: number,
   ) {
-    this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
-      for (const item of items) item.reject(error)
-    })
+    this.gate = new ConnectionGate(
+      connection,
+      (items) => this.flush(items),
+      (items, error) => {
+        for (const item of items) item.reject(error)
+      },
+    )
   }
 
   /** Refuses what still waits for a first connection (the store is closing). */
@@ -77,12 +81,18 @@ export class LeaseCaller {
   }
 
   private send(items: Item[]): void {
-    const { keys, args } = encodeLeaseCall(items.map((item) => item.request), items.flatMap((item) => item.keys))
+    const { keys, args } = encodeLeaseCall(
+      items.map((item) => item.request),
+      items.flatMap((item) => item.keys),
+    )
     runLeaseRunner(this.connection, keys, args).then(
       (reply) => {
         let responses: LeaseResponse[]
         try {
-          responses = decodeLeaseReply(reply, items.map((item) => item.request))
+          responses = decodeLeaseReply(
+            reply,
+            items.map((item) => item.request),
+          )
         } catch (error) {
           for (const item of items) item.reject(error)
           return
@@ -113,8 +123,12 @@ export function encodeLeaseCall(requests: readonly LeaseRequest[], keys: string[
       requestArgs.push(String(at))
     }
     requestArgs.push(
-      String(request.id), String(request.want), String(request.need), String(request.leaseMs),
-      String(request.returnId), String(request.returnUnused),
+      String(request.id),
+      String(request.want),
+      String(request.need),
+      String(request.leaseMs),
+      String(request.returnId),
+      String(request.returnUnused),
     )
   }
   return { keys, args: ['', String(index.size), ...policyArgs, ...requestArgs] }

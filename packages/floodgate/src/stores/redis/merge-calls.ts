@@ -40,7 +40,7 @@ export async function mergeOnRedis(
   })
   const groups = new Map<string, Item[]>()
   for (const item of items) {
-    const server = connection.isCluster ? connection.masterOf(item.slot) ?? `slot ${item.slot}` : ''
+    const server = connection.isCluster ? (connection.masterOf(item.slot) ?? `slot ${item.slot}`) : ''
     const group = groups.get(server)
     if (group === undefined) groups.set(server, [item])
     else group.push(item)

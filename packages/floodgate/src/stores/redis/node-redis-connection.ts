@@ -33,7 +33,12 @@ export interface NodeRedisClusterLike extends NodeRedisCommon {
   readonly slots: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>
   /** node-redis's slot map keeper (underscored, but typed and public); `rediscover` reads the map again. */
   readonly _slots?: { rediscover?(startWith?: undefined): Promise<unknown> }
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: { typeMapping?: object }): Promise<unknown>
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { typeMapping?: object },
+  ): Promise<unknown>
 }
 
 /** A client from the `redis` package. */
@@ -79,9 +84,7 @@ export function nodeRedisConnection(client: NodeRedisLike): Connection {
     // node-redis also reads the slot map again by itself on MOVED and after a node's reconnection
     // attempts; asking sooner is what brings the limiter back right after a failover.
     refreshSlots:
-      typeof cluster?._slots?.rediscover === 'function'
-        ? () => cluster._slots!.rediscover!(undefined).then(ignore, ignore)
-        : undefined,
+      typeof cluster?._slots?.rediscover === 'function' ? () => cluster._slots!.rediscover!(undefined).then(ignore, ignore) : undefined,
     slotMapSignature: () => slotMapSignature((slot) => cluster?.slots[slot]?.master.address),
     del: (keys) => send(['DEL', ...keys], keys[0]),
     keyPrefix: () => {

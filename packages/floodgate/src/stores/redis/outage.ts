@@ -33,7 +33,12 @@ export class Outage {
   /** A connection attempt failed or the connection was lost. */
   readonly connectionDown = (error?: Error): void => {
     const because = error === undefined ? '' : `: ${error.message}`
-    this.markDown(new FloodgateError('STORE_UNAVAILABLE', `cannot reach Redis (${this.connection.library} client status: ${this.connection.status()})${because}`))
+    this.markDown(
+      new FloodgateError(
+        'STORE_UNAVAILABLE',
+        `cannot reach Redis (${this.connection.library} client status: ${this.connection.status()})${because}`,
+      ),
+    )
   }
 
   /** The client is ready (again). */
@@ -67,7 +72,10 @@ export class Outage {
     }
     if (this.slotRefresh !== undefined) return
     this.markDown(
-      new FloodgateError('STORE_UNAVAILABLE', 'calls to the Redis Cluster are failing; the store reads the slot map again until a replica takes over'),
+      new FloodgateError(
+        'STORE_UNAVAILABLE',
+        'calls to the Redis Cluster are failing; the store reads the slot map again until a replica takes over',
+      ),
     )
     const before = this.trustedSlotMap ?? this.connection.slotMapSignature()
     const check = (): void => {

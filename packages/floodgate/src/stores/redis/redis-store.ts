@@ -3,7 +3,16 @@
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse, SubmitCallback } from '../store.js'
+import type {
+  EvaluateRequest,
+  EvaluateResponse,
+  LeaseRequest,
+  LeaseResponse,
+  LeaseStore,
+  MergeRequest,
+  MergeResponse,
+  SubmitCallback,
+} from '../store.js'
 import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
@@ -147,7 +156,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     const keyPrefix = connection.keyPrefix()
     if (keyPrefix !== undefined) {
       if (owned) void connection.close().catch(nothing)
-      throw invalidOption('client', `the client has keyPrefix ${JSON.stringify(keyPrefix)}; remove it and pass { prefix } to RedisStore instead`)
+      throw invalidOption(
+        'client',
+        `the client has keyPrefix ${JSON.stringify(keyPrefix)}; remove it and pass { prefix } to RedisStore instead`,
+      )
     }
     // Each failure already reaches the caller as a refused call (which the limiter turns into its
     // failure mode) and the store's 'unavailable' event; without a listener ioredis would print
@@ -157,15 +169,26 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     this.connection = connection
     this.leases = new LeaseCaller(connection, this.prefix, this.maxBatchSize)
     this.ownsClient = owned
-    this.gate = new ConnectionGate(connection, (items) => this.flush(items), (items, error) => {
-      for (const item of items) answer(item, error)
+    this.gate = new ConnectionGate(
+      connection,
+      (items) => this.flush(items),
+      (items, error) => {
+        for (const item of items) answer(item, error)
+      },
+    )
+    this.mergeGate = new ConnectionGate<GatedMerge>(
+      connection,
+      (items) => {
+        for (const item of items) item.run()
+      },
+      (items, error) => {
+        for (const item of items) item.refuse(error)
+      },
+    )
+    this.outage = new Outage(connection, {
+      unavailable: (error) => this.emit('unavailable', error),
+      available: () => this.emit('available'),
     })
-    this.mergeGate = new ConnectionGate<GatedMerge>(connection, (items) => {
-      for (const item of items) item.run()
-    }, (items, error) => {
-      for (const item of items) item.refuse(error)
-    })
-    this.outage = new Outage(connection, { unavailable: (error) => this.emit('unavailable', error), available: () => this.emit('available') })
     this.unsubscribe.push(
       connection.onDown(this.outage.connectionDown),
       connection.onReady(this.outage.connectionReady),
@@ -190,7 +213,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     if (batch.length === 1) {
       const problem = requestProblem(batch[0])
       if (problem !== undefined) return Promise.reject(invalidRequest(problem))
-      return new Promise((resolve, reject) => this.queue(batch[0], (error, response) => (error === null ? resolve([response!]) : reject(error))))
+      return new Promise((resolve, reject) =>
+        this.queue(batch[0], (error, response) => (error === null ? resolve([response!]) : reject(error))),
+      )
     }
     return Promise.all(batch.map((request) => this.enqueue(request)))
   }
@@ -226,10 +251,12 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
     // The record, its lease ledger and its merge origins (`:wb`) go together.
-    await this.connection.del(policies.flatMap((policy) => {
-      const recordKey = policyKey(this.prefix, key, policy)
-      return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wb`]
-    }))
+    await this.connection.del(
+      policies.flatMap((policy) => {
+        const recordKey = policyKey(this.prefix, key, policy)
+        return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wb`]
+      }),
+    )
   }
 
   /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
@@ -399,7 +426,6 @@ function answer(item: Pending, error: unknown, response?: EvaluateResponse): voi
   }
 }
 
-
 function connect(options: RedisStoreOptions): { client: RedisClientLike; owned: boolean } {
   const given = (['client', 'url', 'cluster'] as const).filter((name) => options[name] !== undefined)
   if (given.length > 1) throw invalidOption(given.join(' and '), 'give only one of client, url or cluster')
@@ -442,7 +468,8 @@ function validateBatchSize(size: unknown): number {
 function requestProblem(request: EvaluateRequest): string | undefined {
   if (request === null || typeof request !== 'object') return 'each request must be an object { key, policies, cost }'
   if (typeof request.key !== 'string') return `key must be a string, got ${typeof request.key}`
-  if (!Array.isArray(request.policies) || request.policies.length === 0) return `key ${JSON.stringify(request.key)}: give at least one policy`
+  if (!Array.isArray(request.policies) || request.policies.length === 0)
+    return `key ${JSON.stringify(request.key)}: give at least one policy`
   if (typeof request.cost !== 'number' || !Number.isFinite(request.cost)) return `cost must be a finite number, got ${String(request.cost)}`
   if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
     return `now must be a finite number of milliseconds, got ${String(request.now)}`

@@ -37,17 +37,36 @@ describe('concurrency: examples', () => {
   const policy = policyFor('concurrency', 2, 30_000) // 2 in flight, a lease lives 30 s
 
   it('admits limit leases, then denies until one is released or expires', () => {
-    const [a, b, c, released, d] = run(policy, [[0, 1], [1_000, 1], [2_000, 1], [3_000, -1], [3_000, 1]])
+    const [a, b, c, released, d] = run(policy, [
+      [0, 1],
+      [1_000, 1],
+      [2_000, 1],
+      [3_000, -1],
+      [3_000, 1],
+    ])
     assert.deepEqual([a.allowed, b.allowed, c.allowed, released.allowed, d.allowed], [true, true, false, true, true])
     assert.deepEqual([a.remaining, b.remaining, c.remaining, released.remaining, d.remaining], [1, 0, 0, 1, 0])
     assert.equal(c.retryAfterMs, 28_000, 'until the earliest lease expires')
     assert.equal(b.resetMs, 30_000)
-    const expired = run(policy, [[0, 1], [1_000, 1], [30_000, 1], [30_999, 1], [31_000, 1]])
-    assert.deepEqual(expired.map((r) => r.allowed), [true, true, true, false, true])
+    const expired = run(policy, [
+      [0, 1],
+      [1_000, 1],
+      [30_000, 1],
+      [30_999, 1],
+      [31_000, 1],
+    ])
+    assert.deepEqual(
+      expired.map((r) => r.allowed),
+      [true, true, true, false, true],
+    )
   })
 
   it('releases the earliest-expiring lease, so the rest can only look longer-lived', () => {
-    const [, second, released] = run(policy, [[0, 1], [10_000, 1], [20_000, -1]])
+    const [, second, released] = run(policy, [
+      [0, 1],
+      [10_000, 1],
+      [20_000, -1],
+    ])
     assert.deepEqual(second.state, [START + 30_000, 1, START + 40_000, 1])
     assert.deepEqual(released.state, [START + 40_000, 1])
     assert.equal(released.resetMs, 20_000)
@@ -55,19 +74,35 @@ describe('concurrency: examples', () => {
 
   it('takes several leases for a cost, and waits for as many expiries as it needs', () => {
     const wide = policyFor('concurrency', 3, 10_000)
-    const [, , c] = run(wide, [[0, 1], [1_000, 1], [2_000, 3]])
+    const [, , c] = run(wide, [
+      [0, 1],
+      [1_000, 1],
+      [2_000, 3],
+    ])
     assert.equal(c.allowed, false)
     assert.equal(c.retryAfterMs, 9_000, 'both leases must go: the later expires at 11 s')
-    const [, , d] = run(wide, [[0, 1], [1_000, 1], [2_000, 2]])
+    const [, , d] = run(wide, [
+      [0, 1],
+      [1_000, 1],
+      [2_000, 2],
+    ])
     assert.equal(d.retryAfterMs, 8_000, 'one lease must go: the earlier expires at 10 s')
-    const [, , e] = run(wide, [[0, 1], [1_000, 1], [2_000, 4]])
+    const [, , e] = run(wide, [
+      [0, 1],
+      [1_000, 1],
+      [2_000, 4],
+    ])
     assert.equal(e.allowed, false)
     assert.equal(e.retryAfterMs, e.resetMs, 'a cost above limit waits for everything to expire')
   })
 
   it('keeps leases taken in the same millisecond in one pair, whatever their cost', () => {
     const wide = policyFor('concurrency', 1_000_000, 10_000)
-    const [, b, c] = run(wide, [[0, 400_000], [0, 1], [5, 2]])
+    const [, b, c] = run(wide, [
+      [0, 400_000],
+      [0, 1],
+      [5, 2],
+    ])
     assert.deepEqual(b.state, [START + 10_000, 400_001])
     assert.deepEqual(c.state, [START + 10_000, 400_001, START + 10_005, 2])
     assert.equal(c.remaining, 1_000_000 - 400_003)
@@ -76,9 +111,16 @@ describe('concurrency: examples', () => {
   })
 
   it('never releases below empty, and peeks at the limit pass while peeks beyond it do not', () => {
-    const [, , refund] = run(policy, [[0, 1], [0, 1], [0, -5]])
+    const [, , refund] = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, -5],
+    ])
     assert.deepEqual([refund.remaining, refund.state], [2, []])
-    const [, full] = run(policy, [[0, 1], [0, 1]])
+    const [, full] = run(policy, [
+      [0, 1],
+      [0, 1],
+    ])
     assert.equal(concurrency.step(full.state, START, 0, policy).allowed, true)
     const narrower = policyFor('concurrency', 1, 30_000)
     const peek = concurrency.step(full.state, START + 5, 0, narrower)
@@ -87,26 +129,42 @@ describe('concurrency: examples', () => {
   })
 
   it('keeps the state sorted when the clock steps back', () => {
-    const [a, b] = run(policy, [[10_000, 1], [0, 1]])
+    const [a, b] = run(policy, [
+      [10_000, 1],
+      [0, 1],
+    ])
     assert.deepEqual(b.state, [START + 30_000, 1, START + 40_000, 1])
     assert.ok(a.allowed && b.allowed)
   })
 })
 
 /** A step of a lease trace: acquire `cost` leases, release the `pick`-th live lease group, or peek. */
-type LeaseStep = { gap: number; kind: 'acquire'; cost: number } | { gap: number; kind: 'release'; pick: number } | { gap: number; kind: 'peek' }
+type LeaseStep =
+  | { gap: number; kind: 'acquire'; cost: number }
+  | { gap: number; kind: 'release'; pick: number }
+  | { gap: number; kind: 'peek' }
 
 function arbLeaseTrace(): fc.Arbitrary<{ policy: Policy; steps: LeaseStep[] }> {
   return fc
-    .record({ limit: fc.integer({ min: 1, max: 8 }), periodMs: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 60_000 })) })
+    .record({
+      limit: fc.integer({ min: 1, max: 8 }),
+      periodMs: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 60_000 })),
+    })
     .chain(({ limit, periodMs }) => {
-      const gap = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: Math.max(1, Math.ceil(periodMs / 4)) }), fc.integer({ min: 0, max: 2 * periodMs }))
+      const gap = fc.oneof(
+        fc.constant(0),
+        fc.integer({ min: 1, max: Math.max(1, Math.ceil(periodMs / 4)) }),
+        fc.integer({ min: 0, max: 2 * periodMs }),
+      )
       const step = fc.oneof(
         { weight: 5, arbitrary: fc.record({ gap, kind: fc.constant('acquire' as const), cost: fc.integer({ min: 1, max: limit + 1 }) }) },
         { weight: 3, arbitrary: fc.record({ gap, kind: fc.constant('release' as const), pick: fc.nat() }) },
         { weight: 1, arbitrary: fc.record({ gap, kind: fc.constant('peek' as const) }) },
       )
-      return fc.record({ policy: fc.constant(policyFor('concurrency', limit, periodMs)), steps: fc.array(step, { minLength: 1, maxLength: 40 }) })
+      return fc.record({
+        policy: fc.constant(policyFor('concurrency', limit, periodMs)),
+        steps: fc.array(step, { minLength: 1, maxLength: 40 }),
+      })
     })
 }
 
@@ -116,7 +174,12 @@ function arbLeaseTrace(): fc.Arbitrary<{ policy: Policy; steps: LeaseStep[] }> {
  * it holds; `earliest` releases the earliest-expiring group, otherwise the picked one.
  * Returns after checking the invariant: never more than `limit` leases truly in flight.
  */
-function driveLeases(policy: Policy, steps: LeaseStep[], earliest: boolean, check: (truth: number, result: StepResult, step: LeaseStep, now: number, groups: { cost: number; expiry: number }[]) => void): void {
+function driveLeases(
+  policy: Policy,
+  steps: LeaseStep[],
+  earliest: boolean,
+  check: (truth: number, result: StepResult, step: LeaseStep, now: number, groups: { cost: number; expiry: number }[]) => void,
+): void {
   let state: State | undefined
   let now = START
   let groups: { cost: number; expiry: number }[] = []
@@ -200,7 +263,15 @@ describe('concurrency: the Lua twin', () => {
   it('agrees when the clock steps back and on an empty state', async () => {
     const policy = policyFor('concurrency', 3, 10_000)
     let state: State | undefined = []
-    for (const [at, cost] of [[5_000, 1], [0, 1], [2_000, 0], [1_000, -1], [0, 2], [20_000, 0], [20_000, -1]]) {
+    for (const [at, cost] of [
+      [5_000, 1],
+      [0, 1],
+      [2_000, 0],
+      [1_000, -1],
+      [0, 2],
+      [20_000, 0],
+      [20_000, -1],
+    ]) {
       const ts = concurrency.step(state, START + at, cost, policy)
       assert.deepEqual(await luaStep(redis(), 'concurrency', state, START + at, cost, policy), ts)
       if (ts.allowed) state = ts.state

@@ -32,22 +32,43 @@ function run(steps: [number, number][]) {
 
 describe('fixed-window: examples', () => {
   it('admits limit per window, then denies until the window ends', () => {
-    const results = run([[0, 1], [100, 1], [200, 1], [300, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, true, false])
-    assert.deepEqual(results.map((r) => r.remaining), [2, 1, 0, 0])
+    const results = run([
+      [0, 1],
+      [100, 1],
+      [200, 1],
+      [300, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, true, false],
+    )
+    assert.deepEqual(
+      results.map((r) => r.remaining),
+      [2, 1, 0, 0],
+    )
     assert.equal(results[3].retryAfterMs, 700)
     assert.equal(results[3].resetMs, 700)
   })
 
   it('aligns windows to the epoch: 999 and 1000 ms after a whole second are different windows', () => {
-    const results = run([[999, 3], [999, 1], [1_000, 3]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, false, true])
+    const results = run([
+      [999, 3],
+      [999, 1],
+      [1_000, 3],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, false, true],
+    )
     assert.equal(results[1].retryAfterMs, 1)
     assert.equal(results[2].resetMs, 1_000)
   })
 
   it('lets a denied cost through exactly at now + retryAfterMs', () => {
-    const [, denied] = run([[250, 3], [400, 2]])
+    const [, denied] = run([
+      [250, 3],
+      [400, 2],
+    ])
     assert.equal(denied.allowed, false)
     const state = [START, 3]
     assert.equal(fixedWindow.step(state, START + 400 + denied.retryAfterMs - 1, 2, policy).allowed, false)
@@ -62,8 +83,19 @@ describe('fixed-window: examples', () => {
   })
 
   it('peeks without charging, and still allows a peek at exactly the limit', () => {
-    const results = run([[0, 3], [10, 0], [20, 0]])
-    assert.deepEqual(results.map((r) => [r.allowed, r.remaining]), [[true, 0], [true, 0], [true, 0]])
+    const results = run([
+      [0, 3],
+      [10, 0],
+      [20, 0],
+    ])
+    assert.deepEqual(
+      results.map((r) => [r.allowed, r.remaining]),
+      [
+        [true, 0],
+        [true, 0],
+        [true, 0],
+      ],
+    )
     assert.deepEqual(results[2].state, [START, 3])
   })
 
@@ -74,8 +106,21 @@ describe('fixed-window: examples', () => {
   })
 
   it('refunds units, never below a fresh window', () => {
-    const results = run([[0, 3], [10, -2], [20, 2], [30, -10]])
-    assert.deepEqual(results.map((r) => [r.allowed, r.remaining]), [[true, 0], [true, 2], [true, 0], [true, 3]])
+    const results = run([
+      [0, 3],
+      [10, -2],
+      [20, 2],
+      [30, -10],
+    ])
+    assert.deepEqual(
+      results.map((r) => [r.allowed, r.remaining]),
+      [
+        [true, 0],
+        [true, 2],
+        [true, 0],
+        [true, 3],
+      ],
+    )
     assert.deepEqual(results[3].state, [START, 0])
   })
 

@@ -39,12 +39,24 @@ function run(policy: Policy, steps: [number, number][], start = START) {
 describe('gcra: examples', () => {
   it('admits a burst of `burst` at once, then one per interval, even when the interval is not whole', () => {
     const policy = policyFor('gcra', 3, 1_000) // interval 333.33… ms
-    const [a, b, c, d] = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1]])
+    const [a, b, c, d] = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+    ])
     assert.deepEqual([a.allowed, b.allowed, c.allowed, d.allowed], [true, true, true, false])
     assert.deepEqual([a.remaining, b.remaining, c.remaining, d.remaining], [2, 1, 0, 0])
     assert.equal(d.retryAfterMs, 334) // ceil(333.33…)
     assert.equal(c.resetMs, 1_000)
-    const [, , , , early, onTime] = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1], [333, 1], [1, 1]])
+    const [, , , , early, onTime] = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [333, 1],
+      [1, 1],
+    ])
     assert.equal(early.allowed, false)
     assert.equal(early.retryAfterMs, 1)
     assert.equal(onTime.allowed, true)
@@ -71,14 +83,30 @@ describe('gcra: examples', () => {
 
   it('lets burst exceed limit: burst units pass at once, the rate stays limit per period', () => {
     const policy = policyFor('gcra', 1, 1_000, 5)
-    const results = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [1_000, 1], [0, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, true, true, true, false, true, false])
+    const results = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [1_000, 1],
+      [0, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, true, true, true, false, true, false],
+    )
     assert.equal(results[5].retryAfterMs, 1_000)
   })
 
   it('charges a cost as that many units and denies a cost above burst with the time to full restore', () => {
     const policy = policyFor('gcra', 10, 1_000)
-    const [a, b, c] = run(policy, [[0, 4], [0, 7], [0, 11]])
+    const [a, b, c] = run(policy, [
+      [0, 4],
+      [0, 7],
+      [0, 11],
+    ])
     assert.equal(a.remaining, 6)
     assert.equal(b.allowed, false)
     assert.equal(b.retryAfterMs, 100)
@@ -125,7 +153,10 @@ describe('gcra: examples', () => {
 
   it('is stricter, never looser, when the clock steps back', () => {
     const policy = policyFor('gcra', 2, 1_000)
-    const [, second] = run(policy, [[0, 1], [0, 1]])
+    const [, second] = run(policy, [
+      [0, 1],
+      [0, 1],
+    ])
     assert.equal(gcra.step(second.state, START - 5_000, 1, policy).allowed, false)
   })
 })
@@ -138,7 +169,10 @@ class TokenBucketReference {
   private tokens: bigint
   private last: bigint
   private readonly capacity: bigint
-  constructor(private readonly policy: Policy, start: number) {
+  constructor(
+    private readonly policy: Policy,
+    start: number,
+  ) {
     this.capacity = BigInt(policy.burst) * BigInt(policy.periodMs)
     this.tokens = this.capacity
     this.last = BigInt(start)
@@ -229,7 +263,10 @@ describe('gcra: the Lua twin', () => {
       fc.asyncProperty(arbTrace('gcra', { maxLimit: 50, maxSteps: 10 }), fc.integer({ min: 1, max: 60 }), async (trace, limit) => {
         const reloaded = policyFor('gcra', limit, trace.policy.periodMs, trace.policy.burst)
         for (const { now, cost, result } of replay(gcra, trace)) {
-          assert.deepEqual(await luaStep(redis(), 'gcra', result.state, now + 1, cost, reloaded), gcra.step(result.state, now + 1, cost, reloaded))
+          assert.deepEqual(
+            await luaStep(redis(), 'gcra', result.state, now + 1, cost, reloaded),
+            gcra.step(result.state, now + 1, cost, reloaded),
+          )
           assert.equal(await luaTtl(redis(), 'gcra', result.state, now, reloaded), gcra.ttlMs(result.state, now, reloaded))
         }
       }),

@@ -62,9 +62,24 @@ function assertShapedWellFormed(result: StepResult, cost: number): void {
 describe('leaky-bucket policing: examples', () => {
   it('admits up to burst at once, then leaks limit per period', () => {
     const policy = policyFor('leaky-bucket', 2, 1_000, 4)
-    const results = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [499, 1], [1, 1], [0, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, true, true, false, false, true, false])
-    assert.deepEqual(results.map((r) => r.remaining), [3, 2, 1, 0, 0, 0, 0, 0])
+    const results = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [499, 1],
+      [1, 1],
+      [0, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, true, true, false, false, true, false],
+    )
+    assert.deepEqual(
+      results.map((r) => r.remaining),
+      [3, 2, 1, 0, 0, 0, 0, 0],
+    )
     assert.equal(results[4].retryAfterMs, 500)
     assert.equal(results[5].retryAfterMs, 1)
     assert.equal(results[6].resetMs, 2_000)
@@ -73,7 +88,12 @@ describe('leaky-bucket policing: examples', () => {
 
   it('leaks in fractions of a unit exactly (limit 3 per second)', () => {
     const policy = policyFor('leaky-bucket', 3, 1_000, 1)
-    const [, denied, early, onTime] = run(policy, [[0, 1], [0, 1], [333, 1], [1, 1]])
+    const [, denied, early, onTime] = run(policy, [
+      [0, 1],
+      [0, 1],
+      [333, 1],
+      [1, 1],
+    ])
     assert.equal(denied.retryAfterMs, 334)
     assert.equal(early.allowed, false)
     assert.equal(onTime.allowed, true)
@@ -81,7 +101,10 @@ describe('leaky-bucket policing: examples', () => {
 
   it('denies a cost above burst with the time until empty, and refunds down to empty only', () => {
     const policy = policyFor('leaky-bucket', 10, 1_000)
-    const [a, b] = run(policy, [[0, 4], [0, 11]])
+    const [a, b] = run(policy, [
+      [0, 4],
+      [0, 11],
+    ])
     assert.equal(b.allowed, false)
     assert.equal(b.retryAfterMs, 400)
     assert.equal(b.retryAfterMs, b.resetMs)
@@ -92,7 +115,10 @@ describe('leaky-bucket policing: examples', () => {
 
   it('leaks nothing when the clock steps back, and keeps the later time', () => {
     const policy = policyFor('leaky-bucket', 1, 1_000, 2)
-    const [, second] = run(policy, [[0, 1], [1_000, 1]]) // level 1 unit at START + 1000
+    const [, second] = run(policy, [
+      [0, 1],
+      [1_000, 1],
+    ]) // level 1 unit at START + 1000
     const back = leakyBucket.step(second.state, START, 0, policy)
     assert.deepEqual(back.state, second.state)
     assert.equal(back.remaining, 1)
@@ -109,9 +135,21 @@ describe('leaky-bucket policing: examples', () => {
 describe('leaky-bucket shaping: examples', () => {
   it('spaces admitted requests one interval apart and rejects when the queue is full', () => {
     const policy = shapingPolicy(5, 1_000, 3) // interval 200 ms, queue of 3
-    const results = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1], [200, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, true, false, true])
-    assert.deepEqual(results.map((r) => r.delayMs), [0, 200, 400, 0, 400])
+    const results = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [200, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, true, false, true],
+    )
+    assert.deepEqual(
+      results.map((r) => r.delayMs),
+      [0, 200, 400, 0, 400],
+    )
     assert.equal(results[3].retryAfterMs, 200)
     assert.equal(results[2].remaining, 0)
     assert.equal(results[2].resetMs, 600)
@@ -119,13 +157,28 @@ describe('leaky-bucket shaping: examples', () => {
 
   it('rounds each start up to the millisecond without drifting (interval 333.33… ms)', () => {
     const policy = shapingPolicy(3, 1_000, 10)
-    const results = run(policy, [[0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1]])
-    assert.deepEqual(results.map((r) => r.delayMs), [0, 334, 667, 1_000, 1_334, 1_667, 2_000])
+    const results = run(policy, [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.delayMs),
+      [0, 334, 667, 1_000, 1_334, 1_667, 2_000],
+    )
   })
 
   it('lets a cost of several units hold the queue for that many intervals', () => {
     const policy = shapingPolicy(10, 1_000, 10)
-    const [a, b, c] = run(policy, [[0, 5], [0, 3], [50, 1]])
+    const [a, b, c] = run(policy, [
+      [0, 5],
+      [0, 3],
+      [50, 1],
+    ])
     assert.deepEqual([a.delayMs, b.delayMs, c.delayMs], [0, 500, 750])
   })
 
@@ -140,7 +193,10 @@ describe('leaky-bucket shaping: examples', () => {
   })
 
   it('reads a tail stored under another limit as the same time, rounded up to the millisecond', () => {
-    const [, second] = run(shapingPolicy(3, 1_000), [[0, 1], [0, 1]]) // tail at 666.67 ms
+    const [, second] = run(shapingPolicy(3, 1_000), [
+      [0, 1],
+      [0, 1],
+    ]) // tail at 666.67 ms
     const reloaded = shapingPolicy(6, 1_000)
     assert.equal(leakyBucket.ttlMs(second.state, START, reloaded), 667)
     assert.equal(leakyBucket.step(second.state, START, 1, reloaded).delayMs, 667)
@@ -280,7 +336,10 @@ describe('leaky-bucket: properties', () => {
     )
   })
 
-  for (const [form, arb] of [['policing', arbTrace('leaky-bucket', { maxLimit: 100 })], ['shaping', arbShapingTrace({ maxLimit: 100 })]] as const) {
+  for (const [form, arb] of [
+    ['policing', arbTrace('leaky-bucket', { maxLimit: 100 })],
+    ['shaping', arbShapingTrace({ maxLimit: 100 })],
+  ] as const) {
     it(`${form}: exact retryAfterMs, peeks keep state, state forgotten after ttlMs`, () => {
       fc.assert(
         fc.property(arb, (trace) => {
@@ -300,7 +359,14 @@ describe('leaky-bucket: the Lua twin', () => {
   it('agrees when the clock steps back', async () => {
     for (const policy of [policyFor('leaky-bucket', 3, 1_000, 2), shapingPolicy(3, 1_000, 2)]) {
       let state: number[] | undefined
-      for (const [now, cost] of [[START, 1], [START + 1_000, 1], [START + 400, 0], [START + 400, 1], [START, -1], [START + 2_000, 1]]) {
+      for (const [now, cost] of [
+        [START, 1],
+        [START + 1_000, 1],
+        [START + 400, 0],
+        [START + 400, 1],
+        [START, -1],
+        [START + 2_000, 1],
+      ]) {
         const ts = leakyBucket.step(state, now, cost, policy)
         assert.deepEqual(await luaStep(redis(), 'leaky-bucket', state, now, cost, policy), ts)
         if (ts.allowed) state = ts.state
@@ -310,7 +376,9 @@ describe('leaky-bucket: the Lua twin', () => {
 
   it('policing returns exactly what TypeScript returns, step by step, and the same ttl', async () => {
     await fc.assert(
-      fc.asyncProperty(arbTrace('leaky-bucket', { maxLimit: 1_000, clockStepsBack: true }), (trace) => assertLuaTwin(redis(), leakyBucket, trace)),
+      fc.asyncProperty(arbTrace('leaky-bucket', { maxLimit: 1_000, clockStepsBack: true }), (trace) =>
+        assertLuaTwin(redis(), leakyBucket, trace),
+      ),
       { numRuns: 120 },
     )
   })

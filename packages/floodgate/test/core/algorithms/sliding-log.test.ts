@@ -33,8 +33,19 @@ function run(steps: [number, number][], state?: State) {
 
 describe('sliding-log: examples', () => {
   it('admits limit per rolling window and waits for the oldest entry to leave', () => {
-    const results = run([[0, 1], [100, 1], [200, 1], [300, 1], [999, 1], [1_000, 1], [1_050, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, true, false, false, true, false])
+    const results = run([
+      [0, 1],
+      [100, 1],
+      [200, 1],
+      [300, 1],
+      [999, 1],
+      [1_000, 1],
+      [1_050, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, true, false, false, true, false],
+    )
     assert.equal(results[3].retryAfterMs, 700)
     assert.equal(results[4].retryAfterMs, 1)
     // The entry at 100 leaves at 1100.
@@ -49,7 +60,10 @@ describe('sliding-log: examples', () => {
   })
 
   it('merges requests of the same millisecond into one entry', () => {
-    const results = run([[5, 1], [5, 1]])
+    const results = run([
+      [5, 1],
+      [5, 1],
+    ])
     assert.deepEqual(results[1].state, [START + 5, 2])
   })
 

@@ -35,15 +35,32 @@ function run(policy: Policy, steps: [number, number][], state?: State) {
 describe('sliding-window: examples', () => {
   it('weighs the previous window by how much of it still overlaps the rolling window', () => {
     // 10 in the previous window, 250 ms into this one: the estimate is 7.5, so 2 more fit.
-    const results = run(ten, [[250, 1], [250, 1], [250, 1]], [START - 1_000, 10, 0])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, false])
-    assert.deepEqual(results.map((r) => r.remaining), [1, 0, 0])
+    const results = run(
+      ten,
+      [
+        [250, 1],
+        [250, 1],
+        [250, 1],
+      ],
+      [START - 1_000, 10, 0],
+    )
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, false],
+    )
+    assert.deepEqual(
+      results.map((r) => r.remaining),
+      [1, 0, 0],
+    )
     // 10 * (1000 - x) / 1000 + 3 <= 10 from x = 300.
     assert.equal(results[2].retryAfterMs, 50)
   })
 
   it('waits into the next window when the current count alone is too high', () => {
-    const results = run(three, [[100, 3], [400, 1]])
+    const results = run(three, [
+      [100, 3],
+      [400, 1],
+    ])
     assert.equal(results[1].allowed, false)
     // Next window: 3 * (1000 - y) / 1000 + 1 <= 3 from y = 334 (333.3 rounded up).
     assert.equal(results[1].retryAfterMs, 600 + 334)

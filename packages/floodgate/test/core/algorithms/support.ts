@@ -67,7 +67,10 @@ export function arbTrace(algorithm: AlgorithmName, options: TraceOptions = {}): 
   const policy = fc
     .record({
       // Mostly small limits, where boundaries are hit often; sometimes large ones, to check exactness at scale.
-      limit: fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 1, max: maxLimit }) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 1_000_000 }) }),
+      limit: fc.oneof(
+        { weight: 9, arbitrary: fc.integer({ min: 1, max: maxLimit }) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 1_000_000 }) },
+      ),
       periodMs: fc.oneof(
         fc.integer({ min: 1, max: 50 }),
         fc.integer({ min: 51, max: 5_000 }),
@@ -167,7 +170,13 @@ export function assertRetryAfterExact(algorithm: Algorithm, steps: readonly Repl
 export function assertPeekKeepsState(algorithm: Algorithm, steps: readonly Replayed[], policy: Policy): void {
   for (const { before, now } of steps) {
     const peek = algorithm.step(before, now, 0, policy)
-    for (const [dt, cost] of [[0, 1], [1, 2], [policy.periodMs, 1], [Math.ceil(policy.periodMs / 3), 0], [7, -1]]) {
+    for (const [dt, cost] of [
+      [0, 1],
+      [1, 2],
+      [policy.periodMs, 1],
+      [Math.ceil(policy.periodMs / 3), 0],
+      [7, -1],
+    ]) {
       assert.deepEqual(algorithm.step(peek.state, now + dt, cost, policy), algorithm.step(before, now + dt, cost, policy))
     }
   }
@@ -185,7 +194,11 @@ export function assertTtlForgets(algorithm: Algorithm, steps: readonly Replayed[
     for (const extra of [0, 1, policy.periodMs - 1, 3 * policy.periodMs + 17]) {
       for (const cost of [1, 0, -1, policy.limit, Math.max(policy.limit, policy.burst) + 1]) {
         const at = now + ttl + extra
-        assert.deepEqual(algorithm.step(result.state, at, cost, policy), algorithm.step(undefined, at, cost, policy), `ttl ${ttl} + ${extra}, cost ${cost}`)
+        assert.deepEqual(
+          algorithm.step(result.state, at, cost, policy),
+          algorithm.step(undefined, at, cost, policy),
+          `ttl ${ttl} + ${extra}, cost ${cost}`,
+        )
       }
     }
   }
@@ -249,7 +262,10 @@ export function assertRateBound(steps: readonly Replayed[], policy: Policy): voi
     for (let j = i; j < admitted.length; j++) {
       units += admitted[j].cost
       // Multiplied out by periodMs to stay exact.
-      assert.ok(units * periodMs <= burst * periodMs + (admitted[j].now - admitted[i].now) * limit, `${units} admitted in [${admitted[i].now}, ${admitted[j].now}]`)
+      assert.ok(
+        units * periodMs <= burst * periodMs + (admitted[j].now - admitted[i].now) * limit,
+        `${units} admitted in [${admitted[i].now}, ${admitted[j].now}]`,
+      )
     }
   }
 }

@@ -35,17 +35,35 @@ function run(policy: Policy, steps: [number, number][], state?: State) {
 
 describe('token-bucket: examples', () => {
   it('starts full, passes a burst, then refills at limit per period', () => {
-    const results = run(tenPerSecond, [[0, 10], [0, 1], [99, 1], [100, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, false, false, true])
+    const results = run(tenPerSecond, [
+      [0, 10],
+      [0, 1],
+      [99, 1],
+      [100, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, false, false, true],
+    )
     assert.equal(results[1].retryAfterMs, 100)
     assert.equal(results[2].retryAfterMs, 1)
     assert.equal(results[0].resetMs, 1_000)
   })
 
   it('caps what accumulates at burst', () => {
-    const results = run(burstThree, [[0, 3], [5_000, 3], [5_000, 1]])
-    assert.deepEqual(results.map((r) => r.allowed), [true, true, false])
-    assert.deepEqual(results.map((r) => r.remaining), [0, 0, 0])
+    const results = run(burstThree, [
+      [0, 3],
+      [5_000, 3],
+      [5_000, 1],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.allowed),
+      [true, true, false],
+    )
+    assert.deepEqual(
+      results.map((r) => r.remaining),
+      [0, 0, 0],
+    )
     assert.equal(results[2].retryAfterMs, 100)
   })
 
@@ -76,8 +94,15 @@ describe('token-bucket: examples', () => {
   })
 
   it('refunds tokens, never beyond a full bucket', () => {
-    const results = run(burstThree, [[0, 3], [0, -2], [0, -5]])
-    assert.deepEqual(results.map((r) => r.remaining), [0, 2, 3])
+    const results = run(burstThree, [
+      [0, 3],
+      [0, -2],
+      [0, -5],
+    ])
+    assert.deepEqual(
+      results.map((r) => r.remaining),
+      [0, 2, 3],
+    )
     assert.deepEqual(results[2].state, [3_000, START])
   })
 
@@ -95,7 +120,10 @@ describe('token-bucket: examples', () => {
 
 /** An exact non-negative rational n / d in BigInts. */
 class Ratio {
-  constructor(readonly n: bigint, readonly d: bigint) {}
+  constructor(
+    readonly n: bigint,
+    readonly d: bigint,
+  ) {}
   static of(n: number, d = 1): Ratio {
     return new Ratio(BigInt(n), BigInt(d))
   }

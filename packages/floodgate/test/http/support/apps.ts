@@ -35,10 +35,11 @@ async function listening(server: Server): Promise<RunningApp> {
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve, reject) => {
-      server.closeAllConnections()
-      server.close((error) => (error ? reject(error) : resolve()))
-    }),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections()
+        server.close((error) => (error ? reject(error) : resolve()))
+      }),
   }
 }
 
@@ -103,10 +104,11 @@ const honoApp: Framework = {
     const { port } = server.address() as AddressInfo
     return {
       url: `http://127.0.0.1:${port}`,
-      close: () => new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        }),
     }
   },
 }

@@ -65,7 +65,10 @@ export const scenarios: Record<string, (context: ScenarioContext) => Promise<voi
     await withApp(context, burst(3), {}, async (app) => {
       const replies = await sequential(app, 4, '/ok')
       assert.deepEqual(statuses(replies), [200, 200, 200, 429])
-      assert.deepEqual(replies.slice(0, 3).map((r) => r.headers.get('x-ratelimit-remaining')), ['2', '1', '0'])
+      assert.deepEqual(
+        replies.slice(0, 3).map((r) => r.headers.get('x-ratelimit-remaining')),
+        ['2', '1', '0'],
+      )
       const denied = replies[3]
       assert.equal(denied.headers.get('x-ratelimit-limit'), '3')
       assert.ok(Number(denied.headers.get('x-ratelimit-reset')) > Date.now() / 1000)
@@ -78,7 +81,10 @@ export const scenarios: Record<string, (context: ScenarioContext) => Promise<voi
       assert.ok(params.get('t')! <= retryAfter)
       assert.match(denied.headers.get('content-type')!, /^application\/json/)
       assert.deepEqual(JSON.parse(denied.text), {
-        error: 'rate_limited', message: 'Rate limit exceeded: 3 requests per 1m', retryAfter, policy: 'burst',
+        error: 'rate_limited',
+        message: 'Rate limit exceeded: 3 requests per 1m',
+        retryAfter,
+        policy: 'burst',
       })
     })
   },
@@ -110,7 +116,10 @@ export const scenarios: Record<string, (context: ScenarioContext) => Promise<voi
     await withApp(context, burst(2), { onWarning: (w) => warnings.push(w) }, async (app) => {
       const replies = await sequential(app, 3, '/ok', (i) => ({ 'x-forwarded-for': `198.51.100.${i + 1}` }))
       assert.deepEqual(statuses(replies), [200, 200, 429])
-      assert.deepEqual(warnings.map((w) => w.code), ['FG_FORWARDED_HEADER_IGNORED'])
+      assert.deepEqual(
+        warnings.map((w) => w.code),
+        ['FG_FORWARDED_HEADER_IGNORED'],
+      )
     })
   },
 
@@ -187,8 +196,14 @@ export const shapingScenarios: Record<string, (context: ScenarioContext) => Prom
       const replies = await Promise.all(Array.from({ length: 6 }, () => get(app, '/decision')))
       const admitted = replies.filter((r) => r.status === 200).map((r) => JSON.parse(r.text) as { delayMs: number })
       const delays = admitted.map((d) => d.delayMs).sort((a, b) => a - b)
-      assert.ok(delays.every((d) => d <= 250), `delays ${delays}`)
-      assert.ok(delays.some((d) => d > 0), `some request had to wait: ${delays}`)
+      assert.ok(
+        delays.every((d) => d <= 250),
+        `delays ${delays}`,
+      )
+      assert.ok(
+        delays.some((d) => d > 0),
+        `some request had to wait: ${delays}`,
+      )
       // Timers never fire early by more than rounding: an admitted request waited its delay.
       assert.ok(Date.now() - started >= Math.max(...delays) - 2)
       const denied = replies.filter((r) => r.status === 429)

@@ -50,7 +50,13 @@ for (const c of CASES) {
     for (let round = 0; round < 3; round++) {
       const key = `hot:${c.name}:${round}`
       const window = Math.floor(Date.now() / WEEK)
-      const reports = await runWorkers({ startupNodes: [...cluster.startupNodes], key, policies: c.policies, requests: LIMIT, inflight: 64 })
+      const reports = await runWorkers({
+        startupNodes: [...cluster.startupNodes],
+        key,
+        policies: c.policies,
+        requests: LIMIT,
+        inflight: 64,
+      })
       // A fixed window that ended mid-round would allow a second limit: such a round proves nothing.
       if (Math.floor(Date.now() / WEEK) !== window) continue
       const admitted = reports.reduce((sum, report) => sum + report.admitted, 0)

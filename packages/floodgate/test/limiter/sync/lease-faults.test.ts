@@ -10,7 +10,9 @@ import { LeaseSync, type LeaseSource } from '../../../src/limiter/sync/lease-syn
 import { startRedis } from '../../support/redis-server.js'
 
 const LIMIT = 1000
-const policies = createPolicies([{ name: 'fw', algorithm: 'fixed-window', limit: LIMIT, period: '1w', sync: 'lease', leaseMs: '10m', leaseMax: 50 }])
+const policies = createPolicies([
+  { name: 'fw', algorithm: 'fixed-window', limit: LIMIT, period: '1w', sync: 'lease', leaseMs: '10m', leaseMax: 50 },
+])
 
 interface Outcome {
   error?: unknown
@@ -22,7 +24,9 @@ interface Outcome {
 function decide(leases: LeaseSync, key: string): { outcome: Promise<Outcome>; cancel: () => void } {
   let cancel!: () => void
   const outcome = new Promise<Outcome>((resolve) => {
-    cancel = leases.decide(key, policies, 1, (error, response, source) => resolve(error === null ? { allowed: response!.allowed, source } : { error }))
+    cancel = leases.decide(key, policies, 1, (error, response, source) =>
+      resolve(error === null ? { allowed: response!.allowed, source } : { error }),
+    )
   })
   return { outcome, cancel }
 }

@@ -35,7 +35,10 @@ describe('RateLimiter with sync: lease', () => {
 
   it('close() gives the unused units back', async () => {
     const store = new MemoryStore()
-    const limiter = new RateLimiter({ store, policies: [{ algorithm: 'token-bucket', limit: 100, period: '1w', sync: 'lease', leaseMax: 20 }] })
+    const limiter = new RateLimiter({
+      store,
+      policies: [{ algorithm: 'token-bucket', limit: 100, period: '1w', sync: 'lease', leaseMax: 20 }],
+    })
     await Promise.all(Array.from({ length: 30 }, () => limiter.limit('k')))
     await limiter.close()
     const peek = new RateLimiter({ store, policies: [{ algorithm: 'token-bucket', limit: 100, period: '1w', sync: 'lease' }] })
@@ -70,7 +73,11 @@ describe('RateLimiter with sync: lease', () => {
 
   it('refuses lease on a store without the lease primitive, naming the option', async () => {
     const memory = new MemoryStore()
-    const bare: Store = { evaluate: (batch) => memory.evaluate(batch), reset: (key, policies) => memory.reset(key, policies), close: () => memory.close() }
+    const bare: Store = {
+      evaluate: (batch) => memory.evaluate(batch),
+      reset: (key, policies) => memory.reset(key, policies),
+      close: () => memory.close(),
+    }
     const limiter = () => new RateLimiter({ store: bare, policies: [{ algorithm: 'gcra', limit: 10, period: '1s', sync: 'lease' }] })
     assert.throws(limiter, (error: unknown) => error instanceof FloodgateError && /Store\.lease/.test(error.message))
   })
@@ -99,7 +106,7 @@ describe('RateLimiter with sync: auto', () => {
     await peek.close()
   })
 
-  it('switches on the limiter\'s injected clock: hot above hotRate, cold again below half of it', async () => {
+  it("switches on the limiter's injected clock: hot above hotRate, cold again below half of it", async () => {
     const clock = new Clock()
     const store = new MemoryStore({ clock: clock.read })
     const policies = [{ algorithm: 'fixed-window' as const, limit: 100_000, period: '1w' as const, sync: 'auto' as const, hotRate: 100 }]
@@ -112,11 +119,20 @@ describe('RateLimiter with sync: auto', () => {
       }
       return sources
     }
-    assert.ok((await at(20, 50)).every((source) => source === 'store'), 'cold at 20/s')
+    assert.ok(
+      (await at(20, 50)).every((source) => source === 'store'),
+      'cold at 20/s',
+    )
     const warming = await at(400, 400)
-    assert.ok(warming.slice(-100).every((source) => source === 'lease'), 'hot at 400/s')
+    assert.ok(
+      warming.slice(-100).every((source) => source === 'lease'),
+      'hot at 400/s',
+    )
     const cooling = await at(10, 100)
-    assert.ok(cooling.slice(-20).every((source) => source === 'store'), 'cold again at 10/s')
+    assert.ok(
+      cooling.slice(-20).every((source) => source === 'store'),
+      'cold again at 10/s',
+    )
     await limiter.close()
   })
 })

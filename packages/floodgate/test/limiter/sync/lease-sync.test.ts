@@ -21,7 +21,13 @@ type Op =
 const INSTANCES = 3
 
 const arbOp: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 1500 })) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('wait' as const),
+      ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 1500 })),
+    }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -42,7 +48,11 @@ interface Admission {
 }
 
 /** Runs the ops through INSTANCES limiters' sync engines on one store; returns what was admitted, by source. */
-async function run(policy: Policy, ops: Op[], mode: 'lease' | 'auto'): Promise<{ admitted: Admission[]; sources: Map<LeaseSource, number> }> {
+async function run(
+  policy: Policy,
+  ops: Op[],
+  mode: 'lease' | 'auto',
+): Promise<{ admitted: Admission[]; sources: Map<LeaseSource, number> }> {
   let now = START
   const clock = () => now
   const store = new MemoryStore({ clock })
@@ -112,7 +122,14 @@ describe('LeaseSync and AutoSync: instances on one store never admit more than t
       it(`${mode}, ${algorithm}`, async () => {
         await fc.assert(
           fc.asyncProperty(fc.integer({ min: 1, max: 40 }), fc.array(arbOp, { maxLength: 40 }), async (limit, ops) => {
-            const policy = createPolicy({ algorithm, limit, period: '1s', sync: mode, leaseMs: '300ms', ...(mode === 'auto' ? { hotRate: 20 } : {}) })
+            const policy = createPolicy({
+              algorithm,
+              limit,
+              period: '1s',
+              sync: mode,
+              leaseMs: '300ms',
+              ...(mode === 'auto' ? { hotRate: 20 } : {}),
+            })
             const { admitted } = await run(policy, ops, mode)
             assertWithinLimit(policy, admitted)
           }),
@@ -167,7 +184,8 @@ describe('LeaseSync: sizing, returns and sources', () => {
     // The store goes away: the held units still serve, then the next call fails.
     store.lease = () => Promise.reject(new Error('down'))
     const outcomes: string[] = []
-    for (let i = 0; i < held + 1; i++) leases.decide('k', [policy], 1, (error, _, source) => outcomes.push(error === null ? source! : 'error'))
+    for (let i = 0; i < held + 1; i++)
+      leases.decide('k', [policy], 1, (error, _, source) => outcomes.push(error === null ? source! : 'error'))
     await settle()
     assert.deepEqual(outcomes, [...Array(held).fill('lease'), 'error'])
     now += 10

@@ -66,7 +66,10 @@ for (const { name, policy } of CASES) {
     )
     assert.ok(admitted >= LIMIT, `demand was four times the limit: the fleet admits at least the limit, got ${admitted}`)
     assert.ok(admitted <= bound, `admitted ${admitted} > bound ${bound}`)
-    assert.ok(reports.every((report) => report.stats.failed === 0), 'no store call failed')
+    assert.ok(
+      reports.every((report) => report.stats.failed === 0),
+      'no store call failed',
+    )
 
     const client = new Cluster([...cluster.startupNodes], { scaleReads: 'master' })
     const store = new RedisStore({ client })

@@ -33,9 +33,15 @@ describe("sync: 'write-back' in the RateLimiter", () => {
     const { time, limiter, stored } = setup()
     const decisions = []
     for (let i = 0; i < 7; i++) decisions.push(await limiter.limit('k'))
-    assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, true, true, false, false])
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      [true, true, true, true, true, false, false],
+    )
     assert.ok(decisions.every((d) => d.source === 'write-back'))
-    assert.deepEqual(decisions.map((d) => d.remaining), [4, 3, 2, 1, 0, 0, 0])
+    assert.deepEqual(
+      decisions.map((d) => d.remaining),
+      [4, 3, 2, 1, 0, 0, 0],
+    )
     assert.equal(stored(), 5, 'nothing flushed yet')
     time.advance(50)
     await settle()

@@ -25,9 +25,17 @@ function fleet(count: number, options: { instances?: number; maxKeys?: number } 
   const time = new SimTime(START)
   const store = new MemoryStore({ clock: time.clock })
   const links = Array.from({ length: count }, () => new FlakyStore(store))
-  const instances = links.map((link, i) => new WriteBack({
-    store: link, clock: time.clock, timers: time, origin: `i${i}`, instances: options.instances ?? count, maxKeys: options.maxKeys,
-  }))
+  const instances = links.map(
+    (link, i) =>
+      new WriteBack({
+        store: link,
+        clock: time.clock,
+        timers: time,
+        origin: `i${i}`,
+        instances: options.instances ?? count,
+        maxKeys: options.maxKeys,
+      }),
+  )
   return { time, store, links, instances }
 }
 
@@ -183,7 +191,10 @@ describe('write-back sync', () => {
     f.links[0].mode = 'fail'
     const answers = []
     for (let i = 0; i < 12; i++) answers.push(await decide(f.instances[0], policies, 1))
-    assert.deepEqual(answers.map((answer) => answer.allowed), [...Array(10).fill(true), false, false])
+    assert.deepEqual(
+      answers.map((answer) => answer.allowed),
+      [...Array(10).fill(true), false, false],
+    )
     assert.ok(answers.every((answer) => answer.source === 'write-back'))
     await f.instances[0].flush()
     assert.equal(storedCount(f.store, policies), 0)

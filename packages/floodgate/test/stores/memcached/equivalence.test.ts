@@ -32,12 +32,14 @@ const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
       shaping: fc.boolean(),
       blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
     })
-    .map(({ algorithm, shaping, ...rest }): PolicyOptions => ({
-      name,
-      algorithm: algorithm as AlgorithmName,
-      ...rest,
-      ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
-    }))
+    .map(
+      ({ algorithm, shaping, ...rest }): PolicyOptions => ({
+        name,
+        algorithm: algorithm as AlgorithmName,
+        ...rest,
+        ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
+      }),
+    )
 
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x y\u0000|#%{}é'),

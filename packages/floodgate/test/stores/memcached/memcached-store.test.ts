@@ -144,11 +144,24 @@ test('charges, denies without counting the denial, peeks, refunds and resets', a
     assert.equal((await decide(2)).allowed, true)
     const denied = await decide(2)
     assert.equal(denied.allowed, false)
-    assert.deepEqual(denied.results.map((r) => r.remaining), [1, 3], 'the denial charged neither policy')
-    assert.deepEqual((await decide(0)).results.map((r) => r.remaining), [1, 3])
-    assert.deepEqual((await decide(-1)).results.map((r) => r.remaining), [2, 4])
+    assert.deepEqual(
+      denied.results.map((r) => r.remaining),
+      [1, 3],
+      'the denial charged neither policy',
+    )
+    assert.deepEqual(
+      (await decide(0)).results.map((r) => r.remaining),
+      [1, 3],
+    )
+    assert.deepEqual(
+      (await decide(-1)).results.map((r) => r.remaining),
+      [2, 4],
+    )
     await store.reset('u', policies)
-    assert.deepEqual((await decide(0)).results.map((r) => r.remaining), [3, 5])
+    assert.deepEqual(
+      (await decide(0)).results.map((r) => r.remaining),
+      [3, 5],
+    )
   } finally {
     await store.close()
   }
@@ -219,7 +232,10 @@ describe('memcached stopped and started again', () => {
       assert.ok(breakerOpened, 'the breaker opened after repeated failures')
 
       await server.restart()
-      for (const [mode, limiter] of [['open', open], ['closed', closed]] as const) {
+      for (const [mode, limiter] of [
+        ['open', open],
+        ['closed', closed],
+      ] as const) {
         const decision = await untilFromStore(limiter, `back-${mode}`)
         t.diagnostic(`${mode}: decision source ${decision.source} after the restart`)
         assert.equal(decision.source, 'store', `${mode}: back to memcached`)

@@ -31,7 +31,15 @@ after(async () => {
 const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
   fc.record({
     name: fc.constant(name),
-    algorithm: fc.constantFrom<AlgorithmName>('fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket', 'concurrency'),
+    algorithm: fc.constantFrom<AlgorithmName>(
+      'fixed-window',
+      'sliding-window',
+      'sliding-log',
+      'token-bucket',
+      'gcra',
+      'leaky-bucket',
+      'concurrency',
+    ),
     limit: fc.integer({ min: 1, max: 8 }),
     period: fc.constantFrom('1h', '1d'),
   })
@@ -41,7 +49,9 @@ let run = 0
 test('concurrent multi-policy requests: what was admitted fits every policy, and the refunds all land', async () => {
   await fc.assert(
     fc.asyncProperty(
-      fc.uniqueArray(fc.constantFrom('a', 'b', 'c'), { minLength: 1, maxLength: 3 }).chain((names) => fc.tuple(...names.map(policyOptions))),
+      fc
+        .uniqueArray(fc.constantFrom('a', 'b', 'c'), { minLength: 1, maxLength: 3 })
+        .chain((names) => fc.tuple(...names.map(policyOptions))),
       fc.array(fc.integer({ min: 1, max: 3 }), { minLength: CLIENTS, maxLength: 32 }),
       async (options, costs) => {
         const policies = options.map((option) => createPolicy(option))
@@ -65,7 +75,10 @@ test('concurrent multi-policy requests: what was admitted fits every policy, and
         // And memcached now holds exactly their charges: every denied request's refunds landed.
         const [expected] = await reference.evaluate([{ key, policies, cost: 0, now }])
         const [actual] = await stores[0].evaluate([{ key, policies, cost: 0, now }])
-        assert.deepEqual(actual.results.map((r) => r.remaining), expected.results.map((r) => r.remaining))
+        assert.deepEqual(
+          actual.results.map((r) => r.remaining),
+          expected.results.map((r) => r.remaining),
+        )
       },
     ),
     { numRuns: 80 },

@@ -56,7 +56,10 @@ describe('MemoryStore decisions', () => {
       { key: 'a', policies, cost: 1, now: T0 },
       { key: 'b', policies, cost: 1, now: T0 },
     ])
-    assert.deepEqual(out.map((r) => r.allowed), [true, false, true])
+    assert.deepEqual(
+      out.map((r) => r.allowed),
+      [true, false, true],
+    )
   })
 
   it('treats a record read at exactly its expiry as absent', async () => {
@@ -124,10 +127,16 @@ describe('MemoryStore decisions', () => {
 
   it('rejects bad options naming the field', () => {
     for (const maxKeys of [0, -1, 1.5, Number.NaN, '10']) {
-      assert.throws(() => new MemoryStore({ maxKeys: maxKeys as number }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxKeys/.test(e.message))
+      assert.throws(
+        () => new MemoryStore({ maxKeys: maxKeys as number }),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxKeys/.test(e.message),
+      )
     }
     for (const maxBytes of [0, 2.5, '1mb']) {
-      assert.throws(() => new MemoryStore({ maxBytes: maxBytes as number }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxBytes/.test(e.message))
+      assert.throws(
+        () => new MemoryStore({ maxBytes: maxBytes as number }),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /maxBytes/.test(e.message),
+      )
     }
     assert.throws(() => new MemoryStore({ clock: 5 as unknown as () => number }), /clock/)
   })
@@ -162,7 +171,7 @@ describe('MemoryStore bounds', () => {
     assert.equal(store.size, 50)
   })
 
-  it('a new key that takes over a dead key\'s objects shares nothing with it and counts the same bytes', async () => {
+  it("a new key that takes over a dead key's objects shares nothing with it and counts the same bytes", async () => {
     const store = new MemoryStore({ maxKeys: 100 })
     const fresh = new MemoryStore({ maxKeys: 100 })
     const log = [createPolicy({ algorithm: 'sliding-log', limit: 5, period: '1s' })]
@@ -248,7 +257,7 @@ describe('MemoryStore eviction never resets a limited key', () => {
     assert.equal(store.size, maxKeys)
     assert.equal(store.protectedSize, maxKeys)
     assert.equal((await charge(store, 'limited:0', daily, 0, T0)).results[0].remaining, 3, 'the oldest protected key was the one dropped')
-    assert.equal((await charge(store, `limited:${maxKeys}`, daily, 0, T0)).results[0].remaining, 0, "the newest limited key is counted")
+    assert.equal((await charge(store, `limited:${maxKeys}`, daily, 0, T0)).results[0].remaining, 0, 'the newest limited key is counted')
   })
 })
 
@@ -310,12 +319,27 @@ class ReferenceStore {
 
 const POLICY_SETS: Policy[][] = [
   createPolicies([{ name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }]),
-  createPolicies([{ name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }, { name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 }]),
-  createPolicies([{ name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 }, { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 }]),
+  createPolicies([
+    { name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 },
+    { name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 },
+  ]),
+  createPolicies([
+    { name: 'b', algorithm: 'sliding-window', limit: 5, period: 500, blockMs: 300 },
+    { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 },
+  ]),
   createPolicies([{ name: 'd', algorithm: 'sliding-log', limit: 4, period: 300 }]),
-  createPolicies([{ name: 'e', algorithm: 'gcra', limit: 3, period: 300, burst: 2, blockMs: 200 }, { name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 }]),
-  createPolicies([{ name: 'f', algorithm: 'leaky-bucket', limit: 2, period: 200, burst: 3 }, { name: 'g', algorithm: 'leaky-bucket', limit: 4, period: 400, shaping: true }]),
-  createPolicies([{ name: 'h', algorithm: 'concurrency', limit: 3, period: 500 }, { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 }]),
+  createPolicies([
+    { name: 'e', algorithm: 'gcra', limit: 3, period: 300, burst: 2, blockMs: 200 },
+    { name: 'a', algorithm: 'fixed-window', limit: 3, period: 200 },
+  ]),
+  createPolicies([
+    { name: 'f', algorithm: 'leaky-bucket', limit: 2, period: 200, burst: 3 },
+    { name: 'g', algorithm: 'leaky-bucket', limit: 4, period: 400, shaping: true },
+  ]),
+  createPolicies([
+    { name: 'h', algorithm: 'concurrency', limit: 3, period: 500 },
+    { name: 'c', algorithm: 'token-bucket', limit: 2, period: 100, burst: 4 },
+  ]),
 ]
 
 describe('MemoryStore equals evaluateKey with lazy expiry', () => {

@@ -22,7 +22,10 @@ describe('MemoryStore.merge', () => {
     assert.equal(merged.applied, true)
     const decision = store.evaluateOne('k', policies, 1, START + 1)
     assert.equal(decision.allowed, false)
-    assert.deepEqual(decision.results.map((result) => result.remaining), [0, 0])
+    assert.deepEqual(
+      decision.results.map((result) => result.remaining),
+      [0, 0],
+    )
   })
 
   it('applies a replayed (origin, seq) once, per origin, and answers the state either way', async () => {
@@ -41,7 +44,10 @@ describe('MemoryStore.merge', () => {
   it('a read (0 units) of an unknown key keeps nothing; an expired record forgets its origins', async () => {
     const store = new MemoryStore()
     const [read] = await store.merge([{ key: 'none', policies, units: 0, now: START }])
-    assert.deepEqual(read.records, [{ blockedUntil: 0, state: undefined }, { blockedUntil: 0, state: undefined }])
+    assert.deepEqual(read.records, [
+      { blockedUntil: 0, state: undefined },
+      { blockedUntil: 0, state: undefined },
+    ])
     assert.equal(store.size, 0)
     await store.merge([{ key: 'k', policies, units: 1, now: START, origin: 'a', seq: 1 }])
     const [later] = await store.merge([{ key: 'k', policies, units: 1, now: START + 5_000, origin: 'a', seq: 1 }])

@@ -8,7 +8,17 @@ import { OldestCursor } from '../../../src/stores/memory/oldest-cursor.js'
 import type { KeyEntry } from '../../../src/stores/memory/key-entry.js'
 
 function entry(movedAt: number): KeyEntry {
-  return { policies: [], records: [], deadAt: 0, lastSet: undefined, lastIndex: [], lastProtectBelow: [], movedAt, protected: false, bytes: 0 }
+  return {
+    policies: [],
+    records: [],
+    deadAt: 0,
+    lastSet: undefined,
+    lastIndex: [],
+    lastProtectBelow: [],
+    movedAt,
+    protected: false,
+    bytes: 0,
+  }
 }
 
 describe('OldestCursor', () => {

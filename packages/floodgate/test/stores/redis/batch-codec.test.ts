@@ -66,7 +66,10 @@ test('decodeReply rejects a truncated or overlong reply, and one that is not bin
 test("a reply of the clock and 'expired' (the call ran past its deadline) is STORE_TIMEOUT for every request", () => {
   const expired = Buffer.concat([good.subarray(0, 8), Buffer.from('expired')])
   assert.equal(readServerClock(expired), 1_700_000_000_123)
-  assert.throws(() => decodeReply(expired, requests), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_TIMEOUT')
+  assert.throws(
+    () => decodeReply(expired, requests),
+    (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_TIMEOUT',
+  )
 })
 
 test('the deadline is the first argument of a call, empty when there is none', () => {

@@ -115,7 +115,10 @@ function clusterKinds(cluster: () => RedisClusterHandle): ClientKind[] {
 const KEYS = Array.from({ length: 24 }, (_, i) => `user:${i}`)
 
 // The smoke every client kind must pass; `admin` reads and flushes what the store wrote.
-function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; flushAll(): Promise<void>; record(key: string): Promise<unknown> }): void {
+function smoke(
+  kind: ClientKind,
+  admin: () => { flushScripts(): Promise<void>; flushAll(): Promise<void>; record(key: string): Promise<unknown> },
+): void {
   describe(kind.name, () => {
     let made: Awaited<ReturnType<ClientKind['make']>>
     let store: RedisStore
@@ -131,12 +134,22 @@ function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; f
 
     test('decides: charges up to the limit, then denies, for keys on every server', async () => {
       const answers = await Promise.all(
-        KEYS.flatMap((key) => [1, 2, 3, 4].map(() => store.evaluate([{ key, policies: perMinute, cost: 1, now: 60_000 }]).then(([r]) => r))),
+        KEYS.flatMap((key) =>
+          [1, 2, 3, 4].map(() => store.evaluate([{ key, policies: perMinute, cost: 1, now: 60_000 }]).then(([r]) => r)),
+        ),
       )
       for (let k = 0; k < KEYS.length; k++) {
         const mine = answers.slice(4 * k, 4 * k + 4)
-        assert.deepEqual(mine.map((r) => r.allowed), [true, true, true, false], KEYS[k])
-        assert.deepEqual(mine.map((r) => r.results[0].remaining), [2, 1, 0, 0], KEYS[k])
+        assert.deepEqual(
+          mine.map((r) => r.allowed),
+          [true, true, true, false],
+          KEYS[k],
+        )
+        assert.deepEqual(
+          mine.map((r) => r.results[0].remaining),
+          [2, 1, 0, 0],
+          KEYS[k],
+        )
       }
       assert.deepEqual(await admin().record(`smoke:{user:7}:${policyId('minute')}:fw`), { blockedUntil: 0, state: [60_000, 3] })
     })
@@ -147,14 +160,26 @@ function smoke(kind: ClientKind, admin: () => { flushScripts(): Promise<void>; f
       assert.equal((await decide()).allowed, true)
       const denied = await decide()
       assert.equal(denied.allowed, false)
-      assert.deepEqual(denied.results.map((r) => r.allowed), [true, false])
-      assert.deepEqual(await admin().record(`smoke:{pair}:${policyId('short')}:fw`), { blockedUntil: 0, state: [60_000, 2] }, 'the short window kept 2, not 3')
+      assert.deepEqual(
+        denied.results.map((r) => r.allowed),
+        [true, false],
+      )
+      assert.deepEqual(
+        await admin().record(`smoke:{pair}:${policyId('short')}:fw`),
+        { blockedUntil: 0, state: [60_000, 2] },
+        'the short window kept 2, not 3',
+      )
     })
 
     test('after SCRIPT FLUSH the script is sent again (NOSCRIPT) and every call counts once', async () => {
       await admin().flushScripts()
-      const answers = await Promise.all([1, 2].map(() => store.evaluate([{ key: 'reload', policies: perMinute, cost: 1, now: 60_000 }]).then(([r]) => r)))
-      assert.deepEqual(answers.map((r) => r.results[0].remaining), [2, 1])
+      const answers = await Promise.all(
+        [1, 2].map(() => store.evaluate([{ key: 'reload', policies: perMinute, cost: 1, now: 60_000 }]).then(([r]) => r)),
+      )
+      assert.deepEqual(
+        answers.map((r) => r.results[0].remaining),
+        [2, 1],
+      )
     })
 
     test('reset deletes the key; close leaves a given client open and usable', async () => {
@@ -204,10 +229,14 @@ describe('on a standalone Redis', () => {
       const loaded = Object.keys(createRequire(import.meta.url).cache).filter((path) => path.includes('/node_modules/ioredis'))
       console.log(JSON.stringify({ remaining: answer.results[0].remaining, loaded }))
     `
-    const output = execFileSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', '--input-type=module', '-e', program], {
-      env: { ...process.env, REDIS_URL: server.url },
-      encoding: 'utf8',
-    })
+    const output = execFileSync(
+      process.execPath,
+      ['--conditions=floodgate-source', '--import', 'tsx', '--input-type=module', '-e', program],
+      {
+        env: { ...process.env, REDIS_URL: server.url },
+        encoding: 'utf8',
+      },
+    )
     assert.deepEqual(JSON.parse(output), { remaining: 4, loaded: [] })
   })
 
@@ -222,7 +251,10 @@ describe('on a standalone Redis', () => {
       const down = once(store, 'unavailable')
       await own.stop()
       await down
-      await assert.rejects(store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
+      await assert.rejects(
+        store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]),
+        (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE',
+      )
       const up = once(store, 'available')
       await own.restart()
       await up
@@ -260,7 +292,9 @@ describe('on a standalone Redis', () => {
   }
 
   test('a store made from a URL owns its client (node-redis when ioredis is missing) and closes it', async () => {
-    const client = createClient({ url: server.url }, 'url', (name) => (name === 'ioredis' ? undefined : createRequire(import.meta.url)('redis')))
+    const client = createClient({ url: server.url }, 'url', (name) =>
+      name === 'ioredis' ? undefined : createRequire(import.meta.url)('redis'),
+    )
     const store = new RedisStore({ client, prefix: 'created:' })
     const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
     assert.equal(response.results[0].remaining, 2)
@@ -306,6 +340,9 @@ test('with neither client library installed, a store that must create its client
 test('a client of neither family is refused with INVALID_OPTION naming both', () => {
   assert.throws(
     () => new RedisStore({ client: { status: 'ready' } as unknown as RedisClientLike }),
-    (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && /ioredis Redis or Cluster, or a client from the redis package/.test(error.message),
+    (error: unknown) =>
+      error instanceof FloodgateError &&
+      error.code === 'INVALID_OPTION' &&
+      /ioredis Redis or Cluster, or a client from the redis package/.test(error.message),
   )
 })

@@ -54,13 +54,15 @@ test('decisions for keys spread over every master match evaluateKey, step by ste
   const model = new Map<string, PolicyRecord>()
   for (let round = 0; round < 9; round++) {
     const now = START + round * MINUTE
-    const requests = keys.map((key, i): EvaluateRequest => ({
-      key,
-      policies: POLICY_SETS[i % POLICY_SETS.length],
-      // Mostly charges, with peeks and double charges mixed in.
-      cost: (i + round) % 7 === 0 ? 0 : (i + round) % 5 === 0 ? 2 : 1,
-      now,
-    }))
+    const requests = keys.map(
+      (key, i): EvaluateRequest => ({
+        key,
+        policies: POLICY_SETS[i % POLICY_SETS.length],
+        // Mostly charges, with peeks and double charges mixed in.
+        cost: (i + round) % 7 === 0 ? 0 : (i + round) % 5 === 0 ? 2 : 1,
+        now,
+      }),
+    )
     // Separate calls in one tick, as concurrent HTTP requests would make them.
     const responses = await Promise.all(requests.map((request) => store.evaluate([request]).then(([r]) => r)))
     for (const [i, request] of requests.entries()) {
@@ -92,7 +94,10 @@ test('keys with braces, colons, percent signs or nothing at all are independent 
     }
   }
   const denied = await store.evaluate(AWKWARD_KEYS.map((key) => ({ key, policies, cost: 1, now })))
-  assert.deepEqual(denied.map((r) => r.allowed), AWKWARD_KEYS.map(() => false))
+  assert.deepEqual(
+    denied.map((r) => r.allowed),
+    AWKWARD_KEYS.map(() => false),
+  )
   await store.reset('{a}', policies)
   const [afterReset, neighbour] = await store.evaluate([
     { key: '{a}', policies, cost: 1, now },
@@ -131,7 +136,12 @@ test('one tick of calls is decided with far fewer script calls than requests, ea
 /** The TypeScript core's decision for a request, updating the model's records like a store would. */
 function decideInModel(model: Map<string, PolicyRecord>, request: EvaluateRequest, now: number) {
   const ids = request.policies.map((policy) => `${request.key}\u0000${policy.name}`)
-  const evaluation = evaluateKey(ids.map((id) => model.get(id)), now, request.cost, request.policies)
+  const evaluation = evaluateKey(
+    ids.map((id) => model.get(id)),
+    now,
+    request.cost,
+    request.policies,
+  )
   // Records are never dropped here: by the ttlMs contract a record past its ttl steps like none.
   for (const [i, id] of ids.entries()) model.set(id, evaluation.records[i])
   return evaluation

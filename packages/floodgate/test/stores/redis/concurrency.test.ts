@@ -28,7 +28,11 @@ const CASES: HammerCase[] = [
   { name: 'token-bucket', policies: [{ algorithm: 'token-bucket', limit: LIMIT, period: '1h' }], keys: KEYS },
   { name: 'gcra', policies: [{ algorithm: 'gcra', limit: LIMIT, period: '1h' }], keys: KEYS },
   { name: 'leaky-bucket', policies: [{ name: 'policing', algorithm: 'leaky-bucket', limit: LIMIT, period: '1h' }], keys: KEYS },
-  { name: 'leaky-bucket shaping', policies: [{ name: 'shaping', algorithm: 'leaky-bucket', limit: LIMIT, period: '1h', shaping: true }], keys: KEYS },
+  {
+    name: 'leaky-bucket shaping',
+    policies: [{ name: 'shaping', algorithm: 'leaky-bucket', limit: LIMIT, period: '1h', shaping: true }],
+    keys: KEYS,
+  },
   { name: 'concurrency', policies: [{ algorithm: 'concurrency', limit: LIMIT, period: '1h' }], keys: KEYS },
   {
     name: 'two-policies',
@@ -63,7 +67,11 @@ test(`${WORKERS} processes together admit exactly the limit per key for every ex
     inflight: 32,
   }
   const reports = await runWorkers(config)
-  const perWorker = reports.map((report) => Object.values(report.admitted).flatMap(Object.values).reduce((a, b) => a + b, 0))
+  const perWorker = reports.map((report) =>
+    Object.values(report.admitted)
+      .flatMap(Object.values)
+      .reduce((a, b) => a + b, 0),
+  )
   t.diagnostic(`admitted per worker: ${perWorker.join(', ')}`)
 
   for (const c of CASES) {

@@ -62,19 +62,29 @@ const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
       shaping: fc.boolean(),
       blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
     })
-    .map(({ algorithm, shaping, ...rest }): PolicyOptions => ({
-      name,
-      algorithm: algorithm as AlgorithmName,
-      ...rest,
-      ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
-    }))
+    .map(
+      ({ algorithm, shaping, ...rest }): PolicyOptions => ({
+        name,
+        algorithm: algorithm as AlgorithmName,
+        ...rest,
+        ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
+      }),
+    )
 
 /** A request of a trace: which key, which of the run's policies, what cost, how far the clock moves first, and whether it shares the previous request's tick. */
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x{y}:%'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
-  cost: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 }, { arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 }),
-  advance: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 }, { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 }),
+  cost: fc.oneof(
+    { arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 },
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 },
+  ),
+  advance: fc.oneof(
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
+    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
+  ),
   sameTick: fc.boolean(),
 })
 
@@ -134,7 +144,7 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
   )
 })
 
-test('an allowed step\'s state is as good as none after max(1, resetMs): its ttl is at most that (runner.lua keeps an expiry on it)', () => {
+test("an allowed step's state is as good as none after max(1, resetMs): its ttl is at most that (runner.lua keeps an expiry on it)", () => {
   for (const name of TWINS) {
     const algorithm = ALGORITHM_BY_NAME[name as AlgorithmName]
     fc.assert(
@@ -142,7 +152,10 @@ test('an allowed step\'s state is as good as none after max(1, resetMs): its ttl
         for (const { now, result } of replay(algorithm, trace)) {
           if (!result.allowed) continue
           const ttl = algorithm.ttlMs(result.state, now, trace.policy)
-          assert.ok(ttl <= Math.max(1, result.resetMs), `${name}: ttl ${ttl}, resetMs ${result.resetMs}, state ${JSON.stringify(result.state)} at ${now}`)
+          assert.ok(
+            ttl <= Math.max(1, result.resetMs),
+            `${name}: ttl ${ttl}, resetMs ${result.resetMs}, state ${JSON.stringify(result.state)} at ${now}`,
+          )
         }
       }),
       { numRuns: 300 },

@@ -63,12 +63,18 @@ describe('on a Redis Cluster', () => {
 
     for (let i = 0; i < 5; i++) {
       const decisions = await wave()
-      assert.ok(decisions.every((d) => d.source === 'store'), 'before the kill every decision comes from the store')
+      assert.ok(
+        decisions.every((d) => d.source === 'store'),
+        'before the kill every decision comes from the store',
+      )
     }
     const killed = await cluster.killMaster(victim)
     const healed = cluster.waitUntilHealthy(30_000)
     let healthy = false
-    void healed.then(() => (healthy = true), () => undefined)
+    void healed.then(
+      () => (healthy = true),
+      () => undefined,
+    )
 
     // Keep deciding through the failover; limit() must never throw. Stop once the cluster has
     // healed and a whole wave (including the victim's slot) was decided by the store again.
@@ -78,7 +84,10 @@ describe('on a Redis Cluster', () => {
     while (Date.now() < deadline) {
       const decisions = await wave()
       waves++
-      assert.ok(decisions.every((d) => d.allowed), 'fail-open: nothing is denied while the store fails')
+      assert.ok(
+        decisions.every((d) => d.allowed),
+        'fail-open: nothing is denied while the store fails',
+      )
       if (healthy && decisions.every((d) => d.source === 'store')) {
         recovered = true
         break
@@ -88,7 +97,10 @@ describe('on a Redis Cluster', () => {
     await healed
     const fallbacks = counts.get('fallback-open') ?? 0
     t.diagnostic(`killed master ${killed.port}; ${waves} waves during failover; sources: ${JSON.stringify(Object.fromEntries(counts))}`)
-    assert.ok(recovered, `decisions did not come back to the store within 40s after the kill (sources ${JSON.stringify(Object.fromEntries(counts))})`)
+    assert.ok(
+      recovered,
+      `decisions did not come back to the store within 40s after the kill (sources ${JSON.stringify(Object.fromEntries(counts))})`,
+    )
     assert.notEqual(await cluster.masterOf(victim), killed.port, 'a replica now serves the victim slot')
     assert.ok(fallbacks > 0, 'the kill was felt: some decisions fell back while the slot had no master')
     // Bounded: once back, the store keeps deciding; the fallbacks were the failover window only.
@@ -164,7 +176,10 @@ describe('on a standalone Redis that stops and comes back', () => {
 
     // Local: each instance gets ceil(10 / 2) = 5 of the key's 10.
     const local = await Promise.all(Array.from({ length: 8 }, () => limiters.local.limit('down-local')))
-    assert.deepEqual(local.map((d) => d.source), local.map(() => 'fallback-local'))
+    assert.deepEqual(
+      local.map((d) => d.source),
+      local.map(() => 'fallback-local'),
+    )
     assert.equal(local.filter((d) => d.allowed).length, 5, 'local fallback admits limit / instances')
     assert.ok(openedAt.has('local'), 'local: the breaker opened after repeated failures')
 
@@ -200,35 +215,32 @@ describe('a call answered by the fallback while Redis is down', () => {
     await server?.stop()
   })
 
-  test(
-    'is not charged in Redis later, when the server is back',
-    // ioredis queues commands while disconnected and replays them after reconnecting; RedisStore's
-    // connection gate refuses instead, so requests the fallback answered are never charged later.
-    async () => {
-      const limiter = new RateLimiter({
-        store: new RedisStore({ client, prefix: 'late:' }),
-        policies: [{ name: 'ten-per-hour', algorithm: 'fixed-window', limit: 10, period: '1h' }],
-        timeout: '200ms',
-        onStoreError: 'open',
-        breaker: { failures: 100 },
-        denyCache: false,
-      })
-      assert.equal((await limiter.limit('warm-up')).source, 'store')
-      await server.stop()
-      for (let i = 0; i < 5; i++) assert.equal((await limiter.limit('late')).source, 'fallback-open')
-      await server.restart()
-      let peek = await limiter.limit('late', { cost: 0 })
-      for (const deadline = Date.now() + 20_000; peek.source !== 'store' && Date.now() < deadline; ) {
-        await sleep(100)
-        peek = await limiter.limit('late', { cost: 0 })
-      }
-      assert.equal(peek.source, 'store')
-      // Give queued commands their chance to land, then look: nothing may have been charged.
-      await sleep(500)
-      const settled = await limiter.limit('late', { cost: 0 })
-      assert.equal(settled.remaining, 10, `${10 - settled.remaining} fallback-answered calls were charged after the restart`)
-    },
-  )
+  // ioredis queues commands while disconnected and replays them after reconnecting; RedisStore's
+  // connection gate refuses instead, so requests the fallback answered are never charged later.
+  test('is not charged in Redis later, when the server is back', async () => {
+    const limiter = new RateLimiter({
+      store: new RedisStore({ client, prefix: 'late:' }),
+      policies: [{ name: 'ten-per-hour', algorithm: 'fixed-window', limit: 10, period: '1h' }],
+      timeout: '200ms',
+      onStoreError: 'open',
+      breaker: { failures: 100 },
+      denyCache: false,
+    })
+    assert.equal((await limiter.limit('warm-up')).source, 'store')
+    await server.stop()
+    for (let i = 0; i < 5; i++) assert.equal((await limiter.limit('late')).source, 'fallback-open')
+    await server.restart()
+    let peek = await limiter.limit('late', { cost: 0 })
+    for (const deadline = Date.now() + 20_000; peek.source !== 'store' && Date.now() < deadline; ) {
+      await sleep(100)
+      peek = await limiter.limit('late', { cost: 0 })
+    }
+    assert.equal(peek.source, 'store')
+    // Give queued commands their chance to land, then look: nothing may have been charged.
+    await sleep(500)
+    const settled = await limiter.limit('late', { cost: 0 })
+    assert.equal(settled.remaining, 10, `${10 - settled.remaining} fallback-answered calls were charged after the restart`)
+  })
 })
 
 /** A real RedisStore that also counts how often the limiter asked it to decide. */

@@ -124,11 +124,17 @@ function parseKey(prefix: string, bytes: Buffer): [string, string, string] {
 test('the bytes of a Redis key give back exactly its user key, policy id and tag, so distinct user keys never collide', () => {
   const text = fc.oneof(trickyText, anyText)
   fc.assert(
-    fc.property(text, text.filter((name) => name.length > 0), fc.constantFrom(...ALGORITHMS), fc.constantFrom('fg:', '', 'a:b:'), (userKey, name, algorithm, prefix) => {
-      const policy = createPolicy({ name, algorithm, limit: 1, period: '1s' })
-      const bytes = Buffer.from(policyKey(prefix, userKey, policy), 'utf8')
-      assert.deepEqual(parseKey(prefix, bytes), [userKey, policyId(name), ALGORITHM_TAG[algorithm]])
-    }),
+    fc.property(
+      text,
+      text.filter((name) => name.length > 0),
+      fc.constantFrom(...ALGORITHMS),
+      fc.constantFrom('fg:', '', 'a:b:'),
+      (userKey, name, algorithm, prefix) => {
+        const policy = createPolicy({ name, algorithm, limit: 1, period: '1s' })
+        const bytes = Buffer.from(policyKey(prefix, userKey, policy), 'utf8')
+        assert.deepEqual(parseKey(prefix, bytes), [userKey, policyId(name), ALGORITHM_TAG[algorithm]])
+      },
+    ),
     { numRuns: 3000 },
   )
 })
@@ -158,7 +164,11 @@ test('keySlot follows the Redis rule: known slots, hash tags, empty tags hash th
   assert.equal(keySlot('{user1000}.following'), keySlot('user1000'))
   // Answers of CLUSTER KEYSLOT on redis-server 7.0.15, edge cases included.
   const fromRedis: [string, number][] = [
-    ['foo{}{bar}', 8363], ['{}x', 10595], ['x{}', 2608], ['a{b}c', 3300], ['{user1000}.following', 3443],
+    ['foo{}{bar}', 8363],
+    ['{}x', 10595],
+    ['x{}', 2608],
+    ['a{b}c', 3300],
+    ['{user1000}.following', 3443],
   ]
   for (const [key, slot] of fromRedis) assert.equal(keySlot(key), slot, key)
   fc.assert(
@@ -173,6 +183,9 @@ test('keySlot follows the Redis rule: known slots, hash tags, empty tags hash th
 test('a prefix with braces is refused with a message saying why', () => {
   assert.equal(validatePrefix('fg:'), 'fg:')
   for (const bad of ['{fg}', 'a}', 42]) {
-    assert.throws(() => validatePrefix(bad), (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && /brace|'\{'/.test(error.message))
+    assert.throws(
+      () => validatePrefix(bad),
+      (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && /brace|'\{'/.test(error.message),
+    )
   }
 })

@@ -42,10 +42,16 @@ test('a batch for an idle lane goes at once; what comes while a call is in fligh
 test('a big batch for an idle lane goes in two halves, the second when the first answers', () => {
   const { lane, started, finish } = recordingLane()
   lane.submit(named('r', 2 * MIN_PART + 1))
-  assert.deepEqual(started.map((call) => call.length), [MIN_PART + 1])
+  assert.deepEqual(
+    started.map((call) => call.length),
+    [MIN_PART + 1],
+  )
   assert.equal(lane.queued, MIN_PART)
   finish(0)
-  assert.deepEqual(started.map((call) => call.length), [MIN_PART + 1, MIN_PART])
+  assert.deepEqual(
+    started.map((call) => call.length),
+    [MIN_PART + 1, MIN_PART],
+  )
   assert.deepEqual(started.flat(), named('r', 2 * MIN_PART + 1), 'in order, each request once')
   lane.submit(named('s', 2 * MIN_PART - 1))
   assert.equal(started.length, 2, 'a batch too small to halve waits whole behind the call in flight')
@@ -57,9 +63,15 @@ test('no call holds more than maxBatch requests', () => {
   const { lane, started, finish } = recordingLane(50)
   lane.submit(named('a', 30))
   lane.submit(named('b', 120))
-  assert.deepEqual(started.map((call) => call.length), [30])
+  assert.deepEqual(
+    started.map((call) => call.length),
+    [30],
+  )
   for (let i = 0; i < 4; i++) finish(i)
-  assert.deepEqual(started.map((call) => call.length), [30, 50, 50, 20])
+  assert.deepEqual(
+    started.map((call) => call.length),
+    [30, 50, 50, 20],
+  )
   assert.deepEqual(started.flat(), [...named('a', 30), ...named('b', 120)])
 })
 

@@ -32,12 +32,14 @@ after(async () => {
 const LEASED: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'concurrency']
 
 const policyArbitrary = (name: string) =>
-  fc.record({
-    algorithm: fc.constantFrom(...LEASED),
-    limit: fc.integer({ min: 1, max: 12 }),
-    period: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 })),
-    burst: fc.integer({ min: 1, max: 12 }),
-  }).map((options) => createPolicy({ name, sync: 'lease', ...options }))
+  fc
+    .record({
+      algorithm: fc.constantFrom(...LEASED),
+      limit: fc.integer({ min: 1, max: 12 }),
+      period: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 })),
+      burst: fc.integer({ min: 1, max: 12 }),
+    })
+    .map((options) => createPolicy({ name, sync: 'lease', ...options }))
 
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'x{y}:%'),
@@ -49,7 +51,11 @@ const stepArbitrary = fc.record({
   need: fc.integer({ min: -2, max: 3 }),
   unused: fc.integer({ min: 0, max: 14 }),
   leaseMs: fc.integer({ min: 1, max: 3_000 }),
-  advance: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 }, { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 }),
+  advance: fc.oneof(
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
+    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
+  ),
   sameTick: fc.boolean(),
 })
 
@@ -71,10 +77,19 @@ test('random lease traces answer identically in TypeScript, in Redis (lease.lua)
           const policies: Policy[] = step.policies.map((i) => pool[i])
           const positive = Math.max(0, step.need)
           const request: LeaseRequest = {
-            key: step.key, policies, now, leaseMs: step.leaseMs, want: 0, need: positive, id: 0, returnId: 0, returnUnused: 0,
+            key: step.key,
+            policies,
+            now,
+            leaseMs: step.leaseMs,
+            want: 0,
+            need: positive,
+            id: 0,
+            returnId: 0,
+            returnUnused: 0,
           }
           if (step.kind === 'take') Object.assign(request, { id: step.id, want: Math.max(positive, step.want) })
-          else if (step.kind === 'renew') Object.assign(request, { id: step.id, want: Math.max(positive, step.want), returnId: step.returnId, returnUnused: step.unused })
+          else if (step.kind === 'renew')
+            Object.assign(request, { id: step.id, want: Math.max(positive, step.want), returnId: step.returnId, returnUnused: step.unused })
           else if (step.kind === 'return') Object.assign(request, { returnId: step.returnId, returnUnused: step.unused, need: 0 })
           else request.need = step.need
           if (step.sameTick && ticks.length > 0) ticks[ticks.length - 1].push(request)

@@ -134,8 +134,14 @@ test('requests for one key in one tick are decided in call order, as if one afte
   const request = { key: 'hot', policies: perMinute, cost: 1, now: 120_000 }
   const responses = await Promise.all(Array.from({ length: 15 }, () => store.evaluate([request])))
   assert.equal(await scriptCalls(), 1)
-  assert.deepEqual(responses.map(([r]) => r.allowed), [...Array(10).fill(true), ...Array(5).fill(false)])
-  assert.deepEqual(responses.slice(0, 10).map(([r]) => r.results[0].remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+  assert.deepEqual(
+    responses.map(([r]) => r.allowed),
+    [...Array(10).fill(true), ...Array(5).fill(false)],
+  )
+  assert.deepEqual(
+    responses.slice(0, 10).map(([r]) => r.results[0].remaining),
+    [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
+  )
 })
 
 test('one evaluate with many requests answers in order; big batches are split by maxBatchSize', async () => {
@@ -145,7 +151,10 @@ test('one evaluate with many requests answers in order; big batches are split by
   const batch: EvaluateRequest[] = Array.from({ length: 20 }, (_, i) => ({ key: `b${i % 4}`, policies: perMinute, cost: 1, now: 0 }))
   const responses = await small.evaluate(batch)
   assert.equal(await scriptCalls(), 3)
-  assert.deepEqual(responses.map((r) => r.results[0].remaining), batch.map((_, i) => 9 - Math.floor(i / 4)))
+  assert.deepEqual(
+    responses.map((r) => r.results[0].remaining),
+    batch.map((_, i) => 9 - Math.floor(i / 4)),
+  )
 })
 
 test('a failing call rejects every caller in it and writes nothing', async () => {
@@ -214,8 +223,12 @@ test('without a now, the server clock decides', async () => {
   const before = await serverTime()
   const responses = await store.evaluate(Array.from({ length: 4 }, () => ({ key: 'clock', policies, cost: 1 })))
   const after = await serverTime()
-  for (const response of responses) assert.ok(response.now >= before && response.now <= after, `now ${response.now} in [${before}, ${after}]`)
-  assert.deepEqual(responses.map((r) => r.allowed), [true, true, true, false])
+  for (const response of responses)
+    assert.ok(response.now >= before && response.now <= after, `now ${response.now} in [${before}, ${after}]`)
+  assert.deepEqual(
+    responses.map((r) => r.allowed),
+    [true, true, true, false],
+  )
   const windowEnd = Math.floor(responses[3].now / 3_600_000) * 3_600_000 + 3_600_000
   assert.equal(responses[3].results[0].retryAfterMs, windowEnd - responses[3].now)
 })
@@ -269,7 +282,10 @@ test('a server that is down is never sent a call: refused with STORE_UNAVAILABLE
   let lateServer: RedisProcess | undefined
   try {
     for (let i = 0; i < 3; i++) {
-      await assert.rejects(late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
+      await assert.rejects(
+        late.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }]),
+        (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE',
+      )
     }
     lateServer = await startRedis([], port)
     if (!late.connected) await once(late, 'available')
@@ -289,7 +305,10 @@ test('bad requests are refused with INVALID_REQUEST before reaching Redis', asyn
     { key: 'k', policies: perMinute, cost: 1, now: Number.POSITIVE_INFINITY },
   ]
   for (const request of bad) {
-    await assert.rejects(store.evaluate([request as EvaluateRequest]), (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST')
+    await assert.rejects(
+      store.evaluate([request as EvaluateRequest]),
+      (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST',
+    )
   }
 })
 
@@ -361,7 +380,10 @@ test('a window record in a later window gets a new expiry', async () => {
   await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
   assert.deepEqual((await readRecord(client, key))?.state, [start + hour, 1])
   const second = storedExpiry((await client.getBuffer(key))!)!
-  assert.ok(second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext), `${second - start - 2 * hour} ms past the window`)
+  assert.ok(
+    second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext),
+    `${second - start - 2 * hour} ms past the window`,
+  )
   const ttl = await client.pttl(key)
   assert.ok(ttl <= second - beforeNext && ttl >= second - (await serverTime()), `pttl ${ttl}`)
 })
@@ -409,11 +431,18 @@ test('a store made from Sentinel options finds the master through the sentinel',
   const config = join(dir, 'sentinel.conf')
   writeFileSync(config, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor main 127.0.0.1 ${server.port} 1\n`)
   const sentinel = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
-  const store = new RedisStore({ redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times: number) => (times > 100 ? null : 50) }, prefix: 'sentinel:' })
+  const store = new RedisStore({
+    redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times: number) => (times > 100 ? null : 50) },
+    prefix: 'sentinel:',
+  })
   try {
     const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 3, now: 0 }])
     assert.equal(response.results[0].remaining, 7)
-    assert.deepEqual(await readRecord(client, `sentinel:{k}:${policyId('minute')}:fw`), { blockedUntil: 0, state: [0, 3] }, 'written on the master the sentinel named')
+    assert.deepEqual(
+      await readRecord(client, `sentinel:{k}:${policyId('minute')}:fw`),
+      { blockedUntil: 0, state: [0, 3] },
+      'written on the master the sentinel named',
+    )
   } finally {
     await store.close()
     const exited = once(sentinel, 'exit')
@@ -473,7 +502,10 @@ test('calls waiting behind one in flight are refused when the connection drops, 
     // Writes (and so the script) stall on the server: the first call stays in flight.
     await client.call('CLIENT', 'PAUSE', '10000', 'WRITE')
     const outcomes = Array.from({ length: 300 }, (_, i) =>
-      dropping.evaluate([{ key: `drop:${i}`, policies: perMinute, cost: 1 }]).then(() => 'decided', () => 'refused'),
+      dropping.evaluate([{ key: `drop:${i}`, policies: perMinute, cost: 1 }]).then(
+        () => 'decided',
+        () => 'refused',
+      ),
     )
     // After this turn's flush one part is in flight and the other waits in the lane.
     await new Promise((resolve) => setImmediate(resolve))

@@ -60,7 +60,11 @@ test('SCRIPT FLUSH mid-run: every call still succeeds and counts exactly once', 
         seen.push(response.results[0].remaining)
       }
     }
-    assert.deepEqual(seen, Array.from({ length: 200 }, (_, i) => 100_000 - 1 - i), 'each call charged exactly once, in order')
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 200 }, (_, i) => 100_000 - 1 - i),
+      'each call charged exactly once, in order',
+    )
     assert.ok((await fallbacks()) >= 5, 'the NOSCRIPT path was taken')
   } finally {
     await store.close()
@@ -77,7 +81,10 @@ test('a stopped server refuses calls at once; restarted (empty, no scripts) it i
     await server.stop()
     if (store.connected) await once(store, 'unavailable')
     // Refused at once rather than queued by ioredis, so it can never be applied after the restart.
-    await assert.rejects(store.evaluate([{ key: 'k', policies, cost: 1 }]), (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE')
+    await assert.rejects(
+      store.evaluate([{ key: 'k', policies, cost: 1 }]),
+      (error: unknown) => error instanceof FloodgateError && error.code === 'STORE_UNAVAILABLE',
+    )
     await server.restart()
     if (!store.connected) await once(store, 'available')
     const [first] = await store.evaluate([{ key: 'k', policies, cost: 1 }])
@@ -85,7 +92,10 @@ test('a stopped server refuses calls at once; restarted (empty, no scripts) it i
 
     await admin.script('FLUSH') // admin reconnected too; a flush after the restart for good measure
     const responses = await Promise.all(Array.from({ length: 5 }, () => store.evaluate([{ key: 'k', policies, cost: 1 }])))
-    assert.deepEqual(responses.map(([r]) => r.results[0].remaining), [99_998, 99_997, 99_996, 99_995, 99_994])
+    assert.deepEqual(
+      responses.map(([r]) => r.results[0].remaining),
+      [99_998, 99_997, 99_996, 99_995, 99_994],
+    )
   } finally {
     await store.close()
   }

@@ -37,8 +37,14 @@ test('decides through the master the sentinel names, all-or-nothing across polic
   ])
   const decisions: EvaluateResponse[] = []
   for (let i = 0; i < 7; i++) decisions.push(...(await store.evaluate([{ key: 'sentinel-user', policies, cost: 1, now: NOW }])))
-  assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, true, true, false, false])
-  assert.deepEqual(decisions[4].results.map((r) => r.remaining), [0, 3])
+  assert.deepEqual(
+    decisions.map((d) => d.allowed),
+    [true, true, true, true, true, false, false],
+  )
+  assert.deepEqual(
+    decisions[4].results.map((r) => r.remaining),
+    [0, 3],
+  )
   // The denials charged nothing: the gcra policy still has 3 left.
   const [peek] = await store.evaluate([{ key: 'sentinel-user', policies, cost: 0, now: NOW }])
   assert.equal(peek.results[1].remaining, 3)
@@ -50,7 +56,10 @@ test('decides through the master the sentinel names, all-or-nothing across polic
 test('after a Sentinel failover the promoted replica decides, with the replicated state', async () => {
   const policies = createPolicies([{ algorithm: 'fixed-window', limit: 3, period: '1h' }])
   const first = await store.evaluate([1, 2, 3].map(() => ({ key: 'failover-user', policies, cost: 1, now: NOW })))
-  assert.deepEqual(first.map((d) => d.allowed), [true, true, true])
+  assert.deepEqual(
+    first.map((d) => d.allowed),
+    [true, true, true],
+  )
   await waitUntil('the replica to catch up with the master', 10_000, async () => {
     const offset = async (port: number): Promise<string | undefined> =>
       onNode(port, async (redis) => /master_repl_offset:(\d+)/.exec(await redis.info('replication'))?.[1])
@@ -58,7 +67,11 @@ test('after a Sentinel failover the promoted replica decides, with the replicate
   })
 
   await onNode(setup.sentinels[0].port, (redis) => redis.call('SENTINEL', 'FAILOVER', setup.name))
-  await waitUntil('the sentinel to name the replica as master', 20_000, async () => (await setup.currentMasterPort()) === setup.replica.port)
+  await waitUntil(
+    'the sentinel to name the replica as master',
+    20_000,
+    async () => (await setup.currentMasterPort()) === setup.replica.port,
+  )
   // Until the old master is demoted too it still takes writes (Sentinel's split-brain window).
   await waitUntil('the old master to become a replica', 20_000, async () =>
     onNode(setup.master.port, async (redis) => /role:slave/.test(await redis.info('replication'))),

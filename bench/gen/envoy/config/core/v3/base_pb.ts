@@ -4,37 +4,38 @@
 // @generated from file envoy/config/core/v3/base.proto (package envoy.config.core.v3, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenFile, GenMessage } from '@bufbuild/protobuf/codegenv2'
+import { fileDesc, messageDesc } from '@bufbuild/protobuf/codegenv2'
+import type { Message } from '@bufbuild/protobuf'
 
 /**
  * Describes the file envoy/config/core/v3/base.proto.
  */
-export const file_envoy_config_core_v3_base: GenFile = /*@__PURE__*/
-  fileDesc("Ch9lbnZveS9jb25maWcvY29yZS92My9iYXNlLnByb3RvEhRlbnZveS5jb25maWcuY29yZS52MyIpCgtIZWFkZXJWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAliBnByb3RvMw");
+export const file_envoy_config_core_v3_base: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'Ch9lbnZveS9jb25maWcvY29yZS92My9iYXNlLnByb3RvEhRlbnZveS5jb25maWcuY29yZS52MyIpCgtIZWFkZXJWYWx1ZRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAliBnByb3RvMw',
+  )
 
 /**
  * Header name/value pair.
  *
  * @generated from message envoy.config.core.v3.HeaderValue
  */
-export type HeaderValue = Message<"envoy.config.core.v3.HeaderValue"> & {
+export type HeaderValue = Message<'envoy.config.core.v3.HeaderValue'> & {
   /**
    * @generated from field: string key = 1;
    */
-  key: string;
+  key: string
 
   /**
    * @generated from field: string value = 2;
    */
-  value: string;
-};
+  value: string
+}
 
 /**
  * Describes the message envoy.config.core.v3.HeaderValue.
  * Use `create(HeaderValueSchema)` to create a new message.
  */
-export const HeaderValueSchema: GenMessage<HeaderValue> = /*@__PURE__*/
-  messageDesc(file_envoy_config_core_v3_base, 0);
-
+export const HeaderValueSchema: GenMessage<HeaderValue> = /*@__PURE__*/ messageDesc(file_envoy_config_core_v3_base, 0)

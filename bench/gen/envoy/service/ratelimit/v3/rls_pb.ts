@@ -4,124 +4,133 @@
 // @generated from file envoy/service/ratelimit/v3/rls.proto (package envoy.service.ratelimit.v3, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { HeaderValue } from "../../../config/core/v3/base_pb.js";
-import { file_envoy_config_core_v3_base } from "../../../config/core/v3/base_pb.js";
-import type { RateLimitDescriptor } from "../../../extensions/common/ratelimit/v3/ratelimit_pb.js";
-import { file_envoy_extensions_common_ratelimit_v3_ratelimit } from "../../../extensions/common/ratelimit/v3/ratelimit_pb.js";
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { JsonObject, Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2'
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2'
+import type { HeaderValue } from '../../../config/core/v3/base_pb.js'
+import { file_envoy_config_core_v3_base } from '../../../config/core/v3/base_pb.js'
+import type { RateLimitDescriptor } from '../../../extensions/common/ratelimit/v3/ratelimit_pb.js'
+import { file_envoy_extensions_common_ratelimit_v3_ratelimit } from '../../../extensions/common/ratelimit/v3/ratelimit_pb.js'
+import type { Duration, Timestamp } from '@bufbuild/protobuf/wkt'
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt'
+import type { JsonObject, Message } from '@bufbuild/protobuf'
 
 /**
  * Describes the file envoy/service/ratelimit/v3/rls.proto.
  */
-export const file_envoy_service_ratelimit_v3_rls: GenFile = /*@__PURE__*/
-  fileDesc("CiRlbnZveS9zZXJ2aWNlL3JhdGVsaW1pdC92My9ybHMucHJvdG8SGmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzIocBChBSYXRlTGltaXRSZXF1ZXN0Eg4KBmRvbWFpbhgBIAEoCRJOCgtkZXNjcmlwdG9ycxgCIAMoCzI5LmVudm95LmV4dGVuc2lvbnMuY29tbW9uLnJhdGVsaW1pdC52My5SYXRlTGltaXREZXNjcmlwdG9yEhMKC2hpdHNfYWRkZW5kGAMgASgNIv0IChFSYXRlTGltaXRSZXNwb25zZRJICgxvdmVyYWxsX2NvZGUYASABKA4yMi5lbnZveS5zZXJ2aWNlLnJhdGVsaW1pdC52My5SYXRlTGltaXRSZXNwb25zZS5Db2RlElAKCHN0YXR1c2VzGAIgAygLMj4uZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuRGVzY3JpcHRvclN0YXR1cxJCChdyZXNwb25zZV9oZWFkZXJzX3RvX2FkZBgDIAMoCzIhLmVudm95LmNvbmZpZy5jb3JlLnYzLkhlYWRlclZhbHVlEkEKFnJlcXVlc3RfaGVhZGVyc190b19hZGQYBCADKAsyIS5lbnZveS5jb25maWcuY29yZS52My5IZWFkZXJWYWx1ZRIQCghyYXdfYm9keRgFIAEoDBIxChBkeW5hbWljX21ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBJCCgVxdW90YRgHIAEoCzIzLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlc3BvbnNlLlF1b3RhGt8BCglSYXRlTGltaXQSDAoEbmFtZRgDIAEoCRIZChFyZXF1ZXN0c19wZXJfdW5pdBgBIAEoDRJKCgR1bml0GAIgASgOMjwuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuUmF0ZUxpbWl0LlVuaXQiXQoEVW5pdBILCgdVTktOT1dOEAASCgoGU0VDT05EEAESCgoGTUlOVVRFEAISCAoESE9VUhADEgcKA0RBWRAEEgkKBU1PTlRIEAUSCAoEWUVBUhAGEggKBFdFRUsQBxpwCgVRdW90YRIQCghyZXF1ZXN0cxgBIAEoDRIxCgt2YWxpZF91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIKCgJpZBgDIAEoCUIWChRleHBpcmF0aW9uX3NwZWNpZmllchq6AgoQRGVzY3JpcHRvclN0YXR1cxJACgRjb2RlGAEgASgOMjIuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuQ29kZRJOCg1jdXJyZW50X2xpbWl0GAIgASgLMjcuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuUmF0ZUxpbWl0EhcKD2xpbWl0X3JlbWFpbmluZxgDIAEoDRI3ChRkdXJhdGlvbl91bnRpbF9yZXNldBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJCCgVxdW90YRgFIAEoCzIzLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlc3BvbnNlLlF1b3RhIisKBENvZGUSCwoHVU5LTk9XThAAEgYKAk9LEAESDgoKT1ZFUl9MSU1JVBACMoQBChBSYXRlTGltaXRTZXJ2aWNlEnAKD1Nob3VsZFJhdGVMaW1pdBIsLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlcXVlc3QaLS5lbnZveS5zZXJ2aWNlLnJhdGVsaW1pdC52My5SYXRlTGltaXRSZXNwb25zZSIAYgZwcm90bzM", [file_envoy_config_core_v3_base, file_envoy_extensions_common_ratelimit_v3_ratelimit, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+export const file_envoy_service_ratelimit_v3_rls: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'CiRlbnZveS9zZXJ2aWNlL3JhdGVsaW1pdC92My9ybHMucHJvdG8SGmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzIocBChBSYXRlTGltaXRSZXF1ZXN0Eg4KBmRvbWFpbhgBIAEoCRJOCgtkZXNjcmlwdG9ycxgCIAMoCzI5LmVudm95LmV4dGVuc2lvbnMuY29tbW9uLnJhdGVsaW1pdC52My5SYXRlTGltaXREZXNjcmlwdG9yEhMKC2hpdHNfYWRkZW5kGAMgASgNIv0IChFSYXRlTGltaXRSZXNwb25zZRJICgxvdmVyYWxsX2NvZGUYASABKA4yMi5lbnZveS5zZXJ2aWNlLnJhdGVsaW1pdC52My5SYXRlTGltaXRSZXNwb25zZS5Db2RlElAKCHN0YXR1c2VzGAIgAygLMj4uZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuRGVzY3JpcHRvclN0YXR1cxJCChdyZXNwb25zZV9oZWFkZXJzX3RvX2FkZBgDIAMoCzIhLmVudm95LmNvbmZpZy5jb3JlLnYzLkhlYWRlclZhbHVlEkEKFnJlcXVlc3RfaGVhZGVyc190b19hZGQYBCADKAsyIS5lbnZveS5jb25maWcuY29yZS52My5IZWFkZXJWYWx1ZRIQCghyYXdfYm9keRgFIAEoDBIxChBkeW5hbWljX21ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBJCCgVxdW90YRgHIAEoCzIzLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlc3BvbnNlLlF1b3RhGt8BCglSYXRlTGltaXQSDAoEbmFtZRgDIAEoCRIZChFyZXF1ZXN0c19wZXJfdW5pdBgBIAEoDRJKCgR1bml0GAIgASgOMjwuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuUmF0ZUxpbWl0LlVuaXQiXQoEVW5pdBILCgdVTktOT1dOEAASCgoGU0VDT05EEAESCgoGTUlOVVRFEAISCAoESE9VUhADEgcKA0RBWRAEEgkKBU1PTlRIEAUSCAoEWUVBUhAGEggKBFdFRUsQBxpwCgVRdW90YRIQCghyZXF1ZXN0cxgBIAEoDRIxCgt2YWxpZF91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIKCgJpZBgDIAEoCUIWChRleHBpcmF0aW9uX3NwZWNpZmllchq6AgoQRGVzY3JpcHRvclN0YXR1cxJACgRjb2RlGAEgASgOMjIuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuQ29kZRJOCg1jdXJyZW50X2xpbWl0GAIgASgLMjcuZW52b3kuc2VydmljZS5yYXRlbGltaXQudjMuUmF0ZUxpbWl0UmVzcG9uc2UuUmF0ZUxpbWl0EhcKD2xpbWl0X3JlbWFpbmluZxgDIAEoDRI3ChRkdXJhdGlvbl91bnRpbF9yZXNldBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJCCgVxdW90YRgFIAEoCzIzLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlc3BvbnNlLlF1b3RhIisKBENvZGUSCwoHVU5LTk9XThAAEgYKAk9LEAESDgoKT1ZFUl9MSU1JVBACMoQBChBSYXRlTGltaXRTZXJ2aWNlEnAKD1Nob3VsZFJhdGVMaW1pdBIsLmVudm95LnNlcnZpY2UucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdFJlcXVlc3QaLS5lbnZveS5zZXJ2aWNlLnJhdGVsaW1pdC52My5SYXRlTGltaXRSZXNwb25zZSIAYgZwcm90bzM',
+    [
+      file_envoy_config_core_v3_base,
+      file_envoy_extensions_common_ratelimit_v3_ratelimit,
+      file_google_protobuf_duration,
+      file_google_protobuf_struct,
+      file_google_protobuf_timestamp,
+    ],
+  )
 
 /**
  * @generated from message envoy.service.ratelimit.v3.RateLimitRequest
  */
-export type RateLimitRequest = Message<"envoy.service.ratelimit.v3.RateLimitRequest"> & {
+export type RateLimitRequest = Message<'envoy.service.ratelimit.v3.RateLimitRequest'> & {
   /**
    * @generated from field: string domain = 1;
    */
-  domain: string;
+  domain: string
 
   /**
    * @generated from field: repeated envoy.extensions.common.ratelimit.v3.RateLimitDescriptor descriptors = 2;
    */
-  descriptors: RateLimitDescriptor[];
+  descriptors: RateLimitDescriptor[]
 
   /**
    * Units to charge each descriptor; 0 is treated as 1.
    *
    * @generated from field: uint32 hits_addend = 3;
    */
-  hitsAddend: number;
-};
+  hitsAddend: number
+}
 
 /**
  * Describes the message envoy.service.ratelimit.v3.RateLimitRequest.
  * Use `create(RateLimitRequestSchema)` to create a new message.
  */
-export const RateLimitRequestSchema: GenMessage<RateLimitRequest> = /*@__PURE__*/
-  messageDesc(file_envoy_service_ratelimit_v3_rls, 0);
+export const RateLimitRequestSchema: GenMessage<RateLimitRequest> = /*@__PURE__*/ messageDesc(file_envoy_service_ratelimit_v3_rls, 0)
 
 /**
  * @generated from message envoy.service.ratelimit.v3.RateLimitResponse
  */
-export type RateLimitResponse = Message<"envoy.service.ratelimit.v3.RateLimitResponse"> & {
+export type RateLimitResponse = Message<'envoy.service.ratelimit.v3.RateLimitResponse'> & {
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.Code overall_code = 1;
    */
-  overallCode: RateLimitResponse_Code;
+  overallCode: RateLimitResponse_Code
 
   /**
    * @generated from field: repeated envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus statuses = 2;
    */
-  statuses: RateLimitResponse_DescriptorStatus[];
+  statuses: RateLimitResponse_DescriptorStatus[]
 
   /**
    * @generated from field: repeated envoy.config.core.v3.HeaderValue response_headers_to_add = 3;
    */
-  responseHeadersToAdd: HeaderValue[];
+  responseHeadersToAdd: HeaderValue[]
 
   /**
    * @generated from field: repeated envoy.config.core.v3.HeaderValue request_headers_to_add = 4;
    */
-  requestHeadersToAdd: HeaderValue[];
+  requestHeadersToAdd: HeaderValue[]
 
   /**
    * @generated from field: bytes raw_body = 5;
    */
-  rawBody: Uint8Array;
+  rawBody: Uint8Array
 
   /**
    * @generated from field: google.protobuf.Struct dynamic_metadata = 6;
    */
-  dynamicMetadata?: JsonObject | undefined;
+  dynamicMetadata?: JsonObject | undefined
 
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.Quota quota = 7;
    */
-  quota?: RateLimitResponse_Quota | undefined;
-};
+  quota?: RateLimitResponse_Quota | undefined
+}
 
 /**
  * Describes the message envoy.service.ratelimit.v3.RateLimitResponse.
  * Use `create(RateLimitResponseSchema)` to create a new message.
  */
-export const RateLimitResponseSchema: GenMessage<RateLimitResponse> = /*@__PURE__*/
-  messageDesc(file_envoy_service_ratelimit_v3_rls, 1);
+export const RateLimitResponseSchema: GenMessage<RateLimitResponse> = /*@__PURE__*/ messageDesc(file_envoy_service_ratelimit_v3_rls, 1)
 
 /**
  * @generated from message envoy.service.ratelimit.v3.RateLimitResponse.RateLimit
  */
-export type RateLimitResponse_RateLimit = Message<"envoy.service.ratelimit.v3.RateLimitResponse.RateLimit"> & {
+export type RateLimitResponse_RateLimit = Message<'envoy.service.ratelimit.v3.RateLimitResponse.RateLimit'> & {
   /**
    * @generated from field: string name = 3;
    */
-  name: string;
+  name: string
 
   /**
    * @generated from field: uint32 requests_per_unit = 1;
    */
-  requestsPerUnit: number;
+  requestsPerUnit: number
 
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit unit = 2;
    */
-  unit: RateLimitResponse_RateLimit_Unit;
-};
+  unit: RateLimitResponse_RateLimit_Unit
+}
 
 /**
  * Describes the message envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.
  * Use `create(RateLimitResponse_RateLimitSchema)` to create a new message.
  */
-export const RateLimitResponse_RateLimitSchema: GenMessage<RateLimitResponse_RateLimit> = /*@__PURE__*/
-  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 0);
+export const RateLimitResponse_RateLimitSchema: GenMessage<RateLimitResponse_RateLimit> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 0)
 
 /**
  * @generated from enum envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit
@@ -171,78 +180,83 @@ export enum RateLimitResponse_RateLimit_Unit {
 /**
  * Describes the enum envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit.
  */
-export const RateLimitResponse_RateLimit_UnitSchema: GenEnum<RateLimitResponse_RateLimit_Unit> = /*@__PURE__*/
-  enumDesc(file_envoy_service_ratelimit_v3_rls, 1, 0, 0);
+export const RateLimitResponse_RateLimit_UnitSchema: GenEnum<RateLimitResponse_RateLimit_Unit> =
+  /*@__PURE__*/
+  enumDesc(file_envoy_service_ratelimit_v3_rls, 1, 0, 0)
 
 /**
  * @generated from message envoy.service.ratelimit.v3.RateLimitResponse.Quota
  */
-export type RateLimitResponse_Quota = Message<"envoy.service.ratelimit.v3.RateLimitResponse.Quota"> & {
+export type RateLimitResponse_Quota = Message<'envoy.service.ratelimit.v3.RateLimitResponse.Quota'> & {
   /**
    * @generated from field: uint32 requests = 1;
    */
-  requests: number;
+  requests: number
 
   /**
    * @generated from oneof envoy.service.ratelimit.v3.RateLimitResponse.Quota.expiration_specifier
    */
-  expirationSpecifier: {
-    /**
-     * @generated from field: google.protobuf.Timestamp valid_until = 2;
-     */
-    value: Timestamp;
-    case: "validUntil";
-  } | { case: undefined; value?: undefined };
+  expirationSpecifier:
+    | {
+        /**
+         * @generated from field: google.protobuf.Timestamp valid_until = 2;
+         */
+        value: Timestamp
+        case: 'validUntil'
+      }
+    | { case: undefined; value?: undefined }
 
   /**
    * @generated from field: string id = 3;
    */
-  id: string;
-};
+  id: string
+}
 
 /**
  * Describes the message envoy.service.ratelimit.v3.RateLimitResponse.Quota.
  * Use `create(RateLimitResponse_QuotaSchema)` to create a new message.
  */
-export const RateLimitResponse_QuotaSchema: GenMessage<RateLimitResponse_Quota> = /*@__PURE__*/
-  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 1);
+export const RateLimitResponse_QuotaSchema: GenMessage<RateLimitResponse_Quota> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 1)
 
 /**
  * @generated from message envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus
  */
-export type RateLimitResponse_DescriptorStatus = Message<"envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus"> & {
+export type RateLimitResponse_DescriptorStatus = Message<'envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus'> & {
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.Code code = 1;
    */
-  code: RateLimitResponse_Code;
+  code: RateLimitResponse_Code
 
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.RateLimit current_limit = 2;
    */
-  currentLimit?: RateLimitResponse_RateLimit | undefined;
+  currentLimit?: RateLimitResponse_RateLimit | undefined
 
   /**
    * @generated from field: uint32 limit_remaining = 3;
    */
-  limitRemaining: number;
+  limitRemaining: number
 
   /**
    * @generated from field: google.protobuf.Duration duration_until_reset = 4;
    */
-  durationUntilReset?: Duration | undefined;
+  durationUntilReset?: Duration | undefined
 
   /**
    * @generated from field: envoy.service.ratelimit.v3.RateLimitResponse.Quota quota = 5;
    */
-  quota?: RateLimitResponse_Quota | undefined;
-};
+  quota?: RateLimitResponse_Quota | undefined
+}
 
 /**
  * Describes the message envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus.
  * Use `create(RateLimitResponse_DescriptorStatusSchema)` to create a new message.
  */
-export const RateLimitResponse_DescriptorStatusSchema: GenMessage<RateLimitResponse_DescriptorStatus> = /*@__PURE__*/
-  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 2);
+export const RateLimitResponse_DescriptorStatusSchema: GenMessage<RateLimitResponse_DescriptorStatus> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_service_ratelimit_v3_rls, 1, 2)
 
 /**
  * @generated from enum envoy.service.ratelimit.v3.RateLimitResponse.Code
@@ -267,8 +281,9 @@ export enum RateLimitResponse_Code {
 /**
  * Describes the enum envoy.service.ratelimit.v3.RateLimitResponse.Code.
  */
-export const RateLimitResponse_CodeSchema: GenEnum<RateLimitResponse_Code> = /*@__PURE__*/
-  enumDesc(file_envoy_service_ratelimit_v3_rls, 1, 0);
+export const RateLimitResponse_CodeSchema: GenEnum<RateLimitResponse_Code> =
+  /*@__PURE__*/
+  enumDesc(file_envoy_service_ratelimit_v3_rls, 1, 0)
 
 /**
  * @generated from service envoy.service.ratelimit.v3.RateLimitService
@@ -280,10 +295,8 @@ export const RateLimitService: GenService<{
    * @generated from rpc envoy.service.ratelimit.v3.RateLimitService.ShouldRateLimit
    */
   shouldRateLimit: {
-    methodKind: "unary";
-    input: typeof RateLimitRequestSchema;
-    output: typeof RateLimitResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_envoy_service_ratelimit_v3_rls, 0);
-
+    methodKind: 'unary'
+    input: typeof RateLimitRequestSchema
+    output: typeof RateLimitResponseSchema
+  }
+}> = /*@__PURE__*/ serviceDesc(file_envoy_service_ratelimit_v3_rls, 0)

@@ -4,93 +4,100 @@
 // @generated from file envoy/extensions/common/ratelimit/v3/ratelimit.proto (package envoy.extensions.common.ratelimit.v3, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { RateLimitUnit } from "../../../../type/v3/ratelimit_unit_pb.js";
-import { file_envoy_type_v3_ratelimit_unit } from "../../../../type/v3/ratelimit_unit_pb.js";
-import { file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenFile, GenMessage } from '@bufbuild/protobuf/codegenv2'
+import { fileDesc, messageDesc } from '@bufbuild/protobuf/codegenv2'
+import type { RateLimitUnit } from '../../../../type/v3/ratelimit_unit_pb.js'
+import { file_envoy_type_v3_ratelimit_unit } from '../../../../type/v3/ratelimit_unit_pb.js'
+import { file_google_protobuf_wrappers } from '@bufbuild/protobuf/wkt'
+import type { Message } from '@bufbuild/protobuf'
 
 /**
  * Describes the file envoy/extensions/common/ratelimit/v3/ratelimit.proto.
  */
-export const file_envoy_extensions_common_ratelimit_v3_ratelimit: GenFile = /*@__PURE__*/
-  fileDesc("CjRlbnZveS9leHRlbnNpb25zL2NvbW1vbi9yYXRlbGltaXQvdjMvcmF0ZWxpbWl0LnByb3RvEiRlbnZveS5leHRlbnNpb25zLmNvbW1vbi5yYXRlbGltaXQudjMi9wIKE1JhdGVMaW1pdERlc2NyaXB0b3ISUAoHZW50cmllcxgBIAMoCzI/LmVudm95LmV4dGVuc2lvbnMuY29tbW9uLnJhdGVsaW1pdC52My5SYXRlTGltaXREZXNjcmlwdG9yLkVudHJ5EloKBWxpbWl0GAIgASgLMksuZW52b3kuZXh0ZW5zaW9ucy5jb21tb24ucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdERlc2NyaXB0b3IuUmF0ZUxpbWl0T3ZlcnJpZGUSMQoLaGl0c19hZGRlbmQYAyABKAsyHC5nb29nbGUucHJvdG9idWYuVUludDY0VmFsdWUaIwoFRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJGloKEVJhdGVMaW1pdE92ZXJyaWRlEhkKEXJlcXVlc3RzX3Blcl91bml0GAEgASgNEioKBHVuaXQYAiABKA4yHC5lbnZveS50eXBlLnYzLlJhdGVMaW1pdFVuaXRiBnByb3RvMw", [file_envoy_type_v3_ratelimit_unit, file_google_protobuf_wrappers]);
+export const file_envoy_extensions_common_ratelimit_v3_ratelimit: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'CjRlbnZveS9leHRlbnNpb25zL2NvbW1vbi9yYXRlbGltaXQvdjMvcmF0ZWxpbWl0LnByb3RvEiRlbnZveS5leHRlbnNpb25zLmNvbW1vbi5yYXRlbGltaXQudjMi9wIKE1JhdGVMaW1pdERlc2NyaXB0b3ISUAoHZW50cmllcxgBIAMoCzI/LmVudm95LmV4dGVuc2lvbnMuY29tbW9uLnJhdGVsaW1pdC52My5SYXRlTGltaXREZXNjcmlwdG9yLkVudHJ5EloKBWxpbWl0GAIgASgLMksuZW52b3kuZXh0ZW5zaW9ucy5jb21tb24ucmF0ZWxpbWl0LnYzLlJhdGVMaW1pdERlc2NyaXB0b3IuUmF0ZUxpbWl0T3ZlcnJpZGUSMQoLaGl0c19hZGRlbmQYAyABKAsyHC5nb29nbGUucHJvdG9idWYuVUludDY0VmFsdWUaIwoFRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJGloKEVJhdGVMaW1pdE92ZXJyaWRlEhkKEXJlcXVlc3RzX3Blcl91bml0GAEgASgNEioKBHVuaXQYAiABKA4yHC5lbnZveS50eXBlLnYzLlJhdGVMaW1pdFVuaXRiBnByb3RvMw',
+    [file_envoy_type_v3_ratelimit_unit, file_google_protobuf_wrappers],
+  )
 
 /**
  * A list of key/value entries that a rate-limit rule matches, plus optional per-request overrides.
  *
  * @generated from message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor
  */
-export type RateLimitDescriptor = Message<"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor"> & {
+export type RateLimitDescriptor = Message<'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor'> & {
   /**
    * @generated from field: repeated envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry entries = 1;
    */
-  entries: RateLimitDescriptor_Entry[];
+  entries: RateLimitDescriptor_Entry[]
 
   /**
    * @generated from field: envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride limit = 2;
    */
-  limit?: RateLimitDescriptor_RateLimitOverride | undefined;
+  limit?: RateLimitDescriptor_RateLimitOverride | undefined
 
   /**
    * When set, wins over the request's hits_addend; 0 checks without counting.
    *
    * @generated from field: google.protobuf.UInt64Value hits_addend = 3;
    */
-  hitsAddend?: bigint | undefined;
-};
+  hitsAddend?: bigint | undefined
+}
 
 /**
  * Describes the message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.
  * Use `create(RateLimitDescriptorSchema)` to create a new message.
  */
-export const RateLimitDescriptorSchema: GenMessage<RateLimitDescriptor> = /*@__PURE__*/
-  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0);
+export const RateLimitDescriptorSchema: GenMessage<RateLimitDescriptor> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0)
 
 /**
  * @generated from message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry
  */
-export type RateLimitDescriptor_Entry = Message<"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry"> & {
+export type RateLimitDescriptor_Entry = Message<'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry'> & {
   /**
    * @generated from field: string key = 1;
    */
-  key: string;
+  key: string
 
   /**
    * @generated from field: string value = 2;
    */
-  value: string;
-};
+  value: string
+}
 
 /**
  * Describes the message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.
  * Use `create(RateLimitDescriptor_EntrySchema)` to create a new message.
  */
-export const RateLimitDescriptor_EntrySchema: GenMessage<RateLimitDescriptor_Entry> = /*@__PURE__*/
-  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0, 0);
+export const RateLimitDescriptor_EntrySchema: GenMessage<RateLimitDescriptor_Entry> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0, 0)
 
 /**
  * Replaces the configured limit for this descriptor.
  *
  * @generated from message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride
  */
-export type RateLimitDescriptor_RateLimitOverride = Message<"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride"> & {
-  /**
-   * @generated from field: uint32 requests_per_unit = 1;
-   */
-  requestsPerUnit: number;
+export type RateLimitDescriptor_RateLimitOverride =
+  Message<'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride'> & {
+    /**
+     * @generated from field: uint32 requests_per_unit = 1;
+     */
+    requestsPerUnit: number
 
-  /**
-   * @generated from field: envoy.type.v3.RateLimitUnit unit = 2;
-   */
-  unit: RateLimitUnit;
-};
+    /**
+     * @generated from field: envoy.type.v3.RateLimitUnit unit = 2;
+     */
+    unit: RateLimitUnit
+  }
 
 /**
  * Describes the message envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride.
  * Use `create(RateLimitDescriptor_RateLimitOverrideSchema)` to create a new message.
  */
-export const RateLimitDescriptor_RateLimitOverrideSchema: GenMessage<RateLimitDescriptor_RateLimitOverride> = /*@__PURE__*/
-  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0, 1);
-
+export const RateLimitDescriptor_RateLimitOverrideSchema: GenMessage<RateLimitDescriptor_RateLimitOverride> =
+  /*@__PURE__*/
+  messageDesc(file_envoy_extensions_common_ratelimit_v3_ratelimit, 0, 1)
