@@ -4,14 +4,13 @@
 
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Cluster } from 'ioredis'
 import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
 import { RedisStore } from '../../../src/redis.js'
 import { startCluster, type RedisClusterHandle } from '../../support/redis-cluster.js'
 import type { LeaseWorkerConfig, LeaseWorkerReport } from './lease-worker.js'
+import { Workers } from '../../support/workers.js'
 
 const WORKER = fileURLToPath(new URL('./lease-worker.ts', import.meta.url))
 const WORKERS = 4
@@ -34,14 +33,14 @@ const CASES: { name: string; policies: PolicyOptions[] }[] = [
 ]
 
 let cluster: RedisClusterHandle
-const children: ChildProcess[] = []
+const workers = new Workers(WORKER)
 
 before(async () => {
   cluster = await startCluster({ masters: 3, replicasPerMaster: 0, nodeTimeoutMs: 5000 })
 })
 
 after(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  workers.killAll()
   await cluster?.stop()
 })
 
@@ -50,7 +49,7 @@ for (const c of CASES) {
     for (let round = 0; round < 3; round++) {
       const key = `hot:${c.name}:${round}`
       const window = Math.floor(Date.now() / WEEK)
-      const reports = await runWorkers({
+      const reports = await workers.run<LeaseWorkerConfig, LeaseWorkerReport>(WORKERS, {
         startupNodes: [...cluster.startupNodes],
         key,
         policies: c.policies,
@@ -86,35 +85,4 @@ async function remaining(key: string, options: PolicyOptions[]): Promise<number>
     await store.close()
     await client.quit()
   }
-}
-
-async function runWorkers(config: LeaseWorkerConfig): Promise<LeaseWorkerReport[]> {
-  const workers = Array.from({ length: WORKERS }, () => startWorker(config))
-  await Promise.all(workers.map((worker) => worker.ready))
-  for (const worker of workers) worker.child.stdin!.write('go\n')
-  return Promise.all(workers.map((worker) => worker.report))
-}
-
-function startWorker(config: LeaseWorkerConfig): { child: ChildProcess; ready: Promise<void>; report: Promise<LeaseWorkerReport> } {
-  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', WORKER, JSON.stringify(config)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const lines = createInterface({ input: child.stdout! })
-  let markReady!: () => void
-  const ready = new Promise<void>((resolve) => (markReady = resolve))
-  const report = new Promise<LeaseWorkerReport>((resolve, reject) => {
-    let result: LeaseWorkerReport | undefined
-    lines.on('line', (line) => {
-      if (line === 'ready') markReady()
-      else if (line.startsWith('{')) result = JSON.parse(line) as LeaseWorkerReport
-    })
-    child.once('exit', (code) => {
-      if (code === 0 && result !== undefined) resolve(result)
-      else reject(new Error(`lease worker exited with ${code}: ${stderr}`))
-    })
-  })
-  return { child, ready: Promise.race([ready, report.then(() => undefined)]), report }
 }

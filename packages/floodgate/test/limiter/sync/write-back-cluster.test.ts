@@ -4,14 +4,13 @@
 
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Cluster } from 'ioredis'
 import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
 import { RedisStore } from '../../../src/redis.js'
 import { startCluster, type RedisClusterHandle } from '../../support/redis-cluster.js'
 import type { WorkerConfig, WorkerReport } from './write-back-worker.js'
+import { Workers } from '../../support/workers.js'
 
 const WORKER = fileURLToPath(new URL('./write-back-worker.ts', import.meta.url))
 const WORKERS = 4
@@ -19,7 +18,7 @@ const LIMIT = 1_500
 const FLUSH_MS = 20
 
 let cluster: RedisClusterHandle
-const children: ChildProcess[] = []
+const workers = new Workers(WORKER)
 
 before(async () => {
   // A long node timeout: on a busy machine a slow node must not be failed over mid-test.
@@ -27,7 +26,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  workers.killAll()
   await cluster?.stop()
 })
 
@@ -42,7 +41,7 @@ const CASES: { name: string; policy: PolicyOptions }[] = [
 for (const { name, policy } of CASES) {
   test(`${name}: ${WORKERS} processes on one hot key admit at most the bound, and the store counts each unit once`, async (t) => {
     const key = `hot-${name}`
-    const reports = await runWorkers({
+    const reports = await workers.run<WorkerConfig, WorkerReport>(WORKERS, {
       startupNodes: [...cluster.startupNodes],
       key,
       policy,
@@ -86,36 +85,4 @@ for (const { name, policy } of CASES) {
       await client.quit()
     }
   })
-}
-
-/** Spawns the workers, starts them together once all are connected, and collects their reports. */
-async function runWorkers(config: WorkerConfig): Promise<WorkerReport[]> {
-  const workers = Array.from({ length: WORKERS }, () => startWorker(config))
-  await Promise.all(workers.map((worker) => worker.ready))
-  for (const worker of workers) worker.child.stdin!.write('go\n')
-  return Promise.all(workers.map((worker) => worker.report))
-}
-
-function startWorker(config: WorkerConfig): { child: ChildProcess; ready: Promise<void>; report: Promise<WorkerReport> } {
-  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', WORKER, JSON.stringify(config)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const lines = createInterface({ input: child.stdout! })
-  let markReady!: () => void
-  const ready = new Promise<void>((resolve) => (markReady = resolve))
-  const report = new Promise<WorkerReport>((resolve, reject) => {
-    let result: WorkerReport | undefined
-    lines.on('line', (line) => {
-      if (line === 'ready') markReady()
-      else if (line.startsWith('{')) result = JSON.parse(line) as WorkerReport
-    })
-    child.once('exit', (code) => {
-      if (code === 0 && result !== undefined) resolve(result)
-      else reject(new Error(`write-back worker exited with ${code}: ${stderr}`))
-    })
-  })
-  return { child, ready: Promise.race([ready, report.then(() => undefined)]), report }
 }

@@ -4,13 +4,12 @@
 
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { createPolicies } from '../../../src/core/policy.js'
 import { MemcachedStore } from '../../../src/memcached.js'
 import { startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
 import type { HammerCase, WorkerConfig, WorkerReport } from './hammer-worker.js'
+import { Workers } from '../../support/workers.js'
 
 const WORKER = fileURLToPath(new URL('./hammer-worker.ts', import.meta.url))
 const WORKERS = 4
@@ -47,7 +46,7 @@ const CASES: HammerCase[] = [
 ]
 
 let servers: MemcachedProcess[]
-const children: ChildProcess[] = []
+const workers = new Workers(WORKER)
 
 before(async () => {
   // Two servers: the keys are spread over them by the store's hash ring, the same way in every process.
@@ -55,7 +54,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  workers.killAll()
   await Promise.all(servers.map((server) => server.stop()))
 })
 
@@ -70,7 +69,7 @@ test(`${WORKERS} processes on one hot key admit exactly the limit, for every alg
     // High enough that no decision is refused: the test is about exactness, the retry count is reported.
     casRetries: 1000,
   }
-  const reports = await runWorkers(config)
+  const reports = await workers.run<WorkerConfig, WorkerReport>(WORKERS, config)
   for (const c of CASES) {
     const attempts = WORKERS * config.requestsPerKey * c.keys.length
     const retries = reports.reduce((sum, report) => sum + report.retries[c.name], 0)
@@ -102,35 +101,3 @@ test(`${WORKERS} processes on one hot key admit exactly the limit, for every alg
     await store.close()
   }
 })
-
-/** Spawns the workers, starts them together once all are connected, and collects their reports. */
-async function runWorkers(config: WorkerConfig): Promise<WorkerReport[]> {
-  const workers = Array.from({ length: WORKERS }, () => startWorker(config))
-  await Promise.all(workers.map((worker) => worker.ready))
-  for (const worker of workers) worker.child.stdin!.write('go\n')
-  return Promise.all(workers.map((worker) => worker.report))
-}
-
-function startWorker(config: WorkerConfig): { child: ChildProcess; ready: Promise<void>; report: Promise<WorkerReport> } {
-  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', WORKER, JSON.stringify(config)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const lines = createInterface({ input: child.stdout! })
-  let markReady!: () => void
-  const ready = new Promise<void>((resolve) => (markReady = resolve))
-  const report = new Promise<WorkerReport>((resolve, reject) => {
-    let result: WorkerReport | undefined
-    lines.on('line', (line) => {
-      if (line === 'ready') markReady()
-      else if (line.startsWith('{')) result = JSON.parse(line) as WorkerReport
-    })
-    child.once('exit', (code) => {
-      if (code === 0 && result !== undefined) resolve(result)
-      else reject(new Error(`hammer worker exited with ${code}: ${stderr}`))
-    })
-  })
-  return { child, ready: Promise.race([ready, report.then(() => undefined)]), report }
-}
