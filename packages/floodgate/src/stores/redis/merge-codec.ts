@@ -41,7 +41,14 @@ export function encodeMergeCall(requests: readonly MergeCallRequest[], declared:
       if (index === undefined) {
         index = policyIndex.size + 1
         policyIndex.set(policy, index)
-        policyArgs.push(policy.algorithm, String(policy.limit), String(policy.periodMs), String(policy.burst), policy.shaping ? '1' : '0')
+        policyArgs.push(
+          policy.algorithm,
+          String(policy.limit),
+          String(policy.periodMs),
+          String(policy.burst),
+          policy.shaping ? '1' : '0',
+          String(policy.blockMs),
+        )
       }
       requestArgs.push(String(index))
     }

@@ -14,7 +14,15 @@ export function mergerScript(): RunnerScript {
   if (cached === undefined) {
     const directory = scriptsDirectory()
     const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
-    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('record'), read('merge'), read('merge-runner')].join('\n')
+    const source = [
+      SHEBANG,
+      read('prelude'),
+      ...ALGORITHMS.map(read),
+      read('record'),
+      read('merge'),
+      read('batch-args'),
+      read('merge-runner'),
+    ].join('\n')
     cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
   }
   return cached

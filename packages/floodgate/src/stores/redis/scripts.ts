@@ -27,7 +27,15 @@ export function runnerScript(): RunnerScript {
   if (cached === undefined) {
     const directory = scriptsDirectory()
     const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
-    const source = [SHEBANG, read('prelude'), ...ALGORITHMS.map(read), read('record'), read('evaluate'), read('runner')].join('\n')
+    const source = [
+      SHEBANG,
+      read('prelude'),
+      ...ALGORITHMS.map(read),
+      read('record'),
+      read('evaluate'),
+      read('batch-args'),
+      read('runner'),
+    ].join('\n')
     cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
   }
   return cached

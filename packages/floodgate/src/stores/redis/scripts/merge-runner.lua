@@ -8,7 +8,8 @@
 --   lets it touch the others, which the node serves). Beside each record, `<key>:wb` is a hash of the
 --   last seq applied per origin (idempotency), with the record's expiry, at most MAX_ORIGINS fields.
 -- ARGV after those keys:
---   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0);
+--   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs (read by
+--   batch-args.lua, shared with runner.lua; a merge does not start blocks);
 --   read group count, then each group's key count (one MGET per slot, as runner.lua);
 --   request count, then per request: now ('' = server clock), units, origin ('' = none), seq,
 --   policy count, policy indexes.
@@ -22,28 +23,9 @@ local NO_STATE = 255
 local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 
-local extraKeys = tonumber(ARGV[1])
-local keys = KEYS
-if extraKeys > 0 then
-  keys = {}
-  for i = 1, #KEYS do keys[i] = KEYS[i] end
-  for i = 1, extraKeys do keys[#keys + 1] = ARGV[1 + i] end
-end
-local arg = 2 + extraKeys
-
-local policies = {}
-local policyCount = tonumber(ARGV[arg])
-arg = arg + 1
-for i = 1, policyCount do
-  policies[i] = {
-    algorithm = ARGV[arg],
-    limit = tonumber(ARGV[arg + 1]),
-    periodMs = tonumber(ARGV[arg + 2]),
-    burst = tonumber(ARGV[arg + 3]),
-    shaping = ARGV[arg + 4] == '1',
-  }
-  arg = arg + 5
-end
+local keys, arg = readBatchKeys(1)
+local policies
+policies, arg = readPolicies(arg)
 
 -- Every record is read (and checked) before anything is written, as runner.lua does.
 local MGET_CHUNK = 1000

@@ -25,31 +25,9 @@ local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 if ARGV[1] ~= '' and serverNow > tonumber(ARGV[1]) then return struct.pack('<d', serverNow) .. 'expired' end
 
--- Every key of the batch, declared ones first: KEYS itself when every key is declared (a standalone
--- server's calls), else a copy with the others appended (KEYS is left as Redis made it).
-local extraKeys = tonumber(ARGV[2])
-local keys = KEYS
-if extraKeys > 0 then
-  keys = {}
-  for i = 1, #KEYS do keys[i] = KEYS[i] end
-  for i = 1, extraKeys do keys[#keys + 1] = ARGV[2 + i] end
-end
-local arg = 3 + extraKeys
-
-local policies = {}
-local policyCount = tonumber(ARGV[arg])
-arg = arg + 1
-for i = 1, policyCount do
-  policies[i] = {
-    algorithm = ARGV[arg],
-    limit = tonumber(ARGV[arg + 1]),
-    periodMs = tonumber(ARGV[arg + 2]),
-    burst = tonumber(ARGV[arg + 3]),
-    shaping = ARGV[arg + 4] == '1',
-    blockMs = tonumber(ARGV[arg + 5]),
-  }
-  arg = arg + 6
-end
+local keys, arg = readBatchKeys(2)
+local policies
+policies, arg = readPolicies(arg)
 
 -- Read phase: every key's record, one MGET per read group (keys of one slot; on a standalone
 -- server all keys), in chunks so no call has too many arguments. Everything is read and checked
