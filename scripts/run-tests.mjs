@@ -1,10 +1,12 @@
 // Runs every test file under packages/*/test/ and test/ (what spans the packages: the consumer test)
-// with node's test runner (via tsx), two files at a time.
+// with node's test runner, two files at a time, on the compiled copy of the tree that
+// compile-tests.mjs makes in .test-build/ (why: see there). Paths given as arguments run alone.
 // Node 20's `--test` does not expand globs, so the file list is built here. The workspace packages
-// resolve to their TypeScript sources (the `floodgate-source` export condition), so no build is needed.
+// resolve through the `floodgate-source` export condition, so no package build is needed.
 import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { spawnSync } from 'node:child_process'
+import { compileTests } from './compile-tests.mjs'
 
 function findTests(dir) {
   const out = []
@@ -16,12 +18,22 @@ function findTests(dir) {
   return out
 }
 
-const only = process.argv.slice(2)
-const roots = [...readdirSync('packages').map((name) => join('packages', name, 'test')), 'test']
-const files = (only.length > 0 ? only : roots.flatMap(findTests)).sort()
+const repository = resolve(import.meta.dirname, '..')
+const only = process.argv.slice(2).map((path) => relative(repository, resolve(path)))
+const roots = [...readdirSync(join(repository, 'packages')).map((name) => join('packages', name, 'test')), 'test']
+const files = (only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path)))).sort()
+const build = await compileTests(repository)
 const result = spawnSync(
   process.execPath,
-  ['--conditions=floodgate-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=600000', ...files],
-  { stdio: 'inherit' },
+  [
+    '--conditions=floodgate-source',
+    '--enable-source-maps',
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=600000',
+    ...files.map((file) => file.replace(/\.ts$/, '.js')),
+  ],
+  // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
+  { stdio: 'inherit', cwd: build, env: { ...process.env, FLOODGATE_REPOSITORY: repository } },
 )
 process.exit(result.status ?? 1)

@@ -15,7 +15,8 @@ import { startMemcached, type MemcachedProcess } from '../../packages/floodgate/
 import { extractSnippets } from './snippets.js'
 
 const run = promisify(execFile)
-const ROOT = join(import.meta.dirname, '../..')
+/** The checkout (not the test runner's compiled copy of it, scripts/compile-tests.mjs), packed as a user gets it. */
+const ROOT = process.env.FLOODGATE_REPOSITORY ?? join(import.meta.dirname, '../..')
 /** Over express alone, what an Express app may gain by adding the library (issue target). */
 const MAX_ADDED_PACKAGES = 10
 const MAX_ADDED_BYTES = 2 * 1024 * 1024

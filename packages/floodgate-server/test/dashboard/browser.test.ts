@@ -13,7 +13,8 @@ import { checkBody, postJson, startTestService, type TestService } from '../serv
 
 const CHROMIUM = '/usr/bin/chromium'
 const TOKEN = 'dashboard-test-token'
-const ARTIFACTS = join(import.meta.dirname, '../../../../test-artifacts')
+// In the checkout, not in the test runner's compiled copy of it, which the next run replaces.
+const ARTIFACTS = join(process.env.FLOODGATE_REPOSITORY ?? join(import.meta.dirname, '../../../..'), 'test-artifacts')
 const RULES = `
 domain: shop
 descriptors:

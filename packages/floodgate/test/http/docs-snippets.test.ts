@@ -21,7 +21,8 @@ app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }))
 // end snippet
 
 const docs = readFileSync(new URL('../../../../docs/middleware.md', import.meta.url), 'utf8')
-const here = readFileSync(new URL(import.meta.url), 'utf8')
+// This file's source by name: the test runner runs a compiled copy of it, without its comments.
+const here = readFileSync(new URL('./docs-snippets.test.ts', import.meta.url), 'utf8')
 
 /** The code block that follows `<!-- snippet: name … -->` in the docs. */
 function documented(name: string): string {
