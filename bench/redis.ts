@@ -87,7 +87,8 @@ async function main(): Promise<void> {
     const redisVersion = await serverVersion(newClient())
     console.log(`Floodgate Redis bench: redis-server ${redisVersion} on ${server.url}`)
     console.log(
-      `${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`,
+      `${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ` +
+        'ioredis with enableAutoPipelining for every contender',
     )
     const writeBack: WriteBackBenchContext = {
       callers: CALLERS,

@@ -73,7 +73,7 @@ function closedLimiter(store: RedisStore): RateLimiter {
 
 for (const { name, hang, resume } of HANGS) {
   describe(`a server hung by ${name}`, () => {
-    test('a call that reaches it after its deadline charges nothing and is answered STORE_TIMEOUT; one within its deadline is charged', async () => {
+    test('a call reaching it past its deadline charges nothing and is answered STORE_TIMEOUT; one within it is charged', async () => {
       const store = new RedisStore({ url: server.url })
       try {
         await store.evaluate([{ key: 'warm', policies, cost: 1 }]) // the store learns the server's clock from the reply

@@ -96,7 +96,7 @@ test('decisions of one tick are batched into one script call, each answer going 
   responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
 })
 
-test('a big batch for an idle server goes in two halves, one at once; what comes while one is in flight goes with the other half as one call', async () => {
+test('a big batch for an idle server goes in two halves, one at once; what comes meanwhile goes with the other half', async () => {
   const admin = new Redis(redis.server.port, redis.server.host)
   try {
     await redis.client.config('RESETSTAT')
