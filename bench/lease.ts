@@ -7,7 +7,7 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { formatCount, printTable, runLoad, type Contender } from './support.js'
-import { hammerHotKey, printSyncSummary, type SyncResult } from './sync-rows.js'
+import { hammerHotKey } from './sync-rows.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
@@ -15,7 +15,8 @@ export type LeaseBenchContext = WriteBackBenchContext
 
 export const LEASE_10K = 'lease gcra, 10k keys'
 export const LEASE_HOT = 'lease gcra, 1 hot key'
-const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
+/** The rows of this mode in the main bench's summary. */
+export const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
 
 /** One instance: a RateLimiter with its own client and RedisStore (so its own leases). */
 function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache = true): (key: string) => Promise<boolean> {
@@ -57,16 +58,6 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
     }
   }
   return [contender(LEASE_10K, (i) => `lease:${(i * 7919) % context.keys}`), contender(LEASE_HOT, () => 'lease-hot')]
-}
-
-/** The lease rows beside the exact mode and rate-limiter-flexible, from the same run. */
-export function printLeaseSummary(
-  results: readonly SyncResult[],
-  redisCpu: (name: string) => number[],
-  exactName: string,
-  rlfName: string,
-): void {
-  printSyncSummary('Lease', LEASE_ROWS, results, redisCpu, exactName, rlfName)
 }
 
 /**

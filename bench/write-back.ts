@@ -8,7 +8,7 @@ import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
 import { formatCount, printTable, runLoad, type Contender } from './support.js'
-import { hammerHotKey, printSyncSummary, type SyncResult } from './sync-rows.js'
+import { hammerHotKey } from './sync-rows.js'
 
 /** What the main bench hands this section: its shape of load and its client factory. */
 export interface WriteBackBenchContext {
@@ -28,7 +28,8 @@ export interface WriteBackBenchContext {
 export const WRITE_BACK_10K = 'write-back gcra, 10k keys'
 export const WRITE_BACK_10K_SLOW = 'write-back gcra, 10k keys, flushMs 200'
 export const WRITE_BACK_HOT = 'write-back gcra, 1 hot key'
-const WRITE_BACK_ROWS = [WRITE_BACK_10K, WRITE_BACK_10K_SLOW, WRITE_BACK_HOT]
+/** The rows of this mode in the main bench's summary. */
+export const WRITE_BACK_ROWS = [WRITE_BACK_10K, WRITE_BACK_10K_SLOW, WRITE_BACK_HOT]
 
 /**
  * One instance: a RateLimiter with its own client and RedisStore (and so its own write-back copies
@@ -107,16 +108,6 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
     contender(WRITE_BACK_10K_SLOW, (_, i) => `wb-slow:${(i * 7919) % context.keys}`, 200),
     contender(WRITE_BACK_HOT, () => 'wb-hot'),
   ]
-}
-
-/** The write-back rows beside the exact mode and rate-limiter-flexible, from the same run. */
-export function printWriteBackSummary(
-  results: readonly SyncResult[],
-  redisCpu: (name: string) => number[],
-  exactName: string,
-  rlfName: string,
-): void {
-  printSyncSummary('Write-back', WRITE_BACK_ROWS, results, redisCpu, exactName, rlfName)
 }
 
 /**
