@@ -13,6 +13,7 @@ import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
 import { arbTrace, replay } from '../../core/algorithms/support.js'
 import { useRedisStore } from '../../support/redis-store.js'
+import { advanceArbitrary, costArbitrary, policyOptionsArbitrary } from '../trace-arbitraries.js'
 
 const SCRIPTS = fileURLToPath(new URL('../../../src/stores/redis/scripts/', import.meta.url))
 const TWINS = ALGORITHMS.filter((name) => existsSync(`${SCRIPTS}${name}.lua`))
@@ -36,24 +37,7 @@ class ReferenceStore {
   }
 }
 
-const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
-  fc
-    .record({
-      algorithm: fc.constantFrom(...TWINS),
-      limit: fc.integer({ min: 1, max: 8 }),
-      period: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 })),
-      burst: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
-      shaping: fc.boolean(),
-      blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
-    })
-    .map(
-      ({ algorithm, shaping, ...rest }): PolicyOptions => ({
-        name,
-        algorithm: algorithm as AlgorithmName,
-        ...rest,
-        ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
-      }),
-    )
+const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> => policyOptionsArbitrary(name, TWINS)
 
 /**
  * A request of a trace: which key, which of the run's policies, what cost, how far the clock moves first, and
@@ -62,16 +46,8 @@ const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x{y}:%'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
-  cost: fc.oneof(
-    { arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 },
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 },
-  ),
-  advance: fc.oneof(
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
-    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
-  ),
+  cost: costArbitrary,
+  advance: advanceArbitrary,
   sameTick: fc.boolean(),
 })
 
