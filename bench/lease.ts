@@ -6,7 +6,8 @@
 import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
-import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, printTable, runLoad, type Contender } from './support.js'
+import { hammerHotKey } from './sync-rows.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
@@ -14,7 +15,8 @@ export type LeaseBenchContext = WriteBackBenchContext
 
 export const LEASE_10K = 'lease gcra, 10k keys'
 export const LEASE_HOT = 'lease gcra, 1 hot key'
-const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
+/** The rows of this mode in the main bench's summary. */
+export const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
 
 /** One instance: a RateLimiter with its own client and RedisStore (so its own leases). */
 function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache = true): (key: string) => Promise<boolean> {
@@ -58,29 +60,6 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
   return [contender(LEASE_10K, (i) => `lease:${(i * 7919) % context.keys}`), contender(LEASE_HOT, () => 'lease-hot')]
 }
 
-/** The lease rows beside the exact mode and rate-limiter-flexible, from the same run. */
-export function printLeaseSummary(
-  results: readonly { name: string; median: number; samples: number[] }[],
-  redisCpu: (name: string) => number[],
-  exactName: string,
-  rlfName: string,
-): void {
-  const exact = results.find((r) => r.name === exactName)!.median
-  const rlf = results.find((r) => r.name === rlfName)!.median
-  const rows = results
-    .filter((r) => LEASE_ROWS.includes(r.name) || r.name === exactName || r.name === rlfName)
-    .map((r) => {
-      const cpu = redisCpu(r.name)
-      const perDecision = median(cpu.map((busy, i) => busy / r.samples[i])) * 1e6
-      return [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, exact), perDecision.toFixed(3)]
-    })
-  printTable(
-    ['contender', 'median decisions/s', 'vs rlf', 'vs exact', 'redis µs/decision'],
-    rows,
-    'Lease beside the exact mode (targets: ≥ 10x rate-limiter-flexible, ≥ 5x exact, ≤ 0.2 µs of Redis CPU per decision)',
-  )
-}
-
 /**
  * Under-admission on one saturated hot key: four lease instances in this process (each its own
  * client and leases, so they meet only in Redis), 64 callers each, against a GCRA policy. What the
@@ -97,29 +76,14 @@ export async function printLeaseUnderAdmission(context: LeaseBenchContext, durat
     // Without the deny cache, so every denial is the lease engine's own.
     const fleet = Array.from({ length: instances }, () => instance(context, policy, false))
     const key = `lease-under-${leaseMax}-${Date.now()}`
-    let admitted = 0
-    let decisions = 0
     // From the first admission to the last: before the first lease arrives, a full bucket refills nothing.
     let first = Infinity
     let last = 0
-    await Promise.all(
-      fleet.map((decide) =>
-        runLoad({
-          callers: 64,
-          durationMs,
-          maxOps: Number.MAX_SAFE_INTEGER,
-          op: async () => {
-            decisions++
-            if (await decide(key)) {
-              admitted++
-              const now = performance.now()
-              first = Math.min(first, now)
-              last = now
-            }
-          },
-        }),
-      ),
-    )
+    const { decisions, admitted } = await hammerHotKey(fleet, key, durationMs, () => {
+      const now = performance.now()
+      first = Math.min(first, now)
+      last = now
+    })
     const allowed = burst + (rate * Math.max(0, last - first)) / 1000
     rows.push([
       String(leaseMax),

@@ -15,7 +15,7 @@ import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { AlgorithmName, PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startMemcached } from '../packages/floodgate/test/support/memcached-server.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
-import { formatCount, interleavedRounds, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, interleavedRounds, printTable, ratio, roundsContender, Tallies, type Contender, type RoundLoad } from './support.js'
 
 const CALLERS = 256
 const HOT_CALLERS = 64
@@ -39,22 +39,8 @@ interface MemjsBench {
   close(): void
 }
 
-/** Failures per contender over all rounds (all should be 0: a failure is no work, which would flatter it). */
-const failures = new Map<string, { calls: number; denied: number; failed: number; first?: string }>()
-
-function counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean): (i: number) => Promise<void> {
-  const tally = failures.get(name) ?? { calls: 0, denied: 0, failed: 0 }
-  failures.set(name, tally)
-  return async (i) => {
-    tally.calls++
-    try {
-      if (isDenied(await op(i))) tally.denied++
-    } catch (error) {
-      tally.failed++
-      tally.first ??= String(error)
-    }
-  }
-}
+const tallies = new Tallies()
+const LOAD: RoundLoad = { callers: CALLERS, durationMs: ROUND_MS, maxOps: MAX_OPS_PER_ROUND }
 
 // Keys are built per request from the round and the call number, as an app builds them from a request.
 const keyOf = (round: string, i: number): string => `${round}:${(i * 7919) % KEYS}`
@@ -113,12 +99,12 @@ async function main(): Promise<void> {
     }
     for (const contender of hot) await contender.measure()
     const retriesBefore = new Map([...retries].map(([name, read]) => [name, read()]))
-    const callsBefore = new Map(hot.map((contender) => [contender.name, failures.get(contender.name)?.calls ?? 0]))
+    const callsBefore = new Map(hot.map((contender) => [contender.name, tallies.of(contender.name).calls]))
     const hotResults = await interleavedRounds(hot, ROUNDS, logRound)
     printTable(
       ['contender', 'median decisions/s', 'min', 'max', 'CAS retries per decision'],
       hotResults.map((r) => {
-        const calls = (failures.get(r.name)?.calls ?? 0) - (callsBefore.get(r.name) ?? 0)
+        const calls = tallies.of(r.name).calls - (callsBefore.get(r.name) ?? 0)
         const read = retries.get(r.name)
         const perDecision = read === undefined ? '-' : ((read() - (retriesBefore.get(r.name) ?? 0)) / Math.max(1, calls)).toFixed(2)
         return [...spread(r), perDecision]
@@ -127,7 +113,7 @@ async function main(): Promise<void> {
     )
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
-      [...failures].map(([name, t]) => [name, formatCount(t.calls), formatCount(t.denied), formatCount(t.failed), t.first ?? '-']),
+      tallies.rows(),
       'Denials and failures over all rounds and warm-ups (all should be 0)',
     )
   } finally {
@@ -147,79 +133,47 @@ function spread(r: { name: string; samples: number[]; median: number }): string[
 }
 
 function limiterContender(name: string, limiter: RateLimiter, callers: number, key: (round: string, i: number) => string): Contender {
-  let round = 0
-  return {
+  return roundsContender(
     name,
-    async measure() {
-      const prefix = `${name}-${round++}`
-      const result = await runLoad({
-        callers,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          name,
-          async (i) => {
-            const decision = await limiter.limit(key(prefix, i))
-            if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-            return decision
-          },
-          (decision) => !decision.allowed,
-        ),
-      })
-      return result.perSecond
+    { ...LOAD, callers },
+    tallies,
+    name,
+    async (prefix, i) => {
+      const decision = await limiter.limit(key(prefix, i))
+      if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+      return decision
     },
-  }
+    (decision) => !decision.allowed,
+  )
 }
 
 function rlfContender(limiter: RateLimiterMemcache): Contender {
-  const name = 'rate-limiter-flexible RateLimiterMemcache'
-  let round = 0
-  return {
-    name,
-    async measure() {
-      const prefix = `rlf-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          name,
-          (i) =>
-            limiter.consume(keyOf(prefix, i)).then(
-              () => false,
-              (reason: unknown) => {
-                if (reason instanceof RateLimiterRes) return true
-                throw reason
-              },
-            ),
-          (denied) => denied,
-        ),
-      })
-      return result.perSecond
-    },
-  }
+  return roundsContender(
+    'rate-limiter-flexible RateLimiterMemcache',
+    LOAD,
+    tallies,
+    'rlf',
+    (prefix, i) =>
+      limiter.consume(keyOf(prefix, i)).then(
+        () => false,
+        (reason: unknown) => {
+          if (reason instanceof RateLimiterRes) return true
+          throw reason
+        },
+      ),
+    (denied) => denied,
+  )
 }
 
 function rawIncrContender(client: MemjsBench): Contender {
-  const name = 'raw memjs incr'
-  let round = 0
-  return {
-    name,
-    async measure() {
-      const prefix = `raw-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          name,
-          (i) => client.increment(keyOf(prefix, i), 1, { initial: 1, expires: PERIOD_S }),
-          () => false,
-        ),
-      })
-      return result.perSecond
-    },
-  }
+  return roundsContender(
+    'raw memjs incr',
+    LOAD,
+    tallies,
+    'raw',
+    (prefix, i) => client.increment(keyOf(prefix, i), 1, { initial: 1, expires: PERIOD_S }),
+    () => false,
+  )
 }
 
 main().catch((error: unknown) => {

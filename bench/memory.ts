@@ -1,5 +1,6 @@
 // Embedded-store benchmark (`npm run bench:memory`): decisions/s per algorithm through RateLimiter +
-// MemoryStore (awaited `limit`, big limits, lapsed keys, and `limitSync`), side by side with rate-limiter-flexible's RateLimiterMemory and a bare Map counter
+// MemoryStore (awaited `limit`, big limits, lapsed keys, and `limitSync`), side by side with
+// rate-limiter-flexible's RateLimiterMemory and a bare Map counter
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
@@ -237,7 +238,8 @@ async function memoryPerKey(): Promise<[string, number][]> {
 
 async function main(): Promise<void> {
   console.log(
-    `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ${ROUNDS} rounds (median), Node ${process.version}`,
+    `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ` +
+      `${ROUNDS} rounds (median), Node ${process.version}`,
   )
   const contenders = [
     ...ALGORITHMS.map(floodgate),

@@ -38,7 +38,8 @@ async function main(): Promise<void> {
     printTable(
       ['algorithm', 'new keys: median µs (min-max)', 'same keys again: median µs (min-max)'],
       rows,
-      `Redis time inside the runner script per decision (${BATCH} requests per call, ${SAMPLES} samples of ${CALLS - 1} calls after one untimed; limit ${LIMIT} per 1h)`,
+      `Redis time inside the runner script per decision (${BATCH} requests per call, ` +
+        `${SAMPLES} samples of ${CALLS - 1} calls after one untimed; limit ${LIMIT} per 1h)`,
     )
   } finally {
     client.disconnect()

@@ -14,9 +14,22 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
-import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, writeResults, type Contender } from './support.js'
-import { printWriteBackOverAdmission, printWriteBackSummary, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
-import { leaseContenders, printLeaseSummary, printLeaseUnderAdmission } from './lease.js'
+import {
+  formatCount,
+  interleavedRounds,
+  median,
+  printTable,
+  ratio,
+  roundsContender,
+  runLoad,
+  Tallies,
+  writeResults,
+  type Contender,
+  type RoundLoad,
+} from './support.js'
+import { printWriteBackOverAdmission, WRITE_BACK_ROWS, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
+import { LEASE_ROWS, leaseContenders, printLeaseUnderAdmission } from './lease.js'
+import { printSyncSummary } from './sync-rows.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -37,42 +50,8 @@ function clientOptions(server: RedisProcess): RedisOptions {
 
 const keyOf = (round: string, i: number): string => `${round}:${(i * 7919) % KEYS}`
 
-/**
- * Denials and failures per contender over all rounds. Every contender should show zero of both:
- * a denial is cheaper work than an admission and a failure is no work, so either would flatter
- * the contender. Failures are counted instead of thrown so one bad call does not end the bench.
- */
-interface Tally {
-  calls: number
-  denied: number
-  failed: number
-  firstError?: string
-}
-
-const tallies = new Map<string, Tally>()
-
-function tallyOf(name: string): Tally {
-  let tally = tallies.get(name)
-  if (tally === undefined) {
-    tally = { calls: 0, denied: 0, failed: 0 }
-    tallies.set(name, tally)
-  }
-  return tally
-}
-
-/** Wraps `op` to count its calls, denials (`isDenied` of its answer) and failures into `name`'s tally. */
-function counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean): (i: number) => Promise<void> {
-  const tally = tallyOf(name)
-  return async (i) => {
-    tally.calls++
-    try {
-      if (isDenied(await op(i))) tally.denied++
-    } catch (error) {
-      tally.failed++
-      tally.firstError ??= String(error)
-    }
-  }
-}
+const tallies = new Tallies()
+const LOAD: RoundLoad = { callers: CALLERS, durationMs: ROUND_MS, maxOps: MAX_OPS_PER_ROUND }
 
 async function main(): Promise<void> {
   const server = await startRedis(['--maxmemory', '0'])
@@ -87,7 +66,8 @@ async function main(): Promise<void> {
     const redisVersion = await serverVersion(newClient())
     console.log(`Floodgate Redis bench: redis-server ${redisVersion} on ${server.url}`)
     console.log(
-      `${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ioredis with enableAutoPipelining for every contender`,
+      `${CALLERS} concurrent callers, ${formatCount(KEYS)} keys, ${ROUNDS} interleaved rounds of ${ROUND_MS}ms each; ` +
+        'ioredis with enableAutoPipelining for every contender',
     )
     const writeBack: WriteBackBenchContext = {
       callers: CALLERS,
@@ -97,7 +77,7 @@ async function main(): Promise<void> {
       limit: LIMIT,
       periodS: PERIOD_S,
       newClient,
-      counted,
+      counted: (name, op, isDenied) => tallies.counted(name, op, isDenied),
       onClose: (close) => closers.push(close),
     }
     const contenders = [
@@ -152,14 +132,15 @@ async function main(): Promise<void> {
         "node CPU = this process's CPU time (every thread: the callers, the client, the garbage collector) / wall time;\n" +
         'µs/decision = that CPU time per decision, all costs included. The machine has 2 cores for both.)',
     )
-    printWriteBackSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
+    const redisCpu = (name: string): number[] => (cpu.get(name) ?? []).map((sample) => sample.redis)
+    printSyncSummary('Write-back', WRITE_BACK_ROWS, results, redisCpu, 'floodgate gcra', 'rate-limiter-flexible')
     await printWriteBackOverAdmission(writeBack, ROUND_MS)
-    printLeaseSummary(results, (name) => (cpu.get(name) ?? []).map((sample) => sample.redis), 'floodgate gcra', 'rate-limiter-flexible')
+    printSyncSummary('Lease', LEASE_ROWS, results, redisCpu, 'floodgate gcra', 'rate-limiter-flexible')
     await printLeaseUnderAdmission(writeBack, ROUND_MS)
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
       results.map((r) => {
-        const tally = tallyOf(r.name)
+        const tally = tallies.of(r.name)
         return [r.name, formatCount(tally.calls), formatCount(tally.denied), formatCount(tally.failed), tally.firstError ?? '-']
       }),
       'Denials and failures over all rounds (all should be 0: a contender that denies or fails does less work)',
@@ -170,7 +151,7 @@ async function main(): Promise<void> {
       keys: KEYS,
       rounds: ROUNDS,
       roundMs: ROUND_MS,
-      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallyOf(name).failed })),
+      throughput: results.map(({ name, median, samples }) => ({ name, median, samples, failed: tallies.of(name).failed })),
     })
   } finally {
     for (const close of closers) await close()
@@ -217,53 +198,33 @@ function floodgateContender(algorithm: AlgorithmName, client: Redis): Contender 
   // The deny cache never triggers here (nothing is denied); the timeout is generous so that a
   // busy machine measures throughput, not fallbacks.
   const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [policy], timeout: '5s' })
-  let round = 0
-  return {
-    name: `floodgate ${algorithm}`,
-    async measure() {
-      const prefix = `fg-${algorithm}-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          `floodgate ${algorithm}`,
-          async (i) => {
-            const decision = await limiter.limit(keyOf(prefix, i))
-            // A decision the store did not make (timeout, store error) is the limiter's fallback.
-            if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-            return decision
-          },
-          (decision) => !decision.allowed,
-        ),
-      })
-      return result.perSecond
+  return roundsContender(
+    `floodgate ${algorithm}`,
+    LOAD,
+    tallies,
+    `fg-${algorithm}`,
+    async (prefix, i) => {
+      const decision = await limiter.limit(keyOf(prefix, i))
+      // A decision the store did not make (timeout, store error) is the limiter's fallback.
+      if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+      return decision
     },
-  }
+    (decision) => !decision.allowed,
+  )
 }
 
 /** A diagnostic row: RedisStore.evaluate without the RateLimiter, to split the cost between them. */
 function storeOnlyContender(client: Redis): Contender {
   const store = new RedisStore({ client })
   const policies = createPolicies([{ algorithm: 'gcra', limit: LIMIT, period: `${PERIOD_S}s` }])
-  let round = 0
-  return {
-    name: 'floodgate gcra, RedisStore alone',
-    async measure() {
-      const prefix = `store-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          'floodgate gcra, RedisStore alone',
-          (i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]),
-          ([response]) => !response.allowed,
-        ),
-      })
-      return result.perSecond
-    },
-  }
+  return roundsContender(
+    'floodgate gcra, RedisStore alone',
+    LOAD,
+    tallies,
+    'store',
+    (prefix, i) => store.evaluate([{ key: keyOf(prefix, i), policies, cost: 1 }]),
+    ([response]) => !response.allowed,
+  )
 }
 
 function rateLimiterFlexibleContender(client: Redis): Contender {
@@ -273,11 +234,9 @@ function rateLimiterFlexibleContender(client: Redis): Contender {
     async measure() {
       const limiter = new RateLimiterRedis({ storeClient: client, points: LIMIT, duration: PERIOD_S, keyPrefix: `rlf-${round++}` })
       const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
+        ...LOAD,
         // consume() rejects with a RateLimiterRes on a denial and with an Error on a failure.
-        op: counted(
+        op: tallies.counted(
           'rate-limiter-flexible',
           (i) =>
             limiter.consume(keyOf('k', i)).then(
@@ -301,45 +260,25 @@ async function rateLimitRedisContender(client: Redis): Promise<Contender> {
     prefix: 'rlr:',
   })
   await store.init({ windowMs: PERIOD_S * 1000 } as Parameters<RateLimitRedisStore['init']>[0])
-  let round = 0
-  return {
-    name: 'rate-limit-redis (express-rate-limit)',
-    async measure() {
-      const prefix = `rlr-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          'rate-limit-redis (express-rate-limit)',
-          (i) => store.increment(keyOf(prefix, i)),
-          ({ totalHits }) => totalHits > LIMIT,
-        ),
-      })
-      return result.perSecond
-    },
-  }
+  return roundsContender(
+    'rate-limit-redis (express-rate-limit)',
+    LOAD,
+    tallies,
+    'rlr',
+    (prefix, i) => store.increment(keyOf(prefix, i)),
+    ({ totalHits }) => totalHits > LIMIT,
+  )
 }
 
 function incrContender(client: Redis): Contender {
-  let round = 0
-  return {
-    name: 'raw INCR (autopipelined)',
-    async measure() {
-      const prefix = `incr-${round++}`
-      const result = await runLoad({
-        callers: CALLERS,
-        durationMs: ROUND_MS,
-        maxOps: MAX_OPS_PER_ROUND,
-        op: counted(
-          'raw INCR (autopipelined)',
-          (i) => client.incr(keyOf(prefix, i)),
-          (count) => count > LIMIT,
-        ),
-      })
-      return result.perSecond
-    },
-  }
+  return roundsContender(
+    'raw INCR (autopipelined)',
+    LOAD,
+    tallies,
+    'incr',
+    (prefix, i) => client.incr(keyOf(prefix, i)),
+    (count) => count > LIMIT,
+  )
 }
 
 async function serverVersion(client: Redis): Promise<string> {

@@ -133,7 +133,8 @@ async function main(): Promise<void> {
     ]
     const measured = all.filter((m) => ONLY === undefined || ONLY.test(m.name))
     console.log(
-      `service benchmark: ${ROUNDS} rounds × ${SECONDS}s per contender (after ${WARMUP_SECONDS}s warm-up each), ${CONNECTIONS} HTTP connections, ` +
+      `service benchmark: ${ROUNDS} rounds × ${SECONDS}s per contender (after ${WARMUP_SECONDS}s warm-up each), ` +
+        `${CONNECTIONS} HTTP connections, ` +
         `${GRPC_CALLERS} concurrent gRPC calls over ${GRPC_SESSIONS} HTTP/2 connections`,
     )
     console.log(`answer bodies: bare route ${bodyBytes.bare} B, /v1/check ${bodyBytes.check} B`)
@@ -207,7 +208,8 @@ function printHttp(results: Result[], cpu: Map<string, number[]>): void {
     const share = r.median / bare
     const cpuShare = bareCpu / median(cpu.get(r.name)!)
     console.log(
-      `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
+      `${r.name}: ${(share * 100).toFixed(0)}% of the bare route's rate, ${(cpuShare * 100).toFixed(0)}% by server CPU per request — ` +
+        `${share >= TARGET ? 'meets' : 'below'} the ${TARGET * 100}% target`,
     )
   }
 }

@@ -121,3 +121,85 @@ export function writeResults(results: unknown): void {
   const file = process.env.BENCH_JSON
   if (file !== undefined && file !== '') writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
 }
+
+/** One contender's calls, denials and failures over all rounds. */
+export interface Tally {
+  calls: number
+  denied: number
+  failed: number
+  firstError?: string
+}
+
+/**
+ * Denials and failures per contender over all rounds. Every contender should show zero of both:
+ * a denial is cheaper work than an admission and a failure is no work, so either would flatter
+ * the contender. Failures are counted instead of thrown so one bad call does not end the bench.
+ */
+export class Tallies {
+  readonly byName = new Map<string, Tally>()
+
+  of(name: string): Tally {
+    let tally = this.byName.get(name)
+    if (tally === undefined) {
+      tally = { calls: 0, denied: 0, failed: 0 }
+      this.byName.set(name, tally)
+    }
+    return tally
+  }
+
+  /** Wraps `op` to count its calls, denials (`isDenied` of its answer) and failures into `name`'s tally. */
+  counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean): (i: number) => Promise<void> {
+    const tally = this.of(name)
+    return async (i) => {
+      tally.calls++
+      try {
+        if (isDenied(await op(i))) tally.denied++
+      } catch (error) {
+        tally.failed++
+        tally.firstError ??= String(error)
+      }
+    }
+  }
+
+  /** Every tally as a table row: name, calls, denied, failed, first failure. */
+  rows(): string[][] {
+    return [...this.byName].map(([name, t]) => [
+      name,
+      formatCount(t.calls),
+      formatCount(t.denied),
+      formatCount(t.failed),
+      t.firstError ?? '-',
+    ])
+  }
+}
+
+/** The load of one round: how many callers, for how long, and at most how many calls. */
+export interface RoundLoad {
+  callers: number
+  durationMs: number
+  maxOps: number
+}
+
+/**
+ * A contender that runs `op` for one round's `load` per measurement, under a key prefix of its own
+ * per round (`<prefix>-<round>`, so a round never meets the keys the one before wrote), its calls
+ * tallied under `name`. Measures calls per second.
+ */
+export function roundsContender<T>(
+  name: string,
+  load: RoundLoad,
+  tallies: Tallies,
+  prefix: string,
+  op: (prefix: string, i: number) => Promise<T>,
+  isDenied: (answer: T) => boolean,
+): Contender {
+  let round = 0
+  return {
+    name,
+    async measure() {
+      const roundPrefix = `${prefix}-${round++}`
+      const result = await runLoad({ ...load, op: tallies.counted(name, (i) => op(roundPrefix, i), isDenied) })
+      return result.perSecond
+    },
+  }
+}

@@ -7,7 +7,8 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
-import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { formatCount, printTable, runLoad, type Contender } from './support.js'
+import { hammerHotKey } from './sync-rows.js'
 
 /** What the main bench hands this section: its shape of load and its client factory. */
 export interface WriteBackBenchContext {
@@ -27,7 +28,8 @@ export interface WriteBackBenchContext {
 export const WRITE_BACK_10K = 'write-back gcra, 10k keys'
 export const WRITE_BACK_10K_SLOW = 'write-back gcra, 10k keys, flushMs 200'
 export const WRITE_BACK_HOT = 'write-back gcra, 1 hot key'
-const WRITE_BACK_ROWS = [WRITE_BACK_10K, WRITE_BACK_10K_SLOW, WRITE_BACK_HOT]
+/** The rows of this mode in the main bench's summary. */
+export const WRITE_BACK_ROWS = [WRITE_BACK_10K, WRITE_BACK_10K_SLOW, WRITE_BACK_HOT]
 
 /**
  * One instance: a RateLimiter with its own client and RedisStore (and so its own write-back copies
@@ -108,29 +110,6 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
   ]
 }
 
-/** The write-back rows beside the exact mode and rate-limiter-flexible, from the same run. */
-export function printWriteBackSummary(
-  results: readonly { name: string; median: number; samples: number[] }[],
-  redisCpu: (name: string) => number[],
-  exactName: string,
-  rlfName: string,
-): void {
-  const exact = results.find((r) => r.name === exactName)!.median
-  const rlf = results.find((r) => r.name === rlfName)!.median
-  const rows = results
-    .filter((r) => WRITE_BACK_ROWS.includes(r.name) || r.name === exactName || r.name === rlfName)
-    .map((r) => {
-      const cpu = redisCpu(r.name)
-      const perDecision = median(cpu.map((busy, i) => busy / r.samples[i])) * 1e6
-      return [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, exact), perDecision.toFixed(3)]
-    })
-  printTable(
-    ['contender', 'median decisions/s', 'vs rlf', 'vs exact', 'redis µs/decision'],
-    rows,
-    'Write-back beside the exact mode (targets: ≥ 10x rate-limiter-flexible, ≥ 5x exact, ≤ 0.2 µs of Redis CPU per decision)',
-  )
-}
-
 /**
  * Over-admission on one hot key: four write-back instances in this process (each its own client,
  * copies and origin, so they know of each other only through Redis), 64 callers each, against a GCRA
@@ -151,21 +130,11 @@ export async function printWriteBackOverAdmission(context: WriteBackBenchContext
     }
     const fleet = Array.from({ length: instances }, () => instance(context, policy, instances, onCall))
     const key = `wb-over-${flushMs}-${Date.now()}`
-    let admitted = 0
-    let decisions = 0
     const started = performance.now()
-    await Promise.all(
-      fleet.map(({ decide }) =>
-        runLoad({
-          callers: 64,
-          durationMs,
-          maxOps: Number.MAX_SAFE_INTEGER,
-          op: async () => {
-            decisions++
-            if (await decide(key)) admitted++
-          },
-        }),
-      ),
+    const { decisions, admitted } = await hammerHotKey(
+      fleet.map(({ decide }) => decide),
+      key,
+      durationMs,
     )
     const elapsedMs = performance.now() - started
     const allowed = burst + (rate * elapsedMs) / 1000

@@ -5,7 +5,8 @@ import { RateLimiter, MemoryStore, type Decision } from '../packages/floodgate/s
 function line(label: string, d: Decision): string {
   const verdict = d.allowed ? 'allowed' : `denied, retry in ${d.retryAfterMs}ms`
   const flags = [d.over && 'over', d.shadow && 'shadow', d.source !== 'store' && d.source].filter(Boolean).join(', ')
-  return `${label.padEnd(12)} ${verdict.padEnd(26)} policy=${d.policy} limit=${d.limit} remaining=${d.remaining}${flags ? ` (${flags})` : ''}`
+  const numbers = `policy=${d.policy} limit=${d.limit} remaining=${d.remaining}`
+  return `${label.padEnd(12)} ${verdict.padEnd(26)} ${numbers}${flags ? ` (${flags})` : ''}`
 }
 
 async function main(): Promise<void> {

@@ -177,7 +177,8 @@ function validate(argv: readonly string[]): number {
   const rules = loadRules(positionals[0])
   const domains = [...rules.domains]
   process.stdout.write(
-    `OK: ${plural(rules.files.length, 'file')}, ${plural(domains.length, 'domain')} (${domains.join(', ')}), ${plural(countRules(rules), 'rule')}\n`,
+    `OK: ${plural(rules.files.length, 'file')}, ${plural(domains.length, 'domain')} (${domains.join(', ')}), ` +
+      `${plural(countRules(rules), 'rule')}\n`,
   )
   return 0
 }

@@ -58,7 +58,10 @@ export function createRlsCodec(dir: string): RlsCodec {
   }
 }
 
-/** The answer as protobufjs writes it: enums as numbers, and the metadata as a Struct (camelCase, as protobufjs's bundled well-known types). */
+/**
+ * The answer as protobufjs writes it: enums as numbers, and the metadata as a Struct (camelCase, as protobufjs's
+ * bundled well-known types).
+ */
 function toWire(answer: RlsResponse): Record<string, unknown> {
   const statuses = new Array(answer.statuses.length)
   for (let i = 0; i < statuses.length; i++) {

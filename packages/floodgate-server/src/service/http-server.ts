@@ -266,7 +266,8 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, req
   if (socket.writable) {
     const text = JSON.stringify(body)
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
     )
   }
   // Closed once the answer is flushed (a client that never reads is cut by the connection timeout).

@@ -63,7 +63,10 @@ export interface Settings extends AbuseBounds {
   shutdownTimeoutMs: number
 
   // --- Envoy drop-in: envoyproxy/ratelimit's behaviour and settings ---
-  /** The Envoy paths' (gRPC, /json) store-failure handling: --on-store-error when given, else `error` (Envoy's failure_mode_deny decides). */
+  /**
+   * The Envoy paths' (gRPC, /json) store-failure handling: --on-store-error when given, else `error` (Envoy's
+   * failure_mode_deny decides).
+   */
   envoyOnStoreError: 'open' | 'closed' | 'local' | 'error'
   /** Which of several wildcard values wins: `file` order (upstream) or the most `specific`. */
   wildcardOrder: 'file' | 'specific'

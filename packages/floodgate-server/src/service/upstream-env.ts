@@ -212,7 +212,8 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
   if (auth !== undefined || isTrue(env.REDIS_TLS)) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections`,
+      `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; ` +
+        'use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections',
     )
   }
   if (type === 'CLUSTER') {

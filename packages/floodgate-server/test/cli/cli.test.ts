@@ -8,7 +8,7 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
-import { BIN, run } from './run.js'
+import { BIN, onLoopback, run } from './run.js'
 
 const GOOD_RULES = `
 domain: cli
@@ -101,25 +101,10 @@ describe('floodgate serve and check', () => {
     writeFileSync(join(dir, 'rules.yaml'), GOOD_RULES)
     httpPort = await freePort()
     const grpcPort = await freePort()
-    child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'serve',
-        '--config',
-        join(dir, 'rules.yaml'),
-        '--host',
-        '127.0.0.1',
-        '--http-port',
-        String(httpPort),
-        '--grpc-port',
-        String(grpcPort),
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, FLOODGATE_LOG_LEVEL: 'info' },
-      },
-    )
+    child = spawn(process.execPath, [BIN, 'serve', ...onLoopback(join(dir, 'rules.yaml'), httpPort, grpcPort)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, FLOODGATE_LOG_LEVEL: 'info' },
+    })
     exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
     const line = await waitForOutput(child, 'stderr', /Floodgate listening: .*\n/)
     assert.match(line, new RegExp(`HTTP http://127\\.0\\.0\\.1:${httpPort}.*gRPC 127\\.0\\.0\\.1:${grpcPort}`))

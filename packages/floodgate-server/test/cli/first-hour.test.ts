@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
 import { storeKeyOf } from 'floodgate/rules'
 import { listenFailure, logFormat } from '../../src/cli.js'
-import { BIN, run } from './run.js'
+import { BIN, onLoopback, run } from './run.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
@@ -122,17 +122,7 @@ describe('floodgate serve: a taken port', () => {
       try {
         const other = await freePort()
         const [httpPort, grpcPort] = server === 'HTTP' ? [taken.port, other] : [other, taken.port]
-        const result = await run([
-          'serve',
-          '--config',
-          rules,
-          '--host',
-          '127.0.0.1',
-          '--http-port',
-          String(httpPort),
-          '--grpc-port',
-          String(grpcPort),
-        ])
+        const result = await run(['serve', ...onLoopback(rules, httpPort, grpcPort)])
         const flag = server === 'HTTP' ? '--http-port' : '--grpc-port'
         assert.equal(result.code, 1, result.stderr)
         assert.equal(
@@ -170,17 +160,7 @@ describe('floodgate serve: a taken port', () => {
 describe('floodgate serve: HTTP only or gRPC only', () => {
   it('--no-grpc serves HTTP and leaves the gRPC port alone', async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()]
-    const served = serve([
-      '--config',
-      rules,
-      '--host',
-      '127.0.0.1',
-      '--http-port',
-      String(httpPort),
-      '--grpc-port',
-      String(grpcPort),
-      '--no-grpc',
-    ])
+    const served = serve([...onLoopback(rules, httpPort, grpcPort), '--no-grpc'])
     try {
       const banner = await served.waitFor('stderr', /Floodgate listening: .*\n/)
       assert.match(banner, new RegExp(`Floodgate listening: HTTP http://127\\.0\\.0\\.1:${httpPort} .*, gRPC off, store memory`))
@@ -198,17 +178,7 @@ describe('floodgate serve: HTTP only or gRPC only', () => {
 
   it('--no-http serves gRPC and leaves the HTTP port alone (FLOODGATE_NO_HTTP works the same)', async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()]
-    const served = serve([
-      '--config',
-      rules,
-      '--host',
-      '127.0.0.1',
-      '--http-port',
-      String(httpPort),
-      '--grpc-port',
-      String(grpcPort),
-      '--no-http',
-    ])
+    const served = serve([...onLoopback(rules, httpPort, grpcPort), '--no-http'])
     try {
       const banner = await served.waitFor('stderr', /Floodgate listening: .*\n/)
       assert.match(banner, new RegExp(`Floodgate listening: HTTP off, gRPC 127\\.0\\.0\\.1:${grpcPort} \\(Envoy RLS v3\\), store memory`))
@@ -236,17 +206,7 @@ describe('floodgate serve: logs', () => {
 
   it('--log-format pretty writes readable lines, and the default into a pipe is JSON', async () => {
     for (const format of ['pretty', undefined]) {
-      const served = serve([
-        '--config',
-        rules,
-        '--host',
-        '127.0.0.1',
-        '--http-port',
-        '0',
-        '--grpc-port',
-        '0',
-        ...(format ? ['--log-format', format] : []),
-      ])
+      const served = serve([...onLoopback(rules, 0, 0), ...(format ? ['--log-format', format] : [])])
       try {
         const stdout = await served.waitFor('stdout', /floodgate listening/)
         const line = stdout.split('\n').find((l) => l.includes('floodgate listening'))!
@@ -263,19 +223,7 @@ describe('floodgate serve: logs', () => {
 
   it('at debug level, each denial is one line with the rule and a hash of the key, never the key', async () => {
     const httpPort = await freePort()
-    const served = serve([
-      '--config',
-      rules,
-      '--host',
-      '127.0.0.1',
-      '--http-port',
-      String(httpPort),
-      '--no-grpc',
-      '--log-level',
-      'debug',
-      '--log-format',
-      'json',
-    ])
+    const served = serve([...onLoopback(rules, httpPort, 0), '--no-grpc', '--log-level', 'debug', '--log-format', 'json'])
     try {
       await served.waitFor('stderr', /Floodgate listening/)
       const check = () =>

@@ -24,3 +24,8 @@ export function run(args: string[]): Promise<Run> {
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
 }
+
+/** `serve`'s arguments for the rules in `config` on loopback, on the given ports (0: any free one). */
+export function onLoopback(config: string, httpPort: number, grpcPort: number): string[] {
+  return ['--config', config, '--host', '127.0.0.1', '--http-port', String(httpPort), '--grpc-port', String(grpcPort)]
+}

@@ -291,13 +291,15 @@ describe('conformance: refused configs (upstream test/config error cases), with 
     ],
     [
       'TestReplacesSelf',
-      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: me\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: me }]\n',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: me\n' +
+        '      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: me }]\n',
       8,
       /replaces names this rule itself/,
     ],
     [
       'TestReplacesEmpty',
-      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: "" }]\n',
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n' +
+        '      unit: second\n      requests_per_unit: 1\n      replaces: [{ name: "" }]\n',
       7,
       /non-empty `name`/,
     ],
@@ -349,7 +351,9 @@ describe('conformance: refused configs (upstream test/config error cases), with 
     const set = parseRules([
       {
         file: 'm.yaml',
-        text: 'domain: d\ndescriptors:\n  - key: a\n    metadata: { x: { y: [1, 2] } }\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+        text:
+          'domain: d\ndescriptors:\n  - key: a\n    metadata: { x: { y: [1, 2] } }\n' +
+          '    rate_limit: { unit: second, requests_per_unit: 1 }\n',
       },
     ])
     assert.deepEqual(set.match('d', [[{ key: 'a', value: 'v' }]])[0]?.metadata, { x: { y: [1, 2] } })

@@ -93,7 +93,7 @@ for (const store of STORES) {
       assert.ok(resetSecondsBetween(86_400, started, Date.now()).includes(status.duration_until_reset?.seconds ?? -1))
     })
 
-    it('testBasicConfig: 25 hits on a limit of 20: 19…0 remaining, then OVER_LIMIT with 0; over_limit counts hits past the limit', async () => {
+    it('testBasicConfig: 25 hits on a limit of 20: 19…0 remaining, then OVER_LIMIT with 0; over_limit counts hits past it', async () => {
       const value = unique('k2')
       for (let i = 0; i < 25; i++) {
         const response = await one({ key2: value })
@@ -332,7 +332,7 @@ for (const store of STORES) {
 }
 
 describe('conformance: a deployment written for envoyproxy/ratelimit (its environment variables)', () => {
-  it('REDIS_URL, REDIS_SOCKET_TYPE, RUNTIME_ROOT/RUNTIME_SUBDIRECTORY, PORT, GRPC_PORT, HOST, USE_STATSD… start a working service', async () => {
+  it('REDIS_URL, REDIS_SOCKET_TYPE, RUNTIME_ROOT/RUNTIME_SUBDIRECTORY, PORT, GRPC_PORT, HOST, USE_STATSD… start a service', async () => {
     const redis = await startRedis()
     const root = mkdtempSync(join(tmpdir(), 'floodgate-runtime-'))
     try {

@@ -136,7 +136,7 @@ for (const store of STORES) {
       assert.equal((await scrape(c.service.httpUrl)).get('floodgate_store_errors_total'), 0)
     })
 
-    it('TestServicePerDescriptorQuotaMode: OVER_LIMIT when the only quota descriptor is over, even beside a regular one within', async () => {
+    it('TestServicePerDescriptorQuotaMode: OVER_LIMIT when the only quota descriptor is over, beside a regular one within', async () => {
       const value = unique('q')
       await call([desc({ quota: value }), desc({ regular: value })])
       const response = await call([desc({ quota: value }), desc({ regular: value })])
@@ -225,7 +225,7 @@ for (const store of STORES) {
       }
     })
 
-    it("TestServiceGlobalQuotaMode and TestMetadataReturnedForPassedDescriptors: passed rules' metadata, the first value winning", async () => {
+    it("TestServiceGlobalQuotaMode, TestMetadataReturnedForPassedDescriptors: passed rules' metadata, the first value wins", async () => {
       const c = await startConformance(store, RULES, ['--quota-mode', '--response-dynamic-metadata'])
       try {
         const value = unique('gq')

@@ -1,4 +1,5 @@
-// The /v1/check fast paths hold to the slow ones: the hand-written body reader to the zod schema, the compiled answer serializer to JSON.stringify.
+// The /v1/check fast paths hold to the slow ones: the hand-written body reader to the zod schema, the compiled
+// answer serializer to JSON.stringify.
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'

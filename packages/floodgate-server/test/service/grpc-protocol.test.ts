@@ -129,7 +129,7 @@ describe('gRPC protocol (memory store)', () => {
     }
   })
 
-  it('refuses a compressed message that inflates past the cap (RESOURCE_EXHAUSTED) and one in an unknown encoding (UNIMPLEMENTED)', async () => {
+  it('refuses a compressed message inflating past the cap (RESOURCE_EXHAUSTED), one in an unknown encoding (UNIMPLEMENTED)', async () => {
     // 1 MiB of one repeated byte compresses to about a kilobyte: small on the wire, too big once read.
     const bomb = gzipSync(Buffer.alloc(1 << 20, 0x0a))
     assert.ok(bomb.length < 64 * 1024)
@@ -169,7 +169,7 @@ describe('gRPC deadlines and cancelled calls (Redis store)', () => {
     await redis.stop()
   })
 
-  it('ends a call whose grpc-timeout passes before the store answers with DEADLINE_EXCEEDED, and one the client cancels quietly', async () => {
+  it('ends a call whose grpc-timeout passes before the store answers (DEADLINE_EXCEEDED), one the client cancels quietly', async () => {
     const rls = rlsClients(service.grpcPort)
     try {
       // Connected and answering before the pause.

@@ -76,7 +76,7 @@ describe('Envoy RLS v3 gRPC (memory store)', () => {
     assert.equal(response.overall_code, 'OVER_LIMIT')
   })
 
-  it('a per-descriptor limit override replaces the configured limit (unnamed, keyed by descriptor and unit), even where no rule matches', async () => {
+  it('a per-descriptor limit override replaces the configured one (unnamed, keyed by descriptor and unit), even with no rule', async () => {
     const limit = { requests_per_unit: 1, unit: 'DAY' }
     // The configured limit is 3 per DAY; the override counts in the same day window of the same descriptor.
     assert.equal(

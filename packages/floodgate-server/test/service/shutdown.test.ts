@@ -35,7 +35,9 @@ function manualTimers() {
 const BODY = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'user', value: 'draining' }]] })
 // With Expect: 100-continue, Node answers "100 Continue" as it hands the request to the app: the
 // test then knows the request is in flight on the server, with no clock.
-const HEAD = `POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${BODY.length}\r\n\r\n`
+const HEAD =
+  'POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n' +
+  `Content-Length: ${BODY.length}\r\n\r\n`
 
 /** Resolves once `probe` holds, re-checking on every turn of the event loop (no clock involved). */
 async function until(probe: () => boolean): Promise<void> {

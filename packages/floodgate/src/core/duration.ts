@@ -30,7 +30,8 @@ export function parseDuration(value: unknown, field = 'duration'): number {
     if (!match) {
       throw new FloodgateError(
         'INVALID_DURATION',
-        `${field}: "${value}" is not a duration; write a number of milliseconds or a number with a unit, e.g. "500ms", "30s", "1m", "1h", "1d", "1w"`,
+        `${field}: "${value}" is not a duration; write a number of milliseconds or a number with a unit, ` +
+          'e.g. "500ms", "30s", "1m", "1h", "1d", "1w"',
       )
     }
     ms = decimalTimes(match[1], UNIT_MS[match[2] as DurationUnit])

@@ -32,7 +32,8 @@ export function compileProxyTrust(value: unknown, field = 'trustProxy'): ProxyTr
   if (value === true) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `${field}: true would believe every X-Forwarded-For entry, so any client could pick its own key; give the number of proxies in front of the app (e.g. 1) or their addresses/CIDRs (e.g. ['10.0.0.0/8'])`,
+      `${field}: true would believe every X-Forwarded-For entry, so any client could pick its own key; ` +
+        "give the number of proxies in front of the app (e.g. 1) or their addresses/CIDRs (e.g. ['10.0.0.0/8'])",
     )
   }
   if (typeof value === 'number') {
@@ -68,7 +69,8 @@ function addRange(list: BlockList, entry: unknown, field: string): void {
   if (family === 0 || extra !== undefined || !(prefix >= 0 && prefix <= maxPrefix)) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `${field}: ${JSON.stringify(entry)} is not an IP address or CIDR; write e.g. '10.0.0.1', '10.0.0.0/8', 'fd00::/8', or one of ${Object.keys(NAMED_RANGES).join(', ')}`,
+      `${field}: ${JSON.stringify(entry)} is not an IP address or CIDR; ` +
+        `write e.g. '10.0.0.1', '10.0.0.0/8', 'fd00::/8', or one of ${Object.keys(NAMED_RANGES).join(', ')}`,
     )
   }
   list.addSubnet(bare, prefix, family === 4 ? 'ipv4' : 'ipv6')

@@ -113,7 +113,9 @@ function warnForwardedIgnored<Req>(options: ResolvedHttpOptions<Req>): void {
   warned.add(options)
   options.onWarning({
     code: 'FG_FORWARDED_HEADER_IGNORED',
-    message: `A request carried ${options.forwardedHeader} but trustProxy is off, so clients are keyed by the socket address; behind a proxy every client would share the proxy's limit. Set trustProxy to the number of proxies or their CIDRs.`,
+    message:
+      `A request carried ${options.forwardedHeader} but trustProxy is off, so clients are keyed by the socket address; ` +
+      "behind a proxy every client would share the proxy's limit. Set trustProxy to the number of proxies or their CIDRs.",
   })
 }
 
@@ -150,7 +152,8 @@ async function keyParts<Req>(options: ResolvedHttpOptions<Req>, req: Req, info: 
 }
 
 const KEY_RESULTS =
-  'return a string (e.g. `user:${id}`, or String(id) for a number), a list of { key, policies? } parts, undefined to key by client IP, or NOT_LIMITED'
+  'return a string (e.g. `user:${id}`, or String(id) for a number), a list of { key, policies? } parts, ' +
+  'undefined to key by client IP, or NOT_LIMITED'
 
 async function requestCost<Req>(options: ResolvedHttpOptions<Req>, req: Req): Promise<number> {
   const cost = typeof options.cost === 'function' ? await options.cost(req) : options.cost

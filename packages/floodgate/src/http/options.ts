@@ -40,7 +40,10 @@ export interface HttpLimitOptions<Req> {
   trustProxy?: TrustProxy
   /** The forwarding header your proxies write; default `x-forwarded-for`. Believe only the one they overwrite or append. */
   forwardedHeader?: ForwardedHeader
-  /** IPv6 clients are keyed by this prefix (default 56) so rotating addresses in one allocation shares a limit; `false` keys each address. */
+  /**
+   * IPv6 clients are keyed by this prefix (default 56) so rotating addresses in one allocation shares a limit;
+   * `false` keys each address.
+   */
   ipv6Subnet?: number | false
   /** Header generations to send; default `['legacy', 'draft-8']`; `false` for none (`Retry-After` is still sent on 429). */
   headers?: HeaderStyle | readonly HeaderStyle[] | false
@@ -155,14 +158,18 @@ function resolveKey<Req>(value: unknown): KeyGenerator<Req> {
   if (factory !== undefined)
     throw invalid(
       'key',
-      `keys.${factory} makes a key function; call it: key: keys.${factory}(${factory === 'ip' || factory === 'route' || factory === 'apiKey' ? '' : '…'})`,
+      `keys.${factory} makes a key function; call it: key: keys.${factory}(${TAKES_NO_ARGUMENT.includes(factory) ? '' : '…'})`,
     )
   return value as KeyGenerator<Req>
 }
 
+// The key factories that take no argument: `keys.ip()`, `keys.route()`, `keys.apiKey()`.
+const TAKES_NO_ARGUMENT: readonly string[] = ['ip', 'route', 'apiKey']
+
 /** Says what to do about a limiter without policies of its own (at setup, or when a key part brings none). */
 export const NO_POLICIES_ADVICE =
-  "create it with some, e.g. new RateLimiter({ policies: [{ algorithm: 'gcra', limit: 100, period: '1m' }] }), or return [{ key, policies }] parts from key"
+  "create it with some, e.g. new RateLimiter({ policies: [{ algorithm: 'gcra', limit: 100, period: '1m' }] }), " +
+  'or return [{ key, policies }] parts from key'
 
 /**
  * A limiter without policies of its own decides only keys that bring theirs (`[{ key, policies }]`

@@ -62,7 +62,8 @@ function validRulesKeyOptions<Req>(options: RulesKeyOptions<Req>): RulesKeyOptio
   if (options === null || typeof options !== 'object') {
     throw invalid(
       'options',
-      "expected { rules, domain, descriptors }, e.g. { rules: new RuleWatcher('rules.yaml'), domain: 'edge', descriptors: (req, info) => [[descriptor.remoteAddress(info)]] }",
+      "expected { rules, domain, descriptors }, e.g. { rules: new RuleWatcher('rules.yaml'), domain: 'edge', " +
+        'descriptors: (req, info) => [[descriptor.remoteAddress(info)]] }',
     )
   }
   if (typeof options.domain !== 'string' || options.domain === '') {
@@ -107,7 +108,8 @@ function requireDomain(rules: RuleSet, domain: string): void {
   const known = [...rules.domains].map((name) => JSON.stringify(name)).join(', ')
   throw invalid(
     'domain',
-    `${JSON.stringify(domain)} is not a domain of the loaded rules (they define ${known || 'none'}); use one of those or add a file with domain: ${domain}`,
+    `${JSON.stringify(domain)} is not a domain of the loaded rules (they define ${known || 'none'}); ` +
+      `use one of those or add a file with domain: ${domain}`,
   )
 }
 

@@ -36,7 +36,8 @@ const HINTS: Readonly<Record<string, Partial<Record<OptionLevel, string>>>> = {
   algorithm: { middleware: `algorithm belongs to a policy, ${ON_LIMITER}`, limiter: `algorithm belongs to a policy: ${POLICY_EXAMPLE}` },
   policy: { limiter: `policies takes a list: ${POLICY_EXAMPLE}` },
   policies: {
-    middleware: `policies belong to the limiter: new RateLimiter({ ${POLICY_EXAMPLE} }), or to a key part: key: (req) => [{ key, policies }]`,
+    middleware:
+      `policies belong to the limiter: new RateLimiter({ ${POLICY_EXAMPLE} }), ` + 'or to a key part: key: (req) => [{ key, policies }]',
   },
   blockDuration: { limiter: "use a policy's blockMs: policies: [{ …, blockMs: '10m' }]" },
   ban: {
@@ -47,7 +48,8 @@ const HINTS: Readonly<Record<string, Partial<Record<OptionLevel, string>>>> = {
   },
   legacyHeaders: {
     middleware:
-      "use headers: list 'legacy' for X-RateLimit-*, e.g. headers: ['legacy', 'draft-8'] (the default), or headers: 'draft-8' to leave them out",
+      "use headers: list 'legacy' for X-RateLimit-*, e.g. headers: ['legacy', 'draft-8'] (the default), " +
+      "or headers: 'draft-8' to leave them out",
   },
   addHeaders: { middleware: "use headers: 'legacy', 'draft-6', 'draft-7' or 'draft-8', a list of them, or false" },
   addHeadersOnExceeding: { middleware: 'use headers: the same headers are sent on admitted and denied requests (Retry-After on 429 only)' },

@@ -6,7 +6,10 @@ import type { Policy } from '../core/policy.js'
 
 /** One way of running a plan: against the store (`remote`) or the local fallback (`local`). */
 export interface Tier {
-  /** What the store decides with: soft policies scaled by 1 + overage, elastic ones to their ceiling. Names unchanged, so the state is the same key. */
+  /**
+   * What the store decides with: soft policies scaled by 1 + overage, elastic ones to their ceiling. Names
+   * unchanged, so the state is the same key.
+   */
   readonly policies: readonly Policy[]
   /** The non-shadow policies, decided alone when only shadow policies denied. */
   readonly enforced: readonly Policy[]
@@ -83,7 +86,9 @@ function createTier(nominal: readonly Policy[], original: readonly Policy[], now
 export function planSignature(policies: readonly Policy[]): string {
   let signature = ''
   for (const p of policies) {
-    signature += `${p.name}\u0000${p.algorithm}\u0000${p.limit}\u0000${p.periodMs}\u0000${p.burst}\u0000${p.shaping}\u0000${p.mode}\u0000${p.overage}\u0000${p.ceiling}\u0000${p.blockMs}\u0000${p.shadow}\u0000${p.nominalLimit}\u0000${p.regions}\n`
+    signature +=
+      `${p.name}\u0000${p.algorithm}\u0000${p.limit}\u0000${p.periodMs}\u0000${p.burst}\u0000${p.shaping}\u0000${p.mode}\u0000` +
+      `${p.overage}\u0000${p.ceiling}\u0000${p.blockMs}\u0000${p.shadow}\u0000${p.nominalLimit}\u0000${p.regions}\n`
   }
   return signature
 }

@@ -34,7 +34,9 @@ export function parseRules(sources: readonly RuleSource[], options: RuleSetOptio
         file: config.file,
         line: config.line,
         path: 'domain',
-        message: `duplicate domain "${config.domain}": already defined in ${owner.file}${owner.line ? `:${owner.line}` : ''}; keep each domain in one file`,
+        message:
+          `duplicate domain "${config.domain}": already defined in ${owner.file}${owner.line ? `:${owner.line}` : ''}; ` +
+          'keep each domain in one file',
       })
       continue
     }

@@ -17,8 +17,9 @@ export interface EvaluateRequest {
   now?: number
   /**
    * When the caller stops waiting for the answer, as a `performance.now()` value (the limiter
-   * sets it from its timeout, in these terms whatever timers it was given). A store that can (Redis) charges nothing for a request that reaches
-   * it later, and answers it with STORE_TIMEOUT: its caller has been answered by the fallback.
+   * sets it from its timeout, in these terms whatever timers it was given). A store that can (Redis,
+   * memcached) charges nothing for a request that reaches it, or would be sent, later, and answers it
+   * with STORE_TIMEOUT: its caller has been answered by the fallback.
    */
   deadline?: number
 }

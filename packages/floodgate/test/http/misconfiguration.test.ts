@@ -62,12 +62,20 @@ async function warningsDuring(code: string, action: () => Promise<void>): Promis
   return seen
 }
 
+/** A pattern for a message that starts with `text`, read literally. */
+function startsWith(text: string): RegExp {
+  return new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)
+}
+
 describe('option names from other rate limiters', () => {
   const cases: [string, unknown, RegExp][] = [
     [
       'windowMs',
       15 * 60_000,
-      /^windowMs: unknown option: the window is a policy's period, on the limiter: new RateLimiter\(\{ policies: \[\{ algorithm: 'fixed-window', limit: 100, period: '15m' \}\] \}\)/,
+      startsWith(
+        "windowMs: unknown option: the window is a policy's period, on the limiter: " +
+          "new RateLimiter({ policies: [{ algorithm: 'fixed-window', limit: 100, period: '15m' }] })",
+      ),
     ],
     ['max', 100, /^max: unknown option: the limit belongs to a policy, on the limiter/],
     ['limit', 100, /^limit: unknown option: the limit belongs to a policy, on the limiter/],
@@ -104,7 +112,10 @@ describe('a limiter without policies', () => {
     for (const factory of Object.values(factories)) {
       refused(
         () => factory({ limiter: bare }),
-        /^limiter: this RateLimiter has no policies, and the default key \(the client IP\) brings none, so nothing could be limited: create it with some, e\.g\. new RateLimiter\(\{ policies:/,
+        startsWith(
+          'limiter: this RateLimiter has no policies, and the default key (the client IP) brings none, ' +
+            'so nothing could be limited: create it with some, e.g. new RateLimiter({ policies:',
+        ),
       )
       refused(
         () => factory({ limiter: bare, key: keys.combine(keys.ip(), keys.user('x-user-id')) }),
@@ -139,7 +150,10 @@ describe('the key option', () => {
     for (const factory of Object.values(factories)) {
       refused(
         () => factory({ limiter, key: 'x-user-id' }),
-        /^key: must be a function \(req, info\) => key of the request, got the string "x-user-id"; to key by a header write keys\.user\("x-user-id"\)/,
+        startsWith(
+          'key: must be a function (req, info) => key of the request, got the string "x-user-id"; ' +
+            'to key by a header write keys.user("x-user-id")',
+        ),
       )
       refused(() => factory({ limiter, key: 42 }), /^key: must be a function .*, got the number 42$/)
       refused(() => factory({ limiter, key: keys.ip }), /^key: keys\.ip makes a key function; call it: key: keys\.ip\(\)$/)

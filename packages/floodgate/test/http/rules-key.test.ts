@@ -136,7 +136,9 @@ describe('keys.fromRules: which descriptors limit a request', () => {
     const rules = parseRules([
       {
         file: 'users.yaml',
-        text: 'domain: web\ndescriptors:\n  - key: user\n    limits: [{ name: per-user, algorithm: sliding-log, limit: 1, period: 1m }]\n  - key: user\n    value: vip\n',
+        text:
+          'domain: web\ndescriptors:\n  - key: user\n    limits: [{ name: per-user, algorithm: sliding-log, limit: 1, period: 1m }]\n' +
+          '  - key: user\n    value: vip\n',
       },
     ])
     const limiter = new RateLimiter()

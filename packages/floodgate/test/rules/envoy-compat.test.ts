@@ -125,7 +125,9 @@ descriptors:
     const set = parseRules([
       {
         file: 'n.yaml',
-        text: 'domain: n\ndescriptors:\n  - key: port\n    value: 8080\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: flag\n    value: true\n    rate_limit: { unit: second, requests_per_unit: 2 }\n',
+        text:
+          'domain: n\ndescriptors:\n  - key: port\n    value: 8080\n    rate_limit: { unit: second, requests_per_unit: 1 }\n' +
+          '  - key: flag\n    value: true\n    rate_limit: { unit: second, requests_per_unit: 2 }\n',
       },
     ])
     assert.equal(set.match('n', [d('port=8080')])[0]?.policies[0].limit, 1)

@@ -104,7 +104,8 @@ descriptors:
         fc.array(alphabet, { maxLength: 8 }).map((c) => c.join('')),
         (pattern, value) => {
           const set = rules(
-            `domain: t\ndescriptors:\n  - key: k\n    value: ${JSON.stringify(pattern)}\n    rate_limit: { unit: second, requests_per_unit: 1 }\n`,
+            `domain: t\ndescriptors:\n  - key: k\n    value: ${JSON.stringify(pattern)}\n` +
+              '    rate_limit: { unit: second, requests_per_unit: 1 }\n',
           )
           const regex = new RegExp(`^${pattern.replace(/\./g, '\\.').replace(/\*/g, '.*')}$`)
           assert.equal(set.match('t', [d(`k=${value}`)])[0] !== undefined, regex.test(value), `${pattern} vs ${value}`)

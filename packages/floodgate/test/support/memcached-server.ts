@@ -1,8 +1,7 @@
 // Starts a throwaway memcached on a free loopback port for a test (TCP only, no UDP), and stops it afterwards.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
-import { freePort } from './redis-server.js'
+import { freePort, stopProcess, waitForPort } from './ports.js'
 
 export interface MemcachedProcess {
   readonly host: string
@@ -35,7 +34,7 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
     const exited = new Promise<never>((_, reject) =>
       started.once('error', (error) => reject(new Error(`memcached did not start (apt-get install memcached?): ${error.message}`))),
     )
-    await Promise.race([waitForPort(host, chosen, 10_000), exited])
+    await Promise.race([waitForPort('memcached', host, chosen, 10_000), exited])
   }
 
   await launch()
@@ -46,13 +45,7 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
     async stop() {
       const current = child
       child = undefined
-      if (!current || current.exitCode !== null || current.signalCode !== null) return
-      await new Promise<void>((resolve) => {
-        current.once('exit', () => resolve())
-        current.ref()
-        current.kill('SIGCONT')
-        current.kill('SIGTERM')
-      })
+      await stopProcess(current)
     },
     async restart() {
       await handle.stop()
@@ -67,21 +60,4 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
   }
   process.once('exit', () => child?.kill('SIGKILL'))
   return handle
-}
-
-async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, host)
-      socket.once('connect', () => {
-        socket.end()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`memcached on ${host}:${port} did not start within ${timeoutMs}ms`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }

@@ -3,9 +3,11 @@
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort, stopProcess, waitForPort } from './ports.js'
+
+export { freePort } from './ports.js'
 
 export interface RedisProcess {
   readonly host: string
@@ -16,22 +18,6 @@ export interface RedisProcess {
   stop(): Promise<void>
   /** Starts it again on the same port (after `stop`), empty. */
   restart(): Promise<void>
-}
-
-/** A free TCP port on 127.0.0.1, as the OS hands it out (never 6379). */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer()
-      server.once('error', reject)
-      server.listen(0, '127.0.0.1', () => {
-        const address = server.address()
-        server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-      })
-    })
-    // Cluster nodes also use port + 10000 for their bus: keep room for it.
-    if (port !== 6379 && port < 55000) return port
-  }
 }
 
 /** Starts redis-server with no persistence; `extraArgs` are passed through (e.g. cluster options). */
@@ -48,7 +34,7 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
       { stdio: ['ignore', 'ignore', 'inherit'] },
     )
     child.unref()
-    await waitForPort(host, chosen, 5_000)
+    await waitForPort('redis-server', host, chosen, 5_000)
   }
 
   await launch()
@@ -60,13 +46,7 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     async stop() {
       const current = child
       child = undefined
-      if (!current || current.exitCode !== null || current.signalCode !== null) return
-      await new Promise<void>((resolve) => {
-        current.once('exit', () => resolve())
-        // The child is unref'd so it never holds a test open; while we wait for it, it must.
-        current.ref()
-        current.kill('SIGTERM')
-      })
+      await stopProcess(current)
     },
     async restart() {
       await handle.stop()
@@ -78,21 +58,4 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     rmSync(dir, { recursive: true, force: true })
   })
   return handle
-}
-
-async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, host)
-      socket.once('connect', () => {
-        socket.end()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`redis-server on ${host}:${port} did not start within ${timeoutMs}ms`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }

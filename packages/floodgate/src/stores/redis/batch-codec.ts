@@ -119,11 +119,7 @@ export function readServerClock(reply: unknown): number | undefined {
 export function decodeReply(reply: unknown, requests: readonly CallRequest[]): EvaluateResponse[] {
   if (!Buffer.isBuffer(reply)) throw new Error(`RedisStore: unexpected script reply ${JSON.stringify(reply)}`)
   if (reply.length === CLOCK_BYTES + EXPIRED_REPLY.length && reply.toString('latin1', CLOCK_BYTES) === EXPIRED_REPLY) {
-    throw new FloodgateError(
-      'STORE_TIMEOUT',
-      'the decision reached Redis after its caller stopped waiting (Redis was paused or overloaded), so it was not applied; ' +
-        "the limiter answered with its onStoreError mode. Check Redis's latency, or raise the limiter's timeout option",
-    )
+    throw pastDeadline('reached Redis')
   }
   let expected = CLOCK_BYTES
   for (const { request } of requests) expected += REQUEST_BYTES + POLICY_BYTES * request.policies.length
@@ -152,4 +148,16 @@ export function decodeReply(reply: unknown, requests: readonly CallRequest[]): E
     responses[r] = { allowed, results, now: request.now ?? serverNow }
   }
   return responses
+}
+
+/**
+ * The answer to a decision that was not applied because its caller had stopped waiting when it
+ * `where` (reached Redis, or was about to be sent).
+ */
+export function pastDeadline(where: string): FloodgateError {
+  return new FloodgateError(
+    'STORE_TIMEOUT',
+    `the decision ${where} after its caller stopped waiting (Redis was connecting, paused or overloaded), so it was not applied; ` +
+      "the limiter answered with its onStoreError mode. Check Redis's latency, or raise the limiter's timeout option",
+  )
 }

@@ -10,8 +10,8 @@ import { FloodgateError } from '../../core/errors.js'
  * would charge the key a second time. So:
  * - while the client is connected, batches pass at once;
  * - during its first connection attempt, batches wait for it (a store is usually used right after
- *   it is created), and are refused if that attempt fails; a caller that stopped waiting before a
- *   slow first connection succeeded is still charged then, once;
+ *   it is created), and are refused if that attempt fails; requests whose callers stopped waiting
+ *   before a slow first connection succeeded are dropped then by the store (their deadline passed);
  * - after that attempt, whenever the client is not connected, batches are refused at once with
  *   STORE_UNAVAILABLE, which also spares the caller its timeout.
  * A Cluster client stays ready while one master fails over and retries on its own, so there

@@ -13,7 +13,7 @@ import type {
   MergeResponse,
   SubmitCallback,
 } from '../store.js'
-import { decodeReply, encodeCall, readServerClock, type CallRequest } from './batch-codec.js'
+import { decodeReply, encodeCall, pastDeadline, readServerClock, type CallRequest } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
@@ -120,8 +120,10 @@ interface Call {
  * terms) travels with its call as a time on that server's clock (server-clock.ts, one per lane:
  * Cluster nodes' clocks may disagree; a call uses the earliest of its requests' deadlines), and
  * the script charges nothing once the server's clock has passed it
- * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. Before the
- * first reply the store does not know the server's clock, and calls carry no deadline.
+ * (a call that waited out a paused or stopped server); its callers get STORE_TIMEOUT. A request
+ * whose deadline passed before its call is sent (it waited for the first connection, or behind a
+ * call in flight) is answered so and never sent. Until a lane has read a reply, it learns its
+ * server's clock from a call that charges nothing before sending requests with deadlines.
  */
 export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseStore {
   /** The client in use (created by the store or given to it). */
@@ -302,16 +304,59 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
       if (lane === undefined) {
         const clock = new ServerClock()
         // A lane's call is encoded as it goes, so that it holds everything that waited for it.
-        lane = new Lane((ready: Pending[], done: () => void) => {
-          const call = this.prepare(ready, clock)
-          if (call === undefined) return done()
-          this.run(call, clock, true, done)
-        }, this.maxBatchSize)
+        lane = new Lane((ready: Pending[], done: () => void) => this.send(ready, clock, done), this.maxBatchSize)
         this.lanes.set(server, lane)
         this.clocks.set(server, clock)
       }
       lane.submit(group)
     }
+  }
+
+  // Sends one call of a lane. Requests whose deadline passed while they waited (for the first
+  // connection, or behind the lane's call in flight) are answered STORE_TIMEOUT, not sent: their
+  // callers were answered otherwise already. Deadlines travel on the server's clock, so until it is
+  // known a call that has any waits for `learnClock`.
+  private send(items: Pending[], clock: ServerClock, done: () => void): void {
+    const live = unexpired(items)
+    if (live.length === 0) return done()
+    if (!clock.known && live.some(hasDeadline)) return this.learnClock(live, clock, done)
+    const call = this.prepare(live, clock)
+    if (call === undefined) return done()
+    this.run(call, clock, true, done)
+  }
+
+  // Learns the server's clock before sending `items`, from a call of one of them whose deadline (0)
+  // has passed before it starts: the script answers its clock and reads and writes nothing. Sent
+  // with no deadline instead, a first call to a server that hangs (SIGSTOP, a slow handshake) would
+  // be charged when the server resumes, long after its callers were answered by their fallback.
+  private learnClock(items: Pending[], clock: ServerClock, done: () => void): void {
+    if (!this.connection.isReady()) {
+      done()
+      for (const item of items) answer(item, unavailable(this.connection.status()))
+      return
+    }
+    const { keys, args } = encodeCall(items.slice(0, 1), 1, 0)
+    // Kept in flight with every item, so that a connection lost meanwhile answers them (onConnectionLost).
+    const probe: Call = { items, declared: 1, keys, args }
+    this.inFlight.set(probe, done)
+    runRunner(this.connection, keys, args).then(
+      (reply) => {
+        if (!this.inFlight.delete(probe)) return
+        const serverNow = readServerClock(reply)
+        if (serverNow === undefined) {
+          done()
+          this.answerAll(probe, reply) // not a reply of the script: decoding it fails every item
+          return
+        }
+        clock.learn(serverNow, performance.now())
+        this.send(items, clock, done)
+      },
+      (error: unknown) => {
+        if (!this.inFlight.delete(probe)) return
+        done()
+        this.failed(probe, clock, error, false)
+      },
+    )
   }
 
   // Standalone/Sentinel: one group. Cluster: one group per master as the client last saw the slot
@@ -412,6 +457,30 @@ function nothing(): void {}
 
 function deadlineOf(item: Pending): number | undefined {
   return item.request.deadline
+}
+
+function hasDeadline(item: Pending): boolean {
+  return item.request.deadline !== undefined
+}
+
+// `items` but those whose deadline has passed, which are answered STORE_TIMEOUT. The limiter's
+// timeout answers a caller once its deadline is reached, so such a call would charge what no caller
+// was told about. The same array when none has passed (the usual case).
+function unexpired(items: Pending[]): Pending[] {
+  const now = performance.now()
+  let live = items
+  let error: FloodgateError | undefined
+  for (let i = 0; i < items.length; i++) {
+    const deadline = items[i].request.deadline
+    if (deadline === undefined || deadline > now) {
+      if (live !== items) live.push(items[i])
+      continue
+    }
+    if (live === items) live = items.slice(0, i)
+    error ??= pastDeadline('was about to be sent to Redis')
+    answer(items[i], error)
+  }
+  return live
 }
 
 // Calls a request's callback. A callback that throws must not keep the rest of its call from their

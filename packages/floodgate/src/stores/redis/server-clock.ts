@@ -32,6 +32,11 @@ export class ServerClock {
     }
   }
 
+  /** Whether a reply has been read since the clock was created or last forgotten. */
+  get known(): boolean {
+    return this.offset !== undefined
+  }
+
   /** Forgets what was learnt: the connection may now reach another server. */
   forget(): void {
     this.offset = undefined

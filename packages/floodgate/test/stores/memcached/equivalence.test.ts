@@ -4,10 +4,11 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { ALGORITHMS, createPolicy, type AlgorithmName, type PolicyOptions } from '../../../src/core/policy.js'
+import { ALGORITHMS, createPolicy, type PolicyOptions } from '../../../src/core/policy.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import { MemcachedStore } from '../../../src/memcached.js'
 import { startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
+import { advanceArbitrary, costArbitrary, policyOptionsArbitrary } from '../trace-arbitraries.js'
 
 let server: MemcachedProcess
 let store: MemcachedStore
@@ -22,38 +23,13 @@ after(async () => {
   await server.stop()
 })
 
-const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
-  fc
-    .record({
-      algorithm: fc.constantFrom(...ALGORITHMS),
-      limit: fc.integer({ min: 1, max: 8 }),
-      period: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 })),
-      burst: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
-      shaping: fc.boolean(),
-      blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
-    })
-    .map(
-      ({ algorithm, shaping, ...rest }): PolicyOptions => ({
-        name,
-        algorithm: algorithm as AlgorithmName,
-        ...rest,
-        ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
-      }),
-    )
+const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> => policyOptionsArbitrary(name, ALGORITHMS)
 
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x y\u0000|#%{}é'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
-  cost: fc.oneof(
-    { arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 },
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 },
-  ),
-  advance: fc.oneof(
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
-    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
-  ),
+  cost: costArbitrary,
+  advance: advanceArbitrary,
 })
 
 let run = 0

@@ -66,9 +66,14 @@ async function charged(key: string): Promise<number> {
   return record === null ? 0 : record.state![1]
 }
 
+/** A limiter that denies while the store does not answer (`serve --on-store-error closed`), on real timers. */
+function closedLimiter(store: RedisStore): RateLimiter {
+  return new RateLimiter({ store, policies: policyOptions, timeout: '200ms', onStoreError: 'closed', breaker: { failures: 1000 } })
+}
+
 for (const { name, hang, resume } of HANGS) {
   describe(`a server hung by ${name}`, () => {
-    test('a call that reaches it after its deadline charges nothing and is answered STORE_TIMEOUT; one within its deadline is charged', async () => {
+    test('a call reaching it past its deadline charges nothing and is answered STORE_TIMEOUT; one within it is charged', async () => {
       const store = new RedisStore({ url: server.url })
       try {
         await store.evaluate([{ key: 'warm', policies, cost: 1 }]) // the store learns the server's clock from the reply
@@ -111,8 +116,56 @@ for (const { name, hang, resume } of HANGS) {
         }
       })
     }
+
+    // Before its first reply the store does not know the server's clock, so it cannot give a call
+    // a deadline on it: the store learns the clock first, and drops what expired while it waited.
+    test("callers denied by the 'closed' fallback before the store's first reply are not charged when it resumes", async () => {
+      const store = new RedisStore({ url: server.url })
+      const limiter = closedLimiter(store)
+      try {
+        while (!store.connected) await sleep(5)
+        await hang()
+        const decisions = await Promise.all(Array.from({ length: 5 }, () => limiter.limit('k')))
+        assert.ok(decisions.every((decision) => decision.source === 'fallback-closed' && !decision.allowed))
+        await resume()
+        const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
+        assert.equal(peek.results[0].remaining, LIMIT, 'nothing was charged')
+        assert.equal(await charged('k'), 0)
+      } finally {
+        await resume().catch(() => {})
+        await limiter.close()
+        await store.close()
+      }
+    })
   })
 }
+
+describe('a server stopped (SIGSTOP) while the store makes its first connection', () => {
+  // The connection's socket opens (the kernel accepts it) but its handshake waits: the store holds
+  // its calls until the connection is ready, and must not send then those its callers gave up on.
+  test("callers denied by the 'closed' fallback meanwhile are not charged once it connects; later ones are", async () => {
+    process.kill(pid, 'SIGSTOP')
+    const store = new RedisStore({ url: server.url })
+    const limiter = closedLimiter(store)
+    try {
+      const decisions = await Promise.all(Array.from({ length: 5 }, () => limiter.limit('k')))
+      assert.ok(decisions.every((decision) => decision.source === 'fallback-closed' && !decision.allowed))
+      assert.equal(store.connected, false)
+      process.kill(pid, 'SIGCONT')
+      // Queued behind the held calls: answered once they have been dropped (or, wrongly, charged).
+      const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
+      assert.equal(peek.results[0].remaining, LIMIT, 'nothing was charged')
+      assert.equal(await charged('k'), 0)
+      const after = await limiter.limit('k')
+      assert.deepEqual([after.source, after.remaining], ['store', LIMIT - 1])
+      assert.equal(await charged('k'), 1)
+    } finally {
+      process.kill(pid, 'SIGCONT')
+      await limiter.close()
+      await store.close()
+    }
+  })
+})
 
 describe('a Cluster master hung by CLIENT PAUSE', () => {
   test('callers answered by the fallback meanwhile are not charged on it when it resumes; other masters decide as usual', async () => {

@@ -1,39 +1,24 @@
 // One truth, two executors: random traces through evaluateKey in TypeScript and through RedisStore
 // (runner.lua, evaluate.lua and the Lua twins) must give identical decisions at every step; MemoryStore too.
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
 import { ALGORITHMS, createPolicy, type AlgorithmName, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { ALGORITHM_BY_NAME } from '../../../src/core/algorithms/index.js'
-import { RedisStore } from '../../../src/stores/redis/redis-store.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { arbTrace, replay } from '../../core/algorithms/support.js'
+import { useRedisStore } from '../../support/redis-store.js'
+import { advanceArbitrary, costArbitrary, policyOptionsArbitrary } from '../trace-arbitraries.js'
 
 const SCRIPTS = fileURLToPath(new URL('../../../src/stores/redis/scripts/', import.meta.url))
 const TWINS = ALGORITHMS.filter((name) => existsSync(`${SCRIPTS}${name}.lua`))
 
-let server: RedisProcess
-let client: Redis
-let store: RedisStore
-
-before(async () => {
-  server = await startRedis()
-  client = new Redis(server.port, server.host)
-  store = new RedisStore({ client })
-})
-
-after(async () => {
-  await store.close()
-  client.disconnect()
-  await server.stop()
-})
+const redis = useRedisStore()
 
 /** The TypeScript side: evaluateKey over records in a Map, dropped lazily at expiry like the memory store. */
 class ReferenceStore {
@@ -52,39 +37,17 @@ class ReferenceStore {
   }
 }
 
-const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
-  fc
-    .record({
-      algorithm: fc.constantFrom(...TWINS),
-      limit: fc.integer({ min: 1, max: 8 }),
-      period: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 })),
-      burst: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
-      shaping: fc.boolean(),
-      blockMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined, freq: 3 }),
-    })
-    .map(
-      ({ algorithm, shaping, ...rest }): PolicyOptions => ({
-        name,
-        algorithm: algorithm as AlgorithmName,
-        ...rest,
-        ...(algorithm === 'leaky-bucket' ? { shaping } : {}),
-      }),
-    )
+const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> => policyOptionsArbitrary(name, TWINS)
 
-/** A request of a trace: which key, which of the run's policies, what cost, how far the clock moves first, and whether it shares the previous request's tick. */
+/**
+ * A request of a trace: which key, which of the run's policies, what cost, how far the clock moves first, and
+ * whether it shares the previous request's tick.
+ */
 const stepArbitrary = fc.record({
   key: fc.constantFrom('alice', 'bob', 'x{y}:%'),
   policies: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
-  cost: fc.oneof(
-    { arbitrary: fc.integer({ min: 1, max: 3 }), weight: 6 },
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: -3, max: -1 }), weight: 1 },
-  ),
-  advance: fc.oneof(
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 5 },
-    { arbitrary: fc.integer({ min: 61, max: 8_000 }), weight: 2 },
-  ),
+  cost: costArbitrary,
+  advance: advanceArbitrary,
   sameTick: fc.boolean(),
 })
 
@@ -118,7 +81,7 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
   const start = Date.now() + 86_400_000
   await fc.assert(
     fc.asyncProperty(traceArbitrary, async ({ pool, steps }) => {
-      await client.flushdb()
+      await redis.client.flushdb()
       const policies: Policy[] = pool.map((options) => createPolicy(options))
       const reference = new ReferenceStore()
       const memory = new MemoryStore()
@@ -132,7 +95,7 @@ test(`random traces decide identically in TypeScript and in Redis (${TWINS.join(
         else ticks.push([request])
       }
       for (const tick of ticks) {
-        const fromRedis = await Promise.all(tick.map((request) => store.evaluate([request]).then(([response]) => response)))
+        const fromRedis = await Promise.all(tick.map((request) => redis.store.evaluate([request]).then(([response]) => response)))
         for (let i = 0; i < tick.length; i++) {
           const where = `request ${JSON.stringify({ ...tick[i], policies: tick[i].policies.map((p) => p.name) })}`
           assert.deepEqual(fromRedis[i], reference.evaluate(tick[i]), where)

@@ -126,7 +126,7 @@ describe('on a standalone Redis that stops and comes back', () => {
     await server?.stop()
   })
 
-  test('open allows, closed denies, local enforces limit/instances; the breaker opens; the store takes over again after restart', async (t) => {
+  test('open allows, closed denies, local enforces limit/instances; the breaker opens; the store takes over after restart', async (t) => {
     const store = new CountingStore({ client, prefix: 'modes:' })
     const timeoutMs = 250
     const cooldownMs = 1000

@@ -2,32 +2,16 @@
 // refunds, expiries) through core/lease.ts, RedisStore.lease (lease.lua) and MemoryStore.lease
 // must answer identically at every step.
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
 import { createPolicy, type AlgorithmName, type Policy } from '../../../src/core/policy.js'
-import { RedisStore } from '../../../src/stores/redis/redis-store.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { LeaseRequest } from '../../../src/stores/store.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { LeaseModelStore } from '../../core/lease-model.js'
+import { useRedisStore } from '../../support/redis-store.js'
 
-let server: RedisProcess
-let client: Redis
-let store: RedisStore
-
-before(async () => {
-  server = await startRedis()
-  client = new Redis(server.port, server.host)
-  store = new RedisStore({ client })
-})
-
-after(async () => {
-  await store.close()
-  client.disconnect()
-  await server.stop()
-})
+const redis = useRedisStore()
 
 const LEASED: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'concurrency']
 
@@ -67,7 +51,7 @@ test('random lease traces answer identically in TypeScript, in Redis (lease.lua)
       fc.tuple(policyArbitrary('p0'), policyArbitrary('p1'), policyArbitrary('p2')),
       fc.array(stepArbitrary, { minLength: 1, maxLength: 50 }),
       async (pool, steps) => {
-        await client.flushdb()
+        await redis.client.flushdb()
         const reference = new LeaseModelStore()
         const memory = new MemoryStore()
         let now = start
@@ -96,7 +80,7 @@ test('random lease traces answer identically in TypeScript, in Redis (lease.lua)
           else ticks.push([request])
         }
         for (const tick of ticks) {
-          const fromRedis = await Promise.all(tick.map((request) => store.lease([request]).then(([response]) => response)))
+          const fromRedis = await Promise.all(tick.map((request) => redis.store.lease([request]).then(([response]) => response)))
           for (let i = 0; i < tick.length; i++) {
             const request = tick[i]
             const where = `request ${JSON.stringify({ ...request, policies: request.policies.map((p) => p.name) })}`

@@ -2,20 +2,18 @@
 // decisions through RedisStore (merge-runner.lua + merge.lua + record.lua) and MemoryStore.merge must
 // give the same records and applied flags at every step.
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
 import { createPolicy, type AlgorithmName, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
 import { ALGORITHM_BY_NAME } from '../../../src/core/algorithms/index.js'
 import { MERGE_BY_NAME } from '../../../src/core/merge.js'
 import type { PolicyRecord } from '../../../src/core/evaluate.js'
-import { RedisStore } from '../../../src/stores/redis/redis-store.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { MergeRequest } from '../../../src/stores/store.js'
 import { mergerScript } from '../../../src/stores/redis/merger-script.js'
 import { policyKey } from '../../../src/stores/redis/keys.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { useRedisStore } from '../../support/redis-store.js'
 
 /**
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
@@ -25,21 +23,7 @@ const PINNED_MERGER_SHA = 'bf42d18c137b193b2fe4aa437b3e771ce94088a5'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 
-let server: RedisProcess
-let client: Redis
-let store: RedisStore
-
-before(async () => {
-  server = await startRedis()
-  client = new Redis(server.port, server.host)
-  store = new RedisStore({ client })
-})
-
-after(async () => {
-  await store.close()
-  client.disconnect()
-  await server.stop()
-})
+const redis = useRedisStore()
 
 const policyOptions = (name: string): fc.Arbitrary<PolicyOptions> =>
   fc.record({
@@ -91,7 +75,7 @@ test(`random merge traces give the same records in Redis and in memory (${MERGEA
   const start = Date.now() + 86_400_000
   await fc.assert(
     fc.asyncProperty(poolArbitrary, fc.array(stepArbitrary, { minLength: 1, maxLength: 50 }), async (pool, steps) => {
-      await client.flushdb()
+      await redis.client.flushdb()
       const policies: Policy[] = pool.map((options) => createPolicy(options))
       const memory = new MemoryStore()
       const seqs = new Map<string, number>()
@@ -103,7 +87,7 @@ test(`random merge traces give the same records in Redis and in memory (${MERGEA
         if (call.length === 0) return
         const sent = call
         call = []
-        const fromRedis = await store.merge(sent)
+        const fromRedis = await redis.store.merge(sent)
         const fromMemory = await memory.merge(sent)
         for (let r = 0; r < sent.length; r++) {
           const where = `merge ${r + 1} of ${sent.length} ${JSON.stringify({ ...sent[r], policies: sent[r].policies.map((p) => p.name) })}`
@@ -120,7 +104,7 @@ test(`random merge traces give the same records in Redis and in memory (${MERGEA
           await send()
           now += step.advance
           const request = { key: step.key, policies: set, cost: 1, now }
-          const [fromRedis] = await store.evaluate([request])
+          const [fromRedis] = await redis.store.evaluate([request])
           assert.deepEqual(fromRedis, (await memory.evaluate([request]))[0])
           previous = undefined
           continue
@@ -153,27 +137,27 @@ test('the merge script is the one pinned, and a server that lost it (SCRIPT FLUS
   assert.equal(script.sha, PINNED_MERGER_SHA, 'a .lua file changed: review it, then update PINNED_MERGER_SHA')
   assert.match(script.source, /^#!lua flags=allow-cross-slot-keys\n/)
   const policies = [createPolicy({ name: 'p', algorithm: 'gcra', limit: 5, period: '1m', sync: 'write-back' })]
-  await store.merge([{ key: 'reload', policies, units: 1 }])
-  await client.script('FLUSH')
-  const [after] = await store.merge([{ key: 'reload', policies, units: 1 }])
+  await redis.store.merge([{ key: 'reload', policies, units: 1 }])
+  await redis.client.script('FLUSH')
+  const [after] = await redis.store.merge([{ key: 'reload', policies, units: 1 }])
   assert.equal(ALGORITHM_BY_NAME.gcra.step(after.records[0].state, after.now, 0, policies[0]).remaining, 3)
 })
 
 test('the merge script keeps the last seq per origin beside the record, with its expiry', async () => {
-  await client.flushdb()
+  await redis.client.flushdb()
   const policies = [createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, period: '1m', sync: 'write-back' })]
-  const [first] = await store.merge([{ key: 'k', policies, units: 7, origin: 'east', seq: 3 }])
-  const [again] = await store.merge([{ key: 'k', policies, units: 7, origin: 'east', seq: 3 }])
+  const [first] = await redis.store.merge([{ key: 'k', policies, units: 7, origin: 'east', seq: 3 }])
+  const [again] = await redis.store.merge([{ key: 'k', policies, units: 7, origin: 'east', seq: 3 }])
   assert.deepEqual([first.applied, again.applied], [true, false])
   assert.equal(first.records[0].state![1], 7)
   assert.deepEqual(again.records, first.records)
   const record = policyKey('fg:', 'k', policies[0])
-  assert.deepEqual(await client.hgetall(`${record}:wb`), { east: '3' })
-  const ttl = await client.pttl(`${record}:wb`)
-  assert.ok(ttl > 0 && Math.abs(ttl - (await client.pttl(record))) < 50, `seen hash expires with its record (pttl ${ttl})`)
+  assert.deepEqual(await redis.client.hgetall(`${record}:wb`), { east: '3' })
+  const ttl = await redis.client.pttl(`${record}:wb`)
+  assert.ok(ttl > 0 && Math.abs(ttl - (await redis.client.pttl(record))) < 50, `seen hash expires with its record (pttl ${ttl})`)
   // A record is kept for its algorithm's ttl: an empty bucket of 1 per hour refills in an hour.
   const hourly = [createPolicy({ name: 'h', algorithm: 'token-bucket', limit: 1, period: '1h', sync: 'write-back' })]
-  await store.merge([{ key: 'k', policies: hourly, units: 1 }])
-  const kept = await client.pttl(policyKey('fg:', 'k', hourly[0]))
+  await redis.store.merge([{ key: 'k', policies: hourly, units: 1 }])
+  const kept = await redis.client.pttl(policyKey('fg:', 'k', hourly[0]))
   assert.ok(kept > 3_500_000 && kept <= 3_600_000 + 128_000, `pttl ${kept}`)
 })

@@ -1,6 +1,6 @@
 // RedisStore on a real redis-server: decisions, atomic multi-policy, tick batching, TTLs, reset, options.
 
-import { test, before, after, beforeEach } from 'node:test'
+import { test, beforeEach } from 'node:test'
 import { once } from 'node:events'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -18,56 +18,43 @@ import { readRecord, storedExpiry } from './records.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
+import { useRedisStore } from '../../support/redis-store.js'
 
-let server: RedisProcess
-let client: Redis
-let store: RedisStore
-
-before(async () => {
-  server = await startRedis()
-  client = new Redis(server.port, server.host)
-  store = new RedisStore({ client })
-})
-
-after(async () => {
-  await store.close()
-  client.disconnect()
-  await server.stop()
-})
+const redis = useRedisStore()
 
 beforeEach(async () => {
-  await client.flushdb()
+  await redis.client.flushdb()
 })
 
 const perMinute = createPolicies([{ name: 'minute', algorithm: 'fixed-window', limit: 10, period: '1m' }])
 
 /** Script calls the server has run since the last CONFIG RESETSTAT (EVALSHA plus EVAL fallbacks). */
 async function scriptCalls(): Promise<number> {
-  const info = await client.info('commandstats')
+  const info = await redis.client.info('commandstats')
   let calls = 0
   for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1])
   return calls
 }
 
 async function serverTime(): Promise<number> {
-  const [seconds, micros] = await client.time()
+  const [seconds, micros] = await redis.client.time()
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
 }
 
 test('charges, denies past the limit and reports what is left', async () => {
   const request = { key: 'user:1', policies: perMinute, cost: 4, now: 60_000 }
-  const [first] = await store.evaluate([request])
+  const [first] = await redis.store.evaluate([request])
   assert.equal(first.allowed, true)
   assert.equal(first.now, 60_000)
   assert.deepEqual(first.results, [{ allowed: true, remaining: 6, resetMs: 60_000, retryAfterMs: 0, delayMs: 0, blocked: false }])
-  await store.evaluate([request])
-  const [third] = await store.evaluate([{ ...request, now: 90_000 }])
+  await redis.store.evaluate([request])
+  const [third] = await redis.store.evaluate([{ ...request, now: 90_000 }])
   assert.equal(third.allowed, false)
   assert.deepEqual(third.results[0], { allowed: false, remaining: 2, resetMs: 30_000, retryAfterMs: 30_000, delayMs: 0, blocked: false })
-  const [peek] = await store.evaluate([{ ...request, cost: 0, now: 90_000 }])
+  const [peek] = await redis.store.evaluate([{ ...request, cost: 0, now: 90_000 }])
   assert.equal(peek.allowed, true)
   assert.equal(peek.results[0].remaining, 2)
-  const [refund] = await store.evaluate([{ ...request, cost: -3, now: 90_000 }])
+  const [refund] = await redis.store.evaluate([{ ...request, cost: -3, now: 90_000 }])
   assert.equal(refund.results[0].remaining, 5)
 })
 
@@ -77,47 +64,51 @@ test('several policies are decided all-or-nothing: a denial charges none of them
     { name: 'narrow', algorithm: 'token-bucket', limit: 2, period: '1m' },
   ])
   const request = { key: 'k', policies, cost: 1, now: 1_000_000 }
-  for (let i = 0; i < 2; i++) assert.equal((await store.evaluate([request]))[0].allowed, true)
-  const [denied] = await store.evaluate([request])
+  for (let i = 0; i < 2; i++) assert.equal((await redis.store.evaluate([request]))[0].allowed, true)
+  const [denied] = await redis.store.evaluate([request])
   assert.equal(denied.allowed, false)
   assert.equal(denied.results[1].allowed, false)
   // `wide` would have allowed; it was not charged and says so (re-peeked).
   assert.deepEqual([denied.results[0].allowed, denied.results[0].remaining], [true, 3])
-  const [peek] = await store.evaluate([{ ...request, cost: 0 }])
+  const [peek] = await redis.store.evaluate([{ ...request, cost: 0 }])
   assert.equal(peek.results[0].remaining, 3)
 })
 
 test('a block period starts on denial and denies every charge until it ends', async () => {
   const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 1, period: '1s', blockMs: '10s' }])
   const at = (now: number) => ({ key: 'abuser', policies, cost: 1, now })
-  assert.equal((await store.evaluate([at(0)]))[0].allowed, true)
-  const [denied] = await store.evaluate([at(500)])
+  assert.equal((await redis.store.evaluate([at(0)]))[0].allowed, true)
+  const [denied] = await redis.store.evaluate([at(500)])
   assert.deepEqual([denied.allowed, denied.results[0].blocked, denied.results[0].retryAfterMs], [false, false, 10_000])
-  const [blocked] = await store.evaluate([at(5_000)])
+  const [blocked] = await redis.store.evaluate([at(5_000)])
   assert.deepEqual([blocked.allowed, blocked.results[0].blocked, blocked.results[0].retryAfterMs], [false, true, 5_500])
-  assert.equal((await store.evaluate([at(10_500)]))[0].allowed, true)
+  assert.equal((await redis.store.evaluate([at(10_500)]))[0].allowed, true)
 })
 
 test('decisions of one tick are batched into one script call, each answer going to its caller', async () => {
-  await store.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }]) // loads the script
-  await client.config('RESETSTAT')
+  await redis.store.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }]) // loads the script
+  await redis.client.config('RESETSTAT')
   const calls = Array.from({ length: 100 }, (_, i) =>
-    store.evaluate([{ key: `user:${i}`, policies: perMinute, cost: (i % 5) + 1, now: 120_000 }]),
+    redis.store.evaluate([{ key: `user:${i}`, policies: perMinute, cost: (i % 5) + 1, now: 120_000 }]),
   )
   const responses = await Promise.all(calls)
   assert.equal(await scriptCalls(), 1)
   responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
 })
 
-test('a big batch for an idle server goes in two halves, one at once; what comes while one is in flight goes with the other half as one call', async () => {
-  const admin = new Redis(server.port, server.host)
+test('a big batch for an idle server goes in two halves, one at once; what comes meanwhile goes with the other half', async () => {
+  const admin = new Redis(redis.server.port, redis.server.host)
   try {
-    await client.config('RESETSTAT')
+    await redis.client.config('RESETSTAT')
     // Scripts stall on the server until UNPAUSE, so the calls stay in flight while the test looks.
     await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE')
-    const first = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 1, now: 120_000 }]))
+    const first = Array.from({ length: 300 }, (_, i) =>
+      redis.store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 1, now: 120_000 }]),
+    )
     await new Promise((resolve) => setImmediate(resolve))
-    const second = Array.from({ length: 300 }, (_, i) => store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 2, now: 120_000 }]))
+    const second = Array.from({ length: 300 }, (_, i) =>
+      redis.store.evaluate([{ key: `part:${i}`, policies: perMinute, cost: 2, now: 120_000 }]),
+    )
     await new Promise((resolve) => setImmediate(resolve))
     await admin.call('CLIENT', 'UNPAUSE')
     const [firstAnswers, secondAnswers] = await Promise.all([Promise.all(first), Promise.all(second)])
@@ -130,9 +121,9 @@ test('a big batch for an idle server goes in two halves, one at once; what comes
 })
 
 test('requests for one key in one tick are decided in call order, as if one after another', async () => {
-  await client.config('RESETSTAT')
+  await redis.client.config('RESETSTAT')
   const request = { key: 'hot', policies: perMinute, cost: 1, now: 120_000 }
-  const responses = await Promise.all(Array.from({ length: 15 }, () => store.evaluate([request])))
+  const responses = await Promise.all(Array.from({ length: 15 }, () => redis.store.evaluate([request])))
   assert.equal(await scriptCalls(), 1)
   assert.deepEqual(
     responses.map(([r]) => r.allowed),
@@ -145,9 +136,9 @@ test('requests for one key in one tick are decided in call order, as if one afte
 })
 
 test('one evaluate with many requests answers in order; big batches are split by maxBatchSize', async () => {
-  const small = new RedisStore({ client, maxBatchSize: 7 })
+  const small = new RedisStore({ client: redis.client, maxBatchSize: 7 })
   await small.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
-  await client.config('RESETSTAT')
+  await redis.client.config('RESETSTAT')
   const batch: EvaluateRequest[] = Array.from({ length: 20 }, (_, i) => ({ key: `b${i % 4}`, policies: perMinute, cost: 1, now: 0 }))
   const responses = await small.evaluate(batch)
   assert.equal(await scriptCalls(), 3)
@@ -159,36 +150,36 @@ test('one evaluate with many requests answers in order; big batches are split by
 
 test('a failing call rejects every caller in it and writes nothing', async () => {
   const broken = createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, period: '1m' })
-  await client.set(policyKey('fg:', 'not-a-string', broken), 'not a record') // the script cannot decode it
-  const good = store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
-  const bad = store.evaluate([{ key: 'not-a-string', policies: [broken], cost: 1, now: 0 }])
+  await redis.client.set(policyKey('fg:', 'not-a-string', broken), 'not a record') // the script cannot decode it
+  const good = redis.store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
+  const bad = redis.store.evaluate([{ key: 'not-a-string', policies: [broken], cost: 1, now: 0 }])
   await assert.rejects(good, /does not hold a Floodgate record/)
   await assert.rejects(bad, /fg:{not-a-string}:\S+:fw does not hold a Floodgate record .*; delete the key/)
-  assert.equal(await client.exists(policyKey('fg:', 'innocent', broken)), 0)
-  const [after] = await store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
+  assert.equal(await redis.client.exists(policyKey('fg:', 'innocent', broken)), 0)
+  const [after] = await redis.store.evaluate([{ key: 'innocent', policies: [broken], cost: 1, now: 0 }])
   assert.equal(after.results[0].remaining, 4)
 })
 
 test('records are stored as blockedUntil and state under the documented key, with a TTL', async () => {
   const policies = createPolicies([{ name: 'fw', algorithm: 'fixed-window', limit: 3, period: '10s' }])
-  const [response] = await store.evaluate([{ key: 'a{b}', policies, cost: 2 }])
+  const [response] = await redis.store.evaluate([{ key: 'a{b}', policies, cost: 2 }])
   // The layout pinned: a change of policy ids would start every counter afresh on upgrade.
   const key = 'fg:{a%7Bb%7D}:zvQ554:fw'
   assert.equal(policyKey('fg:', 'a{b}', policies[0]), key)
   const windowStart = Math.floor(response.now / 10_000) * 10_000
-  assert.deepEqual(await readRecord(client, key), { blockedUntil: 0, state: [windowStart, 2] })
-  const ttl = await client.pttl(key)
+  assert.deepEqual(await readRecord(redis.client, key), { blockedUntil: 0, state: [windowStart, 2] })
+  const ttl = await redis.client.pttl(key)
   assert.ok(ttl > 0 && ttl <= windowStart + 10_000 - response.now, `pttl ${ttl}`)
 })
 
 test('a record expires once its padded expiry has passed, so Redis holds only active keys', async () => {
   const policies = createPolicies([{ name: 'short', algorithm: 'token-bucket', limit: 2, period: '100ms' }])
-  const [response] = await store.evaluate([{ key: 'brief', policies, cost: 1 }])
+  const [response] = await redis.store.evaluate([{ key: 'brief', policies, cost: 1 }])
   const key = policyKey('fg:', 'brief', policies[0])
-  const expiry = storedExpiry((await client.getBuffer(key))!)!
+  const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(expiry >= response.now + 50 && expiry < response.now + 50 + 1_000, `expiry ${expiry - response.now} ms ahead`)
   await new Promise((resolve) => setTimeout(resolve, expiry - response.now + 100))
-  assert.equal(await client.exists(key), 0)
+  assert.equal(await redis.client.exists(key), 0)
 })
 
 /** The most a record's expiry is padded past its ttl (see paddedExpiry in scripts/record.lua). */
@@ -205,11 +196,11 @@ test('every record carries its expiry: at least its ttl away, padded by at most 
   for (const [i, options] of cases.entries()) {
     const policies = createPolicies([{ name: `p${i}`, ...options }])
     const cost = options.blockMs === undefined ? 1 : 2
-    const [response] = await store.evaluate([{ key: 'padded', policies, cost }])
+    const [response] = await redis.store.evaluate([{ key: 'padded', policies, cost }])
     const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
     const key = policyKey('fg:', 'padded', policies[0])
-    const expiry = storedExpiry((await client.getBuffer(key))!)!
-    const pttl = await client.pttl(key)
+    const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
+    const pttl = await redis.client.pttl(key)
     const after = await serverTime()
     const label = `${options.algorithm} ${options.limit}/${options.period}: ttl ${ttl}, expiry ${expiry - response.now} ms ahead`
     assert.ok(expiry >= response.now + ttl, label)
@@ -221,7 +212,7 @@ test('every record carries its expiry: at least its ttl away, padded by at most 
 test('without a now, the server clock decides', async () => {
   const policies = createPolicies([{ name: 'three', algorithm: 'fixed-window', limit: 3, period: '1h' }])
   const before = await serverTime()
-  const responses = await store.evaluate(Array.from({ length: 4 }, () => ({ key: 'clock', policies, cost: 1 })))
+  const responses = await redis.store.evaluate(Array.from({ length: 4 }, () => ({ key: 'clock', policies, cost: 1 })))
   const after = await serverTime()
   for (const response of responses)
     assert.ok(response.now >= before && response.now <= after, `now ${response.now} in [${before}, ${after}]`)
@@ -239,36 +230,36 @@ test('reset forgets counters and blocks of the key, and only of that key', async
     { name: 'b', algorithm: 'gcra', limit: 1, period: '1m' },
   ])
   for (const key of ['x', 'y']) {
-    await store.evaluate([{ key, policies, cost: 1, now: 0 }])
-    assert.equal((await store.evaluate([{ key, policies, cost: 1, now: 0 }]))[0].allowed, false)
+    await redis.store.evaluate([{ key, policies, cost: 1, now: 0 }])
+    assert.equal((await redis.store.evaluate([{ key, policies, cost: 1, now: 0 }]))[0].allowed, false)
   }
-  await store.reset('x', policies)
-  assert.equal(await client.exists(...policies.map((p) => policyKey('fg:', 'x', p))), 0)
-  assert.equal((await store.evaluate([{ key: 'x', policies, cost: 1, now: 1 }]))[0].allowed, true)
-  assert.equal((await store.evaluate([{ key: 'y', policies, cost: 1, now: 1 }]))[0].allowed, false)
+  await redis.store.reset('x', policies)
+  assert.equal(await redis.client.exists(...policies.map((p) => policyKey('fg:', 'x', p))), 0)
+  assert.equal((await redis.store.evaluate([{ key: 'x', policies, cost: 1, now: 1 }]))[0].allowed, true)
+  assert.equal((await redis.store.evaluate([{ key: 'y', policies, cost: 1, now: 1 }]))[0].allowed, false)
 })
 
 test('the prefix keeps stores apart on one server', async () => {
-  const other = new RedisStore({ client, prefix: 'other:' })
-  await store.evaluate([{ key: 'k', policies: perMinute, cost: 10, now: 0 }])
+  const other = new RedisStore({ client: redis.client, prefix: 'other:' })
+  await redis.store.evaluate([{ key: 'k', policies: perMinute, cost: 10, now: 0 }])
   const [response] = await other.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
   assert.equal(response.results[0].remaining, 9)
-  assert.equal(await client.exists(`other:{k}:${policyId('minute')}:fw`), 1)
+  assert.equal(await redis.client.exists(`other:{k}:${policyId('minute')}:fw`), 1)
 })
 
 test('a store made from a URL owns its client and closes it; a given client stays open', async () => {
-  const owned = new RedisStore({ url: server.url, prefix: 'url:' })
+  const owned = new RedisStore({ url: redis.server.url, prefix: 'url:' })
   const [response] = await owned.evaluate([{ key: 'k', policies: perMinute, cost: 1 }])
   assert.equal(response.allowed, true)
   await owned.close()
   assert.equal((owned.client as Redis).status, 'end')
-  const borrowed = new RedisStore({ client })
+  const borrowed = new RedisStore({ client: redis.client })
   await borrowed.close()
-  assert.equal(client.status, 'ready')
+  assert.equal(redis.client.status, 'ready')
 })
 
 test('calls made before the first connection wait for it, also on a lazyConnect client', async () => {
-  const lazy = new Redis({ host: server.host, port: server.port, lazyConnect: true })
+  const lazy = new Redis({ host: redis.server.host, port: redis.server.port, lazyConnect: true })
   const lazyStore = new RedisStore({ client: lazy, prefix: 'lazy:' })
   const [response] = await lazyStore.evaluate([{ key: 'k', policies: perMinute, cost: 1, now: 0 }])
   assert.equal(response.results[0].remaining, 9)
@@ -306,7 +297,7 @@ test('bad requests are refused with INVALID_REQUEST before reaching Redis', asyn
   ]
   for (const request of bad) {
     await assert.rejects(
-      store.evaluate([request as EvaluateRequest]),
+      redis.store.evaluate([request as EvaluateRequest]),
       (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_REQUEST',
     )
   }
@@ -316,9 +307,9 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
   const prefixed = new Redis({ lazyConnect: true, keyPrefix: 'app:' })
   const cases: [unknown, RegExp][] = [
     [{}, /give one of client, url, redis or cluster/],
-    [{ client, url: server.url }, /only one of/],
-    [{ client, prefix: '{x}' }, /without '\{'/],
-    [{ client, maxBatchSize: 0 }, /maxBatchSize/],
+    [{ client: redis.client, url: redis.server.url }, /only one of/],
+    [{ client: redis.client, prefix: '{x}' }, /without '\{'/],
+    [{ client: redis.client, maxBatchSize: 0 }, /maxBatchSize/],
     [{ url: 'http://localhost' }, /redis:\/\//],
     [{ client: prefixed }, /keyPrefix.*prefix/],
     [{ client: {} }, /ioredis Redis or Cluster/],
@@ -336,16 +327,16 @@ test('misconfiguration is refused with INVALID_OPTION and a message saying what 
 test('a write whose record needs no later expiry keeps the key TTL', async () => {
   const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
   const key = policyKey('fg:', 'kept', policies[0])
-  const [first] = await store.evaluate([{ key: 'kept', policies, cost: 1 }])
+  const [first] = await redis.store.evaluate([{ key: 'kept', policies, cost: 1 }])
   const windowEnd = Math.floor(first.now / 3_600_000) * 3_600_000 + 3_600_000
-  const expiry = storedExpiry((await client.getBuffer(key))!)!
+  const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(expiry >= windowEnd && expiry < windowEnd + maxPadMs(windowEnd - first.now), 'kept to the window end, padded')
   // A longer TTL set behind the store's back survives the next write only if that write keeps it.
-  await client.pexpire(key, 3 * 3_600_000)
-  await store.evaluate([{ key: 'kept', policies, cost: 1 }])
-  assert.deepEqual((await readRecord(client, key))?.state, [windowEnd - 3_600_000, 2])
-  assert.ok((await client.pttl(key)) > 2 * 3_600_000, 'KEEPTTL, not PXAT')
-  assert.equal(storedExpiry((await client.getBuffer(key))!), expiry)
+  await redis.client.pexpire(key, 3 * 3_600_000)
+  await redis.store.evaluate([{ key: 'kept', policies, cost: 1 }])
+  assert.deepEqual((await readRecord(redis.client, key))?.state, [windowEnd - 3_600_000, 2])
+  assert.ok((await redis.client.pttl(key)) > 2 * 3_600_000, 'KEEPTTL, not PXAT')
+  assert.equal(storedExpiry((await redis.client.getBuffer(key))!), expiry)
 })
 
 test('a GCRA key charged again before its padded expiry keeps it; one charged past it gets a later one', async () => {
@@ -353,17 +344,17 @@ test('a GCRA key charged again before its padded expiry keeps it; one charged pa
   const policies = createPolicies([{ name: 'fast', algorithm: 'gcra', limit: 1_000, period: '1s', burst: 100_000 }])
   const key = policyKey('fg:', 'busy', policies[0])
   const start = (Math.floor(Date.now() / 1_000) + 5) * 1_000
-  await store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 100 }])
-  const expiry = storedExpiry((await client.getBuffer(key))!)!
-  await client.pexpire(key, 60_000)
-  await store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 200 }])
-  assert.equal(storedExpiry((await client.getBuffer(key))!), expiry)
-  assert.ok((await client.pttl(key)) > 30_000, 'KEEPTTL, not PXAT')
+  await redis.store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 100 }])
+  const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
+  await redis.client.pexpire(key, 60_000)
+  await redis.store.evaluate([{ key: 'busy', policies, cost: 10, now: start + 200 }])
+  assert.equal(storedExpiry((await redis.client.getBuffer(key))!), expiry)
+  assert.ok((await redis.client.pttl(key)) > 30_000, 'KEEPTTL, not PXAT')
   // A charge pushing the TAT past the expiry: a new, later one.
-  await store.evaluate([{ key: 'busy', policies, cost: 5_000, now: start + 300 }])
-  const later = storedExpiry((await client.getBuffer(key))!)!
+  await redis.store.evaluate([{ key: 'busy', policies, cost: 5_000, now: start + 300 }])
+  const later = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(later > expiry, `${later} > ${expiry}`)
-  assert.ok((await client.pttl(key)) < 30_000, 'PXAT')
+  assert.ok((await redis.client.pttl(key)) < 30_000, 'PXAT')
 })
 
 test('a window record in a later window gets a new expiry', async () => {
@@ -373,18 +364,18 @@ test('a window record in a later window gets a new expiry', async () => {
   // Clocks ahead of the server's (a `now` given), so both windows are still to come for Redis.
   const start = (Math.floor(Date.now() / hour) + 1) * hour
   const before = await serverTime()
-  await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + 10 }])
-  const first = storedExpiry((await client.getBuffer(key))!)!
+  await redis.store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + 10 }])
+  const first = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(first >= start + hour && first < start + hour + maxPadMs(start + hour - before), `${first - start - hour} ms past the window`)
   const beforeNext = await serverTime()
-  await store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
-  assert.deepEqual((await readRecord(client, key))?.state, [start + hour, 1])
-  const second = storedExpiry((await client.getBuffer(key))!)!
+  await redis.store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
+  assert.deepEqual((await readRecord(redis.client, key))?.state, [start + hour, 1])
+  const second = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(
     second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext),
     `${second - start - 2 * hour} ms past the window`,
   )
-  const ttl = await client.pttl(key)
+  const ttl = await redis.client.pttl(key)
   assert.ok(ttl <= second - beforeNext && ttl >= second - (await serverTime()), `pttl ${ttl}`)
 })
 
@@ -395,9 +386,9 @@ test('a record without its expiry (a lower-case tag) is refused as not a record,
   text.write('s', 0, 'latin1')
   text.writeDoubleLE(5, 1)
   text.writeDoubleLE(3, 9)
-  await client.set(key, text)
-  await assert.rejects(store.evaluate([{ key: 'untagged', policies, cost: 1, now: 10 }]), /does not hold a Floodgate record/)
-  assert.deepEqual(await client.getBuffer(key), text)
+  await redis.client.set(key, text)
+  await assert.rejects(redis.store.evaluate([{ key: 'untagged', policies, cost: 1, now: 10 }]), /does not hold a Floodgate record/)
+  assert.deepEqual(await redis.client.getBuffer(key), text)
 })
 
 test('a state longer than one encoding chunk is stored and read back exactly', async () => {
@@ -405,22 +396,22 @@ test('a state longer than one encoding chunk is stored and read back exactly', a
   let record: PolicyRecord | undefined
   for (let i = 0; i < 80; i++) {
     const now = 1_000 + i * 7.5
-    const [response] = await store.evaluate([{ key: 'long', policies, cost: 1, now }])
+    const [response] = await redis.store.evaluate([{ key: 'long', policies, cost: 1, now }])
     const expected = evaluateKey([record], now, 1, policies)
     record = expected.records[0]
     assert.deepEqual(response.results, expected.results, `charge ${i + 1}`)
   }
-  const stored = await readRecord(client, policyKey('fg:', 'long', policies[0]))
+  const stored = await readRecord(redis.client, policyKey('fg:', 'long', policies[0]))
   assert.equal(stored?.state?.length, 160)
   assert.deepEqual(stored, { blockedUntil: 0, state: [...record!.state!] })
 })
 
 test('a block without a state is stored as such and still blocks', async () => {
   const policies = createPolicies([{ name: 'strict', algorithm: 'fixed-window', limit: 2, period: '1m', blockMs: '10s' }])
-  const [denied] = await store.evaluate([{ key: 'abuser', policies, cost: 5, now: 1_000 }])
+  const [denied] = await redis.store.evaluate([{ key: 'abuser', policies, cost: 5, now: 1_000 }])
   assert.equal(denied.allowed, false)
-  assert.deepEqual(await readRecord(client, policyKey('fg:', 'abuser', policies[0])), { blockedUntil: 11_000, state: undefined })
-  const [later] = await store.evaluate([{ key: 'abuser', policies, cost: 1, now: 5_000 }])
+  assert.deepEqual(await readRecord(redis.client, policyKey('fg:', 'abuser', policies[0])), { blockedUntil: 11_000, state: undefined })
+  const [later] = await redis.store.evaluate([{ key: 'abuser', policies, cost: 1, now: 5_000 }])
   assert.equal(later.results[0].blocked, true)
   assert.equal(later.results[0].retryAfterMs, 6_000)
 })
@@ -429,7 +420,7 @@ test('a store made from Sentinel options finds the master through the sentinel',
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-sentinel-'))
   const config = join(dir, 'sentinel.conf')
-  writeFileSync(config, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor main 127.0.0.1 ${server.port} 1\n`)
+  writeFileSync(config, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor main 127.0.0.1 ${redis.server.port} 1\n`)
   const sentinel = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
   const store = new RedisStore({
     redis: { sentinels: [{ host: '127.0.0.1', port }], name: 'main', sentinelRetryStrategy: (times: number) => (times > 100 ? null : 50) },
@@ -439,7 +430,7 @@ test('a store made from Sentinel options finds the master through the sentinel',
     const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 3, now: 0 }])
     assert.equal(response.results[0].remaining, 7)
     assert.deepEqual(
-      await readRecord(client, `sentinel:{k}:${policyId('minute')}:fw`),
+      await readRecord(redis.client, `sentinel:{k}:${policyId('minute')}:fw`),
       { blockedUntil: 0, state: [0, 3] },
       'written on the master the sentinel named',
     )
@@ -494,13 +485,13 @@ test('on a Cluster, a slot that moved under a whole-node batch is retried slot b
 })
 
 test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async () => {
-  const own = new Redis({ host: server.host, port: server.port, autoResendUnfulfilledCommands: false })
+  const own = new Redis({ host: redis.server.host, port: redis.server.port, autoResendUnfulfilledCommands: false })
   own.on('error', () => undefined)
   const dropping = new RedisStore({ client: own })
   try {
     await dropping.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
     // Writes (and so the script) stall on the server: the first call stays in flight.
-    await client.call('CLIENT', 'PAUSE', '10000', 'WRITE')
+    await redis.client.call('CLIENT', 'PAUSE', '10000', 'WRITE')
     const outcomes = Array.from({ length: 300 }, (_, i) =>
       dropping.evaluate([{ key: `drop:${i}`, policies: perMinute, cost: 1 }]).then(
         () => 'decided',
@@ -513,11 +504,11 @@ test('calls waiting behind one in flight are refused when the connection drops, 
     own.disconnect(true)
     const answers = await Promise.all(outcomes)
     await reconnected
-    await client.call('CLIENT', 'UNPAUSE')
+    await redis.client.call('CLIENT', 'UNPAUSE')
     await new Promise((resolve) => setTimeout(resolve, 100)) // room for any replay to land
     assert.deepEqual(answers, Array(300).fill('refused'))
     const keys = Array.from({ length: 300 }, (_, i) => policyKey('fg:', `drop:${i}`, perMinute[0]))
-    assert.equal(await client.exists(...keys), 0, 'a refused call was applied later')
+    assert.equal(await redis.client.exists(...keys), 0, 'a refused call was applied later')
   } finally {
     await dropping.close()
     own.disconnect()
