@@ -81,7 +81,6 @@ export function rollingCounts(admittedAt: readonly number[], from: number, to: n
   return points
 }
 
-
 /** The sliding-window counter on one bursty trace of the sweep. */
 export interface SweepRow {
   readonly seed: number
