@@ -197,6 +197,7 @@ describe('DashboardCollector.watch: lease and write-back state', () => {
     assert.equal(sync.writeBack!.calls, 2, 'the first read, then the flush')
     assert.equal(store.evaluateSync({ key: 'k', policies: limiter.policies, cost: 0 }).results[0].remaining, 95, 'the store has them')
     assert.equal(JSON.parse(JSON.stringify(collector.snapshot())).sync.writeBack.unflushed, 0, 'as data.json carries it')
+    assert.deepEqual(collector.snapshot().store.fallbacks, { open: 0, closed: 0, local: 0 }, 'write-back decisions are no fallback')
     await limiter.close()
   })
 
