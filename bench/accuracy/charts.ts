@@ -1,6 +1,7 @@
 // SVG charts, rendered on the server by echarts.
 
 import * as echarts from 'echarts'
+import type { BoundCheck, BoundRow } from './bounds.js'
 import { ALGORITHMS, LIMIT, PERIOD_MS, type RunSize } from './setup.js'
 import type { Trace } from './traces.js'
 import { rollingCounts, type Outcome, type SweepRow } from './truth.js'
@@ -11,6 +12,7 @@ export function reportCharts(
   all: readonly Trace[],
   outcomes: Outcome[],
   sweep: readonly SweepRow[],
+  bounds: readonly { check: BoundCheck; rows: readonly BoundRow[] }[],
 ): Record<string, string> {
   const exact = (trace: string) => outcomes.find((o) => o.trace === trace && o.algorithm === 'sliding-log')!
   const names = all.map((trace) => trace.name)
@@ -87,6 +89,22 @@ export function reportCharts(
       { name: 'admitted overall vs exact, %', type: 'bar' as const, data: sweep.map((r) => round(100 * r.over, 2)) },
     ],
   })
+  const rows = bounds.flatMap(({ check, rows }) => rows.map((row) => ({ name: `${check.mode.replace(/`/g, '')}: ${row.setup}`, row })))
+  files['bounds.svg'] = svg(
+    {
+      title: { text: 'Over-admission in one window against the documented bound', left: 'center', textStyle: { fontSize: 14 } },
+      legend: { top: 30 },
+      grid: { top: 70, left: 250, right: 30, bottom: 40 },
+      yAxis: { type: 'category', data: rows.map((r) => r.name), inverse: true },
+      xAxis: { type: 'value', name: 'units over the limit' },
+      series: [
+        { name: 'measured', type: 'bar' as const, data: rows.map((r) => r.row.over) },
+        { name: 'bound', type: 'bar' as const, data: rows.map((r) => r.row.bound) },
+      ],
+    },
+    860,
+    120 + 36 * rows.length,
+  )
   return files
 }
 
