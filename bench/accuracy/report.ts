@@ -123,8 +123,9 @@ ${bounds
 The bounds are worst cases. Write-back's assumes every instance decides from a copy as stale as a
 flush interval and two round trips allow, at the full rate; the share rule (an instance spends at
 most its share of what its copy shows remaining) holds the instances back as the limit nears, so a
-run spends only part of that. Shared regions stop at the half of theirs in these runs: λ is two
-rounds at most, and the other regions' units of the last round are the ones not yet heard.
+run spends only part of that. Shared regions reach at most half of theirs in these runs: λ is two
+rounds at most, but what a region has not heard when it admits the last units is the others' last
+round only, one round's worth; and a round that lands exactly on the limit leaves nothing over.
 
 ## Reading it
 
