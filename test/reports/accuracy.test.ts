@@ -1,5 +1,6 @@
 // `npm run accuracy` on short traces, as CI runs it: the report and its charts come out, the exact
-// algorithm is exact, and the figures the report discusses are there.
+// algorithm is exact, the figures the report discusses are there, and write-back and shared regions
+// stay within their documented bounds (the regions' run starts its own redis-servers on free ports).
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -20,6 +21,7 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     const charts = readdirSync(join(out, 'accuracy'))
     assert.deepEqual(charts.sort(), [
       'admitted-vs-exact.svg',
+      'bounds.svg',
       'bursty-window.svg',
       'sliding-window-bursty.svg',
       'worst-window.svg',
@@ -36,9 +38,22 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     // The sliding-window counter on many bursty traces: overall error and worst window, with their spread.
     assert.match(report, /\| admitted overall vs exact \| -?\d+\.\d+% \| -?\d+\.\d+–-?\d+\.\d+% \|/)
     assert.match(report, /\| worst rolling window, over the limit \| \+\d+% \| \d+–\d+% \|/)
-    // Cloudflare's figure is cited with its source, and the hook for write-back / regions bounds is documented.
+    // Cloudflare's figure is cited with its source, and where the bound checks live.
     assert.match(report, /0\.003%[\s\S]*blog\.cloudflare\.com\/counting-things-a-lot-of-different-things/)
     assert.match(report, /BOUND_CHECKS/)
+    // Write-back and shared regions, measured against their documented bounds: every setup within.
+    const boundRows = report.split('\n').filter((line) => /^\| (N|R) \d/.test(line))
+    assert.ok(boundRows.filter((row) => row.startsWith('| N ')).length >= 2, 'write-back setups')
+    assert.ok(boundRows.filter((row) => row.startsWith('| R ')).length >= 2, 'regions setups')
+    for (const row of boundRows) {
+      const [limit, admitted, over, bound] = row.split('|').slice(2, 6).map(Number)
+      assert.equal(over, admitted - limit, row)
+      assert.ok(over <= bound, `over its documented bound: ${row}`)
+    }
+    assert.ok(
+      boundRows.some((row) => Number(row.split('|')[4]) > 0),
+      'some setup over-admits: the runs exercise the bound',
+    )
     // Fixed window lets a client that knows the boundary have twice the limit around it.
     assert.match(report, /\| window edge \| fixed-window \| \d+ \| \d+ \| [^|]+ \| 2\.00x \|/)
   } finally {

@@ -11,4 +11,5 @@ export {
 export { dashboardHandler, type DashboardHandler, type DashboardHandlerOptions } from './dashboard/handler.js'
 export { RecentTopKeys, hashKey, MAX_KEPT_KEY_LENGTH, type RecentKey, type RecentTopKeysOptions } from './dashboard/recent-top-keys.js'
 export { SpaceSaving, type HeavyHitter } from './dashboard/space-saving.js'
-export type { DashboardSnapshot, RuleSnapshot, SyncState } from './dashboard/snapshot.js'
+export type { DashboardSnapshot, RegionsSnapshot, RuleSnapshot, SyncSnapshot } from './dashboard/snapshot.js'
+export type { LeaseState, SyncState, WriteBackState } from './limiter/sync-state.js'

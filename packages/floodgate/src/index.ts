@@ -35,3 +35,4 @@ export type {
   RateLimiterOptions,
 } from './limiter/types.js'
 export type { TimerHandle, Timers } from './limiter/timeout.js'
+export type { LeaseState, SyncState, WriteBackState } from './limiter/sync-state.js'

@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module'
 import type { FastifyInstance } from 'fastify'
 import type { RateLimiter } from 'floodgate'
+import type { RegionSyncStatus } from 'floodgate/redis'
 import { DashboardCollector, dashboardHandler, type ConfigState, type DashboardHandler } from 'floodgate/dashboard'
 import type { HitCounts } from './metrics.js'
 
@@ -14,6 +15,8 @@ export interface ServiceDashboardOptions {
   config: () => ConfigState
   /** Show keys as they are instead of their hash (`--dashboard-raw-keys`). */
   rawKeys: boolean
+  /** The links to peer regions, with `--region` (undefined otherwise). */
+  regions?: () => RegionSyncStatus | undefined
 }
 
 /** The collector and what feeds it; the server hands `observe` to the Decider and `storeLatency` to its Redis store. */
@@ -30,7 +33,7 @@ export interface ServiceDashboard {
 /** Creates the collector and subscribes it to the limiter's store events (decisions come from the Decider, per rule). */
 export function createServiceDashboard(options: ServiceDashboardOptions): ServiceDashboard {
   const keys = options.rawKeys ? 'raw' : 'hashed'
-  const collector = new DashboardCollector({ storeKind: options.storeKind, config: options.config, keys })
+  const collector = new DashboardCollector({ storeKind: options.storeKind, config: options.config, keys, regions: options.regions })
   const stop = collector.watch(options.limiter, { decisions: false })
   return {
     collector,

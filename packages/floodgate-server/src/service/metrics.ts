@@ -1,8 +1,10 @@
 // Prometheus metrics of the service: per-rule hit counters (as envoyproxy/ratelimit names them), latency, store health, reloads.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { SyncState } from 'floodgate'
 import type { RegionSyncStatus } from 'floodgate/redis'
 import { registerRegionMetrics } from './region-metrics.js'
+import { registerSyncMetrics } from './sync-metrics.js'
 
 /** Label value used for every rule past the cap, so a huge rules file cannot explode the series count. */
 export const OTHER_RULE = '_other'
@@ -227,6 +229,11 @@ export class ServiceMetrics {
   /** Exports the links to peer regions (replication lag, time since heard, usage exchanged); see region-metrics.ts. */
   watchRegions(status: () => RegionSyncStatus | undefined): void {
     registerRegionMetrics(this.registry, status)
+  }
+
+  /** Exports the sync modes' state (write-back's unflushed units, the leases held); see sync-metrics.ts. */
+  watchSync(state: () => SyncState): void {
+    registerSyncMetrics(this.registry, state)
   }
 
   /** The exposition text and its content type, for `GET /metrics`. */

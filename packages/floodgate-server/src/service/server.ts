@@ -86,6 +86,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     instances: settings.instances,
     timeout: settings.storeTimeoutMs,
   })
+  metrics.watchSync(() => limiter.syncState())
   let breakerOpen = false
   wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
   const dashboard =
@@ -95,6 +96,7 @@ export async function startService(settings: Settings, options: StartOptions = {
           limiter,
           storeKind: settings.store.kind,
           rawKeys: settings.dashboardRawKeys ?? false,
+          regions: regionStatus,
           config: () => ({
             rules: countRules(rules.current),
             files: rules.current.files,

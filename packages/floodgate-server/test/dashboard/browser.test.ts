@@ -1,5 +1,6 @@
 // /dashboard in a real headless Chromium (Debian's, driven by playwright-core), under a small load on
-// loopback: charts drawn, totals equal to /metrics, the denied key in the top-keys table, a screenshot kept.
+// loopback: charts drawn, totals equal to /metrics, the denied key in the top-keys table, the write-back
+// rule's state in the sync panel, a screenshot kept.
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -23,6 +24,9 @@ descriptors:
   - key: path
     limits:
       - { name: per-path, algorithm: token-bucket, limit: 100000, period: 1h }
+  - key: tenant
+    limits:
+      - { name: per-tenant, algorithm: fixed-window, limit: 100000, period: 1h, sync: write-back }
 `
 
 /** Sums every series of a counter in a Prometheus exposition. */
@@ -162,7 +166,23 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
     assert.ok(!(await page.content()).includes('mallory'), 'no raw key on the page')
     const rules = await page.$$eval('#rules tbody tr td:first-child', (tds) => tds.map((td) => td.textContent))
     assert.ok(rules.includes('shop.user') && rules.includes('shop.path'), JSON.stringify(rules))
-    assert.equal(await page.textContent('#config'), `rules loaded2files${service.rulesFile}last reloadok`)
+    assert.equal(await page.textContent('#config'), `rules loaded3files${service.rulesFile}last reloadok`)
+  })
+
+  it("shows a write-back rule's state in the sync panel", async () => {
+    for (let i = 0; i < 3; i++) await check([{ tenant: 'acme' }])
+    const snapshot = await refresh()
+    const writeBack = snapshot.sync?.writeBack
+    assert.ok(writeBack !== null && writeBack !== undefined && writeBack.keys >= 1, JSON.stringify(snapshot.sync))
+    assert.equal(await page.isVisible('#sync-panel'), true)
+    const shownPairs = await page.$$eval('#sync dt', (dts) =>
+      dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent] as const),
+    )
+    const pairs = new Map(shownPairs)
+    assert.equal(pairs.get('write-back keys'), String(writeBack.keys), JSON.stringify(shownPairs))
+    // Unflushed units depend on when the service's own flush tick ran: the page shows what data.json said.
+    assert.equal(pairs.get('unflushed units'), String(writeBack.unflushed))
+    assert.ok(!shownPairs.some(([, value]) => value === '' || value === undefined), JSON.stringify(shownPairs))
     mkdirSync(ARTIFACTS, { recursive: true })
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true })
   })

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { checkBody, postJson, startTestService, type TestService } from '../service/helpers.js'
+import { ServiceMetrics } from '../../src/service/metrics.js'
 
 const DASHBOARD = new URL('../../../../docs/grafana/floodgate.json', import.meta.url)
 
@@ -53,6 +54,11 @@ describe('the Grafana dashboard', () => {
     // A few decisions, allowed and denied, so every per-rule series exists as it would in production.
     for (let i = 0; i < 5; i++) await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'grafana' }]))
     names = exported(await (await fetch(`${service.httpUrl}/metrics`)).text())
+    // The region metrics are registered only with --region (which needs Redis regions): the names
+    // come from the same ServiceMetrics the server uses, watching regions as it then does.
+    const withRegions = new ServiceMetrics({ processMetrics: false })
+    withRegions.watchRegions(() => undefined)
+    for (const name of exported((await withRegions.expose()).body)) names.add(name)
   })
   after(async () => {
     await service?.stop()
@@ -92,6 +98,11 @@ describe('the Grafana dashboard', () => {
       'floodgate_rules_loaded',
       'floodgate_config_reloads_total',
       'floodgate_store_errors_total',
+      'floodgate_write_back_unflushed_units',
+      'floodgate_lease_units_held',
+      'floodgate_leases_held',
+      'floodgate_region_replication_lag_seconds',
+      'floodgate_region_peer_last_heard_seconds',
     ]
     for (const metric of shown) {
       assert.ok(text.includes(metric), metric)

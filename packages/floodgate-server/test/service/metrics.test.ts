@@ -3,6 +3,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { checkBody, parseMetrics, postJson, scrape, startTestService, type TestService } from './helpers.js'
+import { createPolicies, MemoryStore, RateLimiter } from 'floodgate'
 import { ServiceMetrics, OTHER_RULE } from '../../src/service/metrics.js'
 import { nearLimitThreshold, upstreamCounts } from '../../src/service/hit-counts.js'
 
@@ -134,5 +135,42 @@ describe('upstreamCounts (upstream stats arithmetic)', () => {
     assert.deepEqual(upstreamCounts(2, false, status(10, 9), 0.8), { total: 2, over: 0, near: 1, within: 2, shadow: 0, denyCache: 0 })
     assert.deepEqual(upstreamCounts(1, false, status(10, 5), 0.8), { total: 1, over: 0, near: 0, within: 1, shadow: 0, denyCache: 0 })
     assert.equal(nearLimitThreshold(3, 0.8), 2)
+  })
+})
+
+describe('ServiceMetrics sync state', () => {
+  it("exports write-back's unflushed units and the leases held, read from the limiter at each scrape", async () => {
+    let now = 1_700_000_000_000
+    // Timers that never fire: nothing flushes unless the test says so.
+    const timers = { now: () => now, setTimeout: () => ({}) }
+    const store = new MemoryStore({ clock: () => now })
+    const limiter = new RateLimiter({ store, clock: () => now, timers, denyCache: false })
+    const writeBack = createPolicies([{ name: 'wb', algorithm: 'fixed-window', limit: 100, period: '1h', sync: 'write-back' }])
+    const leased = createPolicies([{ name: 'ls', algorithm: 'fixed-window', limit: 1000, period: '1h', sync: 'lease', leaseMs: '1m' }])
+    const metrics = new ServiceMetrics({ processMetrics: false })
+    metrics.watchSync(() => limiter.syncState())
+    let values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_write_back_unflushed_units'), 0, 'exported before any sync rule is used')
+    assert.equal(values.get('floodgate_leases_held'), 0)
+    for (let i = 0; i < 5; i++) assert.ok((await limiter.limit('k', { policies: writeBack })).allowed)
+    for (let i = 0; i < 20; i++) assert.ok((await limiter.limit('k', { policies: leased })).allowed)
+    values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_write_back_keys'), 1)
+    assert.equal(values.get('floodgate_write_back_unflushed_units'), 5)
+    assert.equal(values.get('floodgate_write_back_store_calls_total'), 1)
+    assert.equal(values.get('floodgate_leases_held'), 1)
+    const units = values.get('floodgate_lease_units_held') ?? 0
+    assert.ok(units > 0)
+    assert.equal(1000 - store.evaluateSync({ key: 'k', policies: leased, cost: 0 }).results[0].remaining, 20 + units)
+    await limiter.flush()
+    now += 1
+    values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_write_back_unflushed_units'), 0)
+    assert.equal(values.get('floodgate_write_back_store_calls_total'), 2, 'the counter grew by the flush')
+    await limiter.close()
+    values = parseMetrics((await metrics.expose()).body)
+    assert.equal(values.get('floodgate_leases_held'), 0)
+    assert.equal(values.get('floodgate_lease_units_held'), 0)
+    assert.equal(values.get('floodgate_leases_returned_total'), values.get('floodgate_leases_acquired_total'))
   })
 })

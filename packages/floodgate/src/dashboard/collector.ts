@@ -3,11 +3,13 @@
 
 import { FloodgateError } from '../core/errors.js'
 import type { RateLimiter } from '../limiter/rate-limiter.js'
+import type { SyncState } from '../limiter/sync-state.js'
 import type { Decision } from '../limiter/types.js'
+import type { RegionSyncStatus } from '../regions/region-sync.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
 import { hashKey, RecentTopKeys, type RecentTopKeysOptions } from './recent-top-keys.js'
 import { SecondRing } from './seconds.js'
-import type { DashboardSnapshot, RuleSnapshot, SyncState } from './snapshot.js'
+import type { DashboardSnapshot, RegionsSnapshot, RuleSnapshot, SyncSnapshot } from './snapshot.js'
 
 /** Label shared by every rule past `maxRules`. */
 export const OTHER_RULE = '_other'
@@ -47,11 +49,10 @@ export interface DashboardCollectorOptions {
   storeKind?: string
   /** The active configuration (a limiter's own policies when `watch` is used and this is not given). */
   config?: () => ConfigState
-  /**
-   * Lease / write-back state, for the policies that keep state that way (issue 12). The hook the
-   * sync modes fill in; the snapshot's `sync` is null while nothing provides it.
-   */
+  /** Lease and write-back state (default with `watch`: the limiter's `syncState()`). */
   sync?: () => SyncState | null
+  /** The regions' links (`RegionSync.status()`, or undefined while there are none). */
+  regions?: () => RegionSyncStatus | undefined
 }
 
 /** What `watch` feeds from a limiter. */
@@ -87,7 +88,8 @@ export class DashboardCollector {
   readonly #rawKeys: boolean
   #storeKind: string
   #config: (() => ConfigState) | undefined
-  readonly #sync: (() => SyncState | null) | undefined
+  #sync: (() => SyncState | null) | undefined
+  readonly #regions: (() => RegionSyncStatus | undefined) | undefined
   /** Whether store latency is measured at all (an in-process store has none to show). */
   #timed = false
   #allowed = 0
@@ -109,6 +111,7 @@ export class DashboardCollector {
     this.#storeKind = options.storeKind ?? 'unknown'
     this.#config = options.config
     this.#sync = options.sync
+    this.#regions = options.regions
   }
 
   /**
@@ -164,6 +167,7 @@ export class DashboardCollector {
     const inProcess = limiter.store instanceof MemoryStore
     if (this.#storeKind === 'unknown') this.#storeKind = inProcess ? 'memory' : limiter.store.constructor.name
     this.#config ??= () => ({ rules: limiter.policies.length, files: [], lastReloadError: null })
+    this.#sync ??= () => limiter.syncState()
     const ruleOf = options.ruleOf ?? ((_key: string, decision: Decision) => decision.policy)
     const onDecision = (key: string, decision: Decision, cost: number, elapsedMs: number) => {
       if (!inProcess && decision.source === 'store') this.recordStoreLatency(elapsedMs)
@@ -257,8 +261,17 @@ export class DashboardCollector {
           : null,
       },
       config: this.#config?.() ?? null,
-      sync: this.#sync?.() ?? null,
+      sync: this.#syncSnapshot(now),
     }
+  }
+
+  // Null when there is nothing to show: no sync mode used and no regions.
+  #syncSnapshot(now: number): SyncSnapshot | null {
+    const state = this.#sync?.() ?? null
+    const status = this.#regions?.()
+    const regions = status === undefined ? null : regionsSnapshot(status, now)
+    if (state?.writeBack == null && state?.leases == null && regions === null) return null
+    return { writeBack: state?.writeBack ?? null, leases: state?.leases ?? null, regions }
   }
 
   #ruleSeries(rule: string): RuleSeries {
@@ -269,6 +282,25 @@ export class DashboardCollector {
       this.#rules.set(rule, series)
     }
     return series
+  }
+}
+
+function regionsSnapshot(status: RegionSyncStatus, now: number): RegionsSnapshot {
+  return {
+    region: status.region,
+    degraded: [...status.degraded],
+    peers: status.peers.map((peer) => ({
+      name: peer.name,
+      up: peer.connected,
+      lagMs: peer.lagMs ?? null,
+      lastHeardMsAgo: peer.lastHeardAt === undefined ? null : Math.max(0, now - peer.lastHeardAt),
+      sent: peer.sent,
+      received: peer.received,
+      failures: peer.failures,
+    })),
+    unitsGiven: status.counters.unitsGiven,
+    unitsClaimed: status.counters.unitsClaimed,
+    lost: status.counters.lost,
   }
 }
 

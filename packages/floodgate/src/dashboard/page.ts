@@ -34,7 +34,9 @@ export function pageHtml(title: string): string {
 <section class="panel"><h2>Rules</h2><dl id="config"></dl>
   <table id="rules"><thead><tr><th>rule</th><th>allowed/s</th><th>denied/s</th><th>allowed</th><th>denied</th></tr></thead>
   <tbody></tbody></table></section>
-<section class="panel" id="sync-panel" hidden><h2>Lease / write-back</h2><dl id="sync"></dl></section>
+<section class="panel" id="sync-panel" hidden><h2>Lease, write-back and regions</h2><dl id="sync"></dl>
+  <table id="peers" hidden><thead><tr><th>peer region</th><th>up</th><th>lag</th><th>last heard</th><th>failures</th></tr></thead>
+  <tbody></tbody></table></section>
 </main>
 <script src="uplot.js"></script>
 <script src="app.js"></script>
@@ -164,7 +166,34 @@ export const PAGE_SCRIPT = `'use strict'
     }))
 
     $('sync-panel').hidden = d.sync === null
-    if (d.sync) pairs($('sync'), Object.keys(d.sync).map(function (k) { return [k, String(d.sync[k])] }))
+    if (d.sync) drawSync(d.sync)
+  }
+
+  function ms(n) { return n == null ? '–' : n < 1000 ? fmt(n) + ' ms' : (n / 1000).toFixed(1) + ' s' }
+  function drawSync(sy) {
+    var entries = []
+    var wb = sy.writeBack
+    if (wb) {
+      entries.push(['write-back keys', fmt(wb.keys)], ['unflushed units', fmt(wb.unflushed)],
+        ['store calls', fmt(wb.calls) + ' (' + fmt(wb.failedCalls) + ' failed)', wb.failedCalls > 0 ? 'bad' : ''],
+        ['replays · refused keys', fmt(wb.replays) + ' · ' + fmt(wb.refused), wb.refused > 0 ? 'bad' : ''])
+    }
+    var ls = sy.leases
+    if (ls) {
+      entries.push(['leases held', fmt(ls.leases) + ' (' + fmt(ls.keys) + ' keys followed)'], ['units held', fmt(ls.units)],
+        ['leases acquired · returned', fmt(ls.acquired) + ' · ' + fmt(ls.returned)],
+        ['auto keys on leases', fmt(ls.autoOnLeases) + ' of ' + fmt(ls.autoKeys)])
+    }
+    var rg = sy.regions
+    if (rg) {
+      entries.push(['region', rg.region], ['degraded peers', rg.degraded.join(', ') || 'none', rg.degraded.length ? 'bad' : ''],
+        ['units given · claimed · lost', fmt(rg.unitsGiven) + ' · ' + fmt(rg.unitsClaimed) + ' · ' + fmt(rg.lost)])
+    }
+    pairs($('sync'), entries)
+    $('peers').hidden = !rg
+    fill($('peers').tBodies[0], rg ? rg.peers.map(function (p) {
+      return row([p.name, p.up ? 'yes' : 'no', ms(p.lagMs), p.lastHeardMsAgo == null ? 'never' : ms(p.lastHeardMsAgo) + ' ago', fmt(p.failures)])
+    }) : [])
   }
 
   function refresh() {

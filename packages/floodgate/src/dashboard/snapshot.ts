@@ -1,10 +1,35 @@
 // The dashboard's one JSON document (`GET <dashboard>/data.json`): its shape, for the page and other tools (docs/dashboard.md).
 
-/**
- * Lease / write-back state of the policies that keep state that way (issue 12), as their modes
- * report it: a flat record of figures per mode. Null in the snapshot until something provides it.
- */
-export type SyncState = Readonly<Record<string, string | number | boolean | null>>
+import type { SyncState } from '../limiter/sync-state.js'
+
+/** Regions (`RegionSync`): this region's links to its peers, as `RegionSync.status()` reports them. */
+export interface RegionsSnapshot {
+  region: string
+  /** Peers not heard from lately: their region keeps serving, with older knowledge of it. */
+  degraded: string[]
+  peers: {
+    name: string
+    /** The last exchange succeeded. */
+    up: boolean
+    /** Age of the freshest usage held from the peer, ms; null before the first exchange. */
+    lagMs: number | null
+    /** Time since the last successful exchange, ms; null before the first. */
+    lastHeardMsAgo: number | null
+    /** Usage hashes sent and received, and failed exchanges, since start. */
+    sent: number
+    received: number
+    failures: number
+  }[]
+  /** Units of split limits handed to peers; units of peers' use charged here (shared buckets); counts lost to the memory bound. */
+  unitsGiven: number
+  unitsClaimed: number
+  lost: number
+}
+
+/** Lease, write-back and region state: the limiter's `syncState()` and the regions' links; a part is null while unused. */
+export interface SyncSnapshot extends SyncState {
+  regions: RegionsSnapshot | null
+}
 
 /** One rule (or, for a limiter in an app, one deciding policy). */
 export interface RuleSnapshot {
@@ -65,6 +90,6 @@ export interface DashboardSnapshot {
   }
   /** Rules loaded, their files and the last reload error; null when nothing describes them. */
   config: { rules: number; files: readonly string[]; lastReloadError: readonly string[] | null } | null
-  /** Lease / write-back state (issue 12); null until those modes report it. */
-  sync: SyncState | null
+  /** Lease, write-back and region state; null when no policy uses a sync mode and there are no regions. */
+  sync: SyncSnapshot | null
 }

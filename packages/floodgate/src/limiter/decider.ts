@@ -205,7 +205,8 @@ export class ExactDecider implements Decider {
   }
 
   private admit(backend: Backend, decision: Decision, key: string, cost: number, startedAt: number): MaybeDecision {
-    if (backend.source !== 'store') this.context.events.emit('fallback', decision.source)
+    // Only the local fallback store decides in the failure mode here; write-back's local copies are its normal path.
+    if (backend.source === 'fallback-local') this.context.events.emit('fallback', decision.source)
     if (cost > 0 && this.plan.hasElastic && elasticOver(this.plan, decision)) {
       return this.confirmWithPool(backend, decision, key, cost, startedAt)
     }

@@ -15,6 +15,7 @@ import { Leases } from './leases.js'
 import { resolveOptions, type ResolvedOptions } from './options.js'
 import { createPlan, planSignature, type PolicyPlan } from './policy-plan.js'
 import { checkCost, checkKey, checkLease } from './requests.js'
+import { readSyncState, type SyncState } from './sync-state.js'
 import { WriteBack } from './sync/write-back.js'
 import { LeaseBackend } from './sync/lease-backend.js'
 import { createLeaseEngines, type LeaseEngines } from './sync/lease-engines.js'
@@ -233,6 +234,16 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    */
   async flush(): Promise<void> {
     await this.writeBack?.flush()
+  }
+
+  /**
+   * What the sync modes hold now: write-back's keys and unflushed units, the leases held and their
+   * units, with totals since start (docs/dashboard.md). A part is null while no policy set of its
+   * mode is in use (the limiter's own, or one passed to a call). Read-only; the lease figures walk
+   * the keys followed (at most their key cap).
+   */
+  syncState(): SyncState {
+    return readSyncState(this.writeBack, this.leaseEngines)
   }
 
   /**

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { RateLimiter } from '../../src/index.js'
 import { DashboardCollector, OTHER_RULE } from '../../src/dashboard.js'
 import { Clock, FaultyStore, T0 } from '../limiter/fixtures.js'
+import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 
 describe('DashboardCollector', () => {
   it('counts allowed and denied units per whole second and per rule, and keeps totals', () => {
@@ -72,9 +73,43 @@ describe('DashboardCollector', () => {
     assert.equal(rules.find((rule) => rule.rule === OTHER_RULE)?.allowed, 997)
   })
 
-  it('reports the sync hook when something provides it', () => {
-    const collector = new DashboardCollector({ sync: () => ({ mode: 'lease', leasedUnits: 40 }) })
-    assert.deepEqual(collector.snapshot().sync, { mode: 'lease', leasedUnits: 40 })
+  it("shows the regions' links when given them, with the time since each peer was heard", () => {
+    const clock = new Clock()
+    const status = {
+      region: 'eu',
+      degraded: ['ap'],
+      peers: [
+        {
+          name: 'ap',
+          connected: false,
+          lastHeardAt: undefined,
+          lagMs: undefined,
+          exchangeMs: undefined,
+          sent: 0,
+          received: 0,
+          failures: 3,
+        },
+        { name: 'us', connected: true, lastHeardAt: T0 - 250, lagMs: 310, exchangeMs: 60, sent: 12, received: 9, failures: 1 },
+      ],
+      counters: { merged: 20, unitsGiven: 5, unitsClaimed: 7, lost: 0, ticks: 30, failedTicks: 1 },
+    }
+    const collector = new DashboardCollector({ clock: clock.read, regions: () => status })
+    assert.deepEqual(collector.snapshot().sync, {
+      writeBack: null,
+      leases: null,
+      regions: {
+        region: 'eu',
+        degraded: ['ap'],
+        peers: [
+          { name: 'ap', up: false, lagMs: null, lastHeardMsAgo: null, sent: 0, received: 0, failures: 3 },
+          { name: 'us', up: true, lagMs: 310, lastHeardMsAgo: 250, sent: 12, received: 9, failures: 1 },
+        ],
+        unitsGiven: 5,
+        unitsClaimed: 7,
+        lost: 0,
+      },
+    })
+    assert.equal(new DashboardCollector({ regions: () => undefined }).snapshot().sync, null, 'no regions, no sync modes: nothing to show')
   })
 
   it('rejects options it cannot honour, naming the field', () => {
@@ -139,5 +174,72 @@ describe('DashboardCollector.watch', () => {
     assert.deepEqual(snapshot.totals, { allowed: 2, denied: 2 })
     await limiter.close()
     await store.close()
+  })
+})
+
+describe('DashboardCollector.watch: lease and write-back state', () => {
+  it("shows write-back's unflushed units: 5 after five admissions, 0 after limiter.flush()", async () => {
+    const clock = new Clock()
+    const store = new MemoryStore({ clock: clock.read })
+    // No flush tick runs by itself: the clock's timers fire only when the test advances it.
+    const policies = [{ name: 'wb', algorithm: 'fixed-window', limit: 100, period: '1h', sync: 'write-back', flushMs: 50 }] as const
+    const limiter = new RateLimiter({ store, clock: clock.read, timers: clock.timers, policies, denyCache: false })
+    const collector = new DashboardCollector({ clock: clock.read })
+    collector.watch(limiter)
+    assert.deepEqual(collector.snapshot().sync?.writeBack, { keys: 0, unflushed: 0, calls: 0, failedCalls: 0, replays: 0, refused: 0 })
+    for (let i = 0; i < 5; i++) assert.ok((await limiter.limit('k')).allowed)
+    let sync = collector.snapshot().sync!
+    assert.deepEqual(sync.writeBack, { keys: 1, unflushed: 5, calls: 1, failedCalls: 0, replays: 0, refused: 0 })
+    assert.equal(sync.leases, null)
+    await limiter.flush()
+    sync = collector.snapshot().sync!
+    assert.equal(sync.writeBack!.unflushed, 0)
+    assert.equal(sync.writeBack!.calls, 2, 'the first read, then the flush')
+    assert.equal(store.evaluateSync({ key: 'k', policies: limiter.policies, cost: 0 }).results[0].remaining, 95, 'the store has them')
+    assert.equal(JSON.parse(JSON.stringify(collector.snapshot())).sync.writeBack.unflushed, 0, 'as data.json carries it')
+    assert.deepEqual(collector.snapshot().store.fallbacks, { open: 0, closed: 0, local: 0 }, 'write-back decisions are no fallback')
+    await limiter.close()
+  })
+
+  it('shows the leases held and their units, and none after close()', async () => {
+    const clock = new Clock()
+    const store = new MemoryStore({ clock: clock.read })
+    const policies = [{ name: 'leased', algorithm: 'fixed-window', limit: 1000, period: '1h', sync: 'lease', leaseMs: '1m' }] as const
+    const limiter = new RateLimiter({ store, clock: clock.read, timers: clock.timers, policies })
+    const collector = new DashboardCollector({ clock: clock.read })
+    collector.watch(limiter)
+    for (let i = 0; i < 20; i++) assert.ok((await limiter.limit('k')).allowed)
+    const leases = collector.snapshot().sync!.leases!
+    assert.equal(collector.snapshot().sync!.writeBack, null)
+    assert.equal(leases.keys, 1)
+    assert.equal(leases.leases, 1)
+    assert.ok(leases.units > 0, JSON.stringify(leases))
+    assert.ok(leases.acquired >= 1 && leases.returned === leases.acquired - 1, JSON.stringify(leases))
+    // What the store holds for the key is what was admitted plus the units still leased here.
+    const remaining = store.evaluateSync({ key: 'k', policies: limiter.policies, cost: 0 }).results[0].remaining
+    assert.equal(1000 - remaining, 20 + leases.units)
+    await limiter.close()
+    const closed = collector.snapshot().sync!.leases!
+    assert.deepEqual({ leases: closed.leases, units: closed.units }, { leases: 0, units: 0 })
+    assert.equal(closed.returned, closed.acquired, 'every lease went back')
+    assert.equal(store.evaluateSync({ key: 'k', policies: limiter.policies, cost: 0 }).results[0].remaining, 980)
+  })
+
+  it('counts auto keys and those on leases', async () => {
+    const clock = new Clock()
+    const store = new MemoryStore({ clock: clock.read })
+    const policies = [
+      { name: 'auto', algorithm: 'fixed-window', limit: 10_000, period: '1h', sync: 'auto', hotRate: 5, leaseMs: '1m' },
+    ] as const
+    const limiter = new RateLimiter({ store, clock: clock.read, timers: clock.timers, policies })
+    const collector = new DashboardCollector({ clock: clock.read })
+    collector.watch(limiter)
+    await limiter.limit('cold')
+    // A burst at one instant is far above 5 decisions per second.
+    for (let i = 0; i < 30; i++) await limiter.limit('hot')
+    const leases = collector.snapshot().sync!.leases!
+    assert.deepEqual({ autoKeys: leases.autoKeys, autoOnLeases: leases.autoOnLeases }, { autoKeys: 2, autoOnLeases: 1 })
+    assert.ok(leases.units > 0, JSON.stringify(leases))
+    await limiter.close()
   })
 })

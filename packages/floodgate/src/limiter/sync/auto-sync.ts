@@ -42,6 +42,13 @@ export class AutoSync {
     this.maxKeys = options.maxKeys ?? 10_000
   }
 
+  /** Keys whose heat is followed, and of them those on leases now (walks them: at most `maxKeys`). */
+  heatTotals(): { keys: number; hot: number } {
+    let hot = 0
+    for (const heat of this.heat.values()) if (heat.hot) hot++
+    return { keys: this.heat.size, hot }
+  }
+
   /** Whether `key` is on leases now. */
   isHot(key: string, policies: readonly Policy[]): boolean {
     return this.heat.get(this.heatKey(key, policies))?.hot ?? false

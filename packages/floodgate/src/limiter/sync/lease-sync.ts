@@ -75,6 +75,14 @@ function newLeaseId(): number {
 
 const NO_CANCEL = (): void => {}
 
+/** What the leases have done since start, for metrics and the dashboard. */
+export interface LeaseStats {
+  /** Leases taken from the store. */
+  acquired: number
+  /** Leases ended by this instance, their unused units sent back (on renewal, sweep, drop or close). */
+  returned: number
+}
+
 /**
  * Decides from leases: a decision the held lease covers is answered in-process; otherwise one
  * store call ends the old lease (its unused units back) and takes a new one sized to this
@@ -96,6 +104,7 @@ export class LeaseSync {
   private readonly holdings = new Map<string, Holding>()
   private sweeper: unknown
   private closed = false
+  readonly stats: LeaseStats = { acquired: 0, returned: 0 }
 
   constructor(options: LeaseSyncOptions) {
     this.store = options.store
@@ -109,6 +118,19 @@ export class LeaseSync {
   /** Keys followed now (holding a lease, waiting, or recently used). */
   get size(): number {
     return this.holdings.size
+  }
+
+  /** Live leases held now, and the units left in them, over every key (walks the followed keys: at most `maxKeys`). */
+  heldTotals(): { leases: number; units: number } {
+    const now = this.clock()
+    let leases = 0
+    let units = 0
+    for (const holding of this.holdings.values()) {
+      if (!this.isLive(holding, now)) continue
+      leases++
+      units += holding.balance
+    }
+    return { leases, units }
   }
 
   /** Units this instance holds of `key` now (0 without a live lease). */
@@ -288,6 +310,7 @@ export class LeaseSync {
       returnUnused: live ? holding.balance : 0,
     }
     // The old lease is being ended: nothing more is admitted from it, whatever the answer.
+    if (live) this.stats.returned++
     this.clear(holding)
     holding.busy = true
     const sentAt = now
@@ -306,6 +329,7 @@ export class LeaseSync {
     const waiting = holding.waiting
     const first = waiting.find((waiter) => !waiter.cancelled)
     if (answer.granted > 0 && request.id !== 0) {
+      this.stats.acquired++
       holding.id = request.id
       holding.granted = answer.granted
       holding.balance = answer.granted
@@ -359,6 +383,7 @@ export class LeaseSync {
       returnId: holding.id,
       returnUnused: holding.balance,
     }
+    this.stats.returned++
     this.clear(holding)
     // A failed return is no loss of safety: the units come back when the lease expires.
     return this.store.lease([request]).then(
