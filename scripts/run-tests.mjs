@@ -21,7 +21,9 @@ function findTests(dir) {
 const repository = resolve(import.meta.dirname, '..')
 const only = process.argv.slice(2).map((path) => relative(repository, resolve(path)))
 const roots = [...readdirSync(join(repository, 'packages')).map((name) => join('packages', name, 'test')), 'test']
-const files = (only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path)))).sort()
+const files = (
+  only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path)))
+).sort()
 const build = await compileTests(repository)
 const result = spawnSync(
   process.execPath,
