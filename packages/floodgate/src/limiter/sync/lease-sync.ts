@@ -185,17 +185,47 @@ export class LeaseSync {
     if (holding !== undefined && holding.id !== 0 && !holding.busy) void this.giveBack(holding)
   }
 
-  /** Gives back the leases of quiet keys and those about to expire; forgets keys quiet with nothing held. */
+  /**
+   * Gives back the leases of quiet keys; renews a lease about to expire when its key is still asked
+   * for (its rest back and the next lease in one call, so the key's next decision is in-process
+   * again), else gives it back; forgets keys quiet with nothing held.
+   */
   sweep(): Promise<void> {
     const now = this.clock()
     const returns: Promise<void>[] = []
     for (const [name, holding] of this.holdings) {
       if (holding.busy || holding.waiting.length > 0) continue
-      const quiet = now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4)
+      const quiet = this.isQuiet(holding, now)
+      if (holding.id !== 0 && !quiet && holding.expiresAt - now <= this.sweepMs && !this.closed) {
+        const want = this.wanted(holding, now)
+        if (want > 1) {
+          this.renew(holding, want, now)
+          continue
+        }
+      }
       if (holding.id !== 0 && (quiet || holding.expiresAt - now <= this.sweepMs)) returns.push(this.giveBack(holding))
       else if (holding.id === 0 && quiet) this.holdings.delete(name)
     }
     return Promise.all(returns).then(() => undefined)
+  }
+
+  /**
+   * Whether a key has gone quiet: unused for a quarter of its lease time (at least a sweep), or for
+   * four of its own gaps between requests when those are longer (a key asked three times a second
+   * is not quiet after 250 ms).
+   */
+  private isQuiet(holding: Holding, now: number): boolean {
+    const rate = holding.demand.estimate(now)
+    const gaps = rate > 0 ? 4 / rate : 0
+    return now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4, gaps)
+  }
+
+  /**
+   * The lease a key's demand calls for: what it is asked for in one lease time, with a quarter more
+   * so that noise does not end it early (what is left goes back), at most `leaseMax`.
+   */
+  private wanted(holding: Holding, now: number): number {
+    return Math.min(holding.leaseMax, Math.ceil(holding.demand.estimate(now) * holding.leaseMs * 1.25))
   }
 
   /** Starts the sweep timer (unref'd: it never keeps a process alive). */
@@ -272,7 +302,7 @@ export class LeaseSync {
     }
     const now = this.clock()
     const need = first.cost
-    const want = need > 0 ? Math.max(need, Math.min(holding.leaseMax, Math.ceil(holding.demand.perMs(now) * holding.leaseMs))) : 0
+    const want = need > 0 ? Math.max(need, this.wanted(holding, now)) : 0
     // A lease no larger than the request in hand would only be taken to be returned: such a quiet
     // key is decided exactly instead (one store call, no ledger entry, nothing to give back).
     const keep = need > 0 && want > need && !this.closed
@@ -293,6 +323,30 @@ export class LeaseSync {
     const sentAt = now
     this.store.lease([request]).then(
       ([answer]) => this.granted(holding, request, answer, sentAt),
+      (error: unknown) => {
+        holding.busy = false
+        const waiting = holding.waiting.splice(0)
+        for (const waiter of waiting) if (!waiter.cancelled) waiter.done(error)
+      },
+    )
+  }
+
+  // One store call that ends the held lease (its rest back) and takes the next, with no request in hand.
+  private renew(holding: Holding, want: number, now: number): void {
+    const request: LeaseRequest = {
+      key: holding.key,
+      policies: holding.policies,
+      id: newLeaseId(),
+      want,
+      need: 0,
+      leaseMs: holding.leaseMs,
+      returnId: holding.id,
+      returnUnused: holding.balance,
+    }
+    this.clear(holding)
+    holding.busy = true
+    this.store.lease([request]).then(
+      ([answer]) => this.granted(holding, request, answer, now),
       (error: unknown) => {
         holding.busy = false
         const waiting = holding.waiting.splice(0)
