@@ -76,6 +76,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         this.writeBack ??= new WriteBack({
           store: this.store,
           instances: this.options.instances,
+          maxKeys: this.options.syncMaxKeys,
           timeoutMs: this.options.timeoutMs,
           clock: this.clock,
           timers: this.options.timers,
@@ -83,7 +84,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         return this.writeBack
       },
       leaseEngines: () => {
-        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now())
+        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now(), this.options.syncMaxKeys)
         return this.leaseEngines
       },
     }

@@ -392,7 +392,7 @@ function staleReadMs(flushMs: number): number {
  */
 export function provisionalUnits(policies: readonly Policy[], flushMs: number, instances: number): number {
   let units = Infinity
-  for (const policy of policies) units = Math.min(units, Math.floor((policy.limit / policy.periodMs) * flushMs / instances))
+  for (const policy of policies) units = Math.min(units, Math.floor(((policy.limit / policy.periodMs) * flushMs) / instances))
   return units
 }
 
