@@ -194,6 +194,8 @@ function withCpu(contender: Contender, admin: Redis, samples: Map<string, CpuSam
   samples.set(contender.name, [])
   return {
     name: contender.name,
+    before: contender.before,
+    after: contender.after,
     async measure() {
       const redisBefore = await serverCpuSeconds(admin)
       const nodeBefore = process.cpuUsage()

@@ -67,6 +67,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 export interface Contender {
   name: string
   measure: () => Promise<number>
+  /** Runs before each measurement, outside it (its time and CPU are not counted), e.g. a warm-up. */
+  before?: () => Promise<void>
+  /** Runs after each measurement, outside it, e.g. giving back what the contender holds. */
+  after?: () => Promise<void>
 }
 
 /**
@@ -82,7 +86,9 @@ export async function interleavedRounds(
   const samples = contenders.map(() => [] as number[])
   for (let round = 0; round < rounds; round++) {
     for (const [i, contender] of contenders.entries()) {
+      await contender.before?.()
       const value = await contender.measure()
+      await contender.after?.()
       samples[i].push(value)
       onSample?.(contender.name, round, value)
     }

@@ -228,6 +228,13 @@ export class LeaseSync {
     return Math.min(holding.leaseMax, Math.ceil(holding.demand.estimate(now) * holding.leaseMs * 1.25))
   }
 
+  /** Gives back every lease held now (their unused units return to the store); later decisions take new ones. */
+  async giveBackAll(): Promise<void> {
+    await Promise.all(
+      [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
+    )
+  }
+
   /** Starts the sweep timer (unref'd: it never keeps a process alive). */
   start(): void {
     if (this.sweeper !== undefined || this.closed) return
@@ -240,9 +247,7 @@ export class LeaseSync {
     this.closed = true
     if (this.sweeper !== undefined) this.timers.clearInterval(this.sweeper)
     this.sweeper = undefined
-    await Promise.all(
-      [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
-    )
+    await this.giveBackAll()
     this.holdings.clear()
   }
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { RateLimiter } from '../../../src/limiter/rate-limiter.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { Store } from '../../../src/stores/store.js'
+import type { PolicyOptions } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { Clock } from '../fixtures.js'
 
@@ -53,7 +54,7 @@ describe('RateLimiter with sync: lease', () => {
     // lease over the wire would. Refunded in the store, that would remove C's live slot.
     const clock = new Clock()
     const store = new MemoryStore({ clock: clock.read })
-    const policies = [{ name: 'c', algorithm: 'concurrency' as const, limit: 4, period: '1s', sync: 'lease' as const, leaseMax: 2 }]
+    const policies: PolicyOptions[] = [{ name: 'c', algorithm: 'concurrency', limit: 4, period: '1s', sync: 'lease', leaseMax: 2 }]
     const [a, b, c] = Array.from({ length: 3 }, () => new RateLimiter({ store, policies, clock: clock.read, timers: clock.timers }))
     assert.equal((await a.limit('k')).source, 'store') // a first request: decided exactly
     clock.advance(1)
