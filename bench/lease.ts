@@ -14,12 +14,23 @@ import type { WriteBackBenchContext } from './write-back.js'
 export type LeaseBenchContext = WriteBackBenchContext
 
 export const LEASE_10K = 'lease gcra, 10k keys'
+export const LEASE_10K_LONG = 'lease gcra, 10k keys, leaseMs 10s'
 export const LEASE_HOT = 'lease gcra, 1 hot key'
 /** The rows of this mode in the main bench's summary. */
-export const LEASE_ROWS = [LEASE_10K, LEASE_HOT]
+export const LEASE_ROWS = [LEASE_10K, LEASE_10K_LONG, LEASE_HOT]
+/** The load before each measured round of a 10k-key row, outside the measurement (keys in use). */
+export const WARM_MS = 1000
 
 /** One instance: a RateLimiter with its own client and RedisStore (so its own leases). */
 function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache = true): (key: string) => Promise<boolean> {
+  return instanceWithLimiter(context, policy, denyCache).decide
+}
+
+function instanceWithLimiter(
+  context: LeaseBenchContext,
+  policy: PolicyOptions,
+  denyCache = true,
+): { decide: (key: string) => Promise<boolean>; limiter: RateLimiter } {
   const store = new RedisStore({ client: context.newClient() })
   // The timeout is generous so that a busy machine measures throughput, not fallbacks.
   const limiter = new RateLimiter({ store, policies: [policy], timeout: '5s', ...(denyCache ? {} : { denyCache: false }) })
@@ -27,37 +38,54 @@ function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache =
     await limiter.close()
     await store.close()
   })
-  return async (key) => {
+  const decide = async (key: string): Promise<boolean> => {
     const decision = await limiter.limit(key)
     // A decision the failure mode made would flatter the row.
     if (decision.source !== 'lease' && decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
     return decision.allowed
   }
+  return { decide, limiter }
 }
 
-/** The lease contenders: every request admitted (the limit is far away), on 10k keys and on one key. */
+/**
+ * The lease contenders: every request admitted (the limit is far away), on 10k keys with the default
+ * leaseMs (1 s) and with leaseMs 10 s, and on one key. The 10k-key rows measure keys in use: each
+ * round is preceded by WARM_MS of the same load, outside the measurement (the interleaved rounds leave
+ * every key idle for the other contenders' rounds in between), and ends, inside it, when every lease
+ * has been given back (their returns are in its time and its Redis CPU, not the next contender's).
+ */
 export function leaseContenders(context: LeaseBenchContext): Contender[] {
   const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'lease' }
-  const contender = (name: string, keyOf: (i: number) => string): Contender => {
-    const decide = instance(context, policy)
+  const contender = (name: string, keyOf: (i: number) => string, options: Partial<PolicyOptions> = {}, warm = false): Contender => {
+    const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options })
+    const load = (durationMs: number) =>
+      runLoad({
+        callers: context.callers,
+        durationMs,
+        maxOps: context.maxOpsPerRound,
+        op: context.counted(
+          name,
+          (i) => decide(keyOf(i)),
+          (allowed) => !allowed,
+        ),
+      })
     return {
       name,
+      before: warm ? () => load(WARM_MS).then(() => undefined) : undefined,
       async measure() {
-        const result = await runLoad({
-          callers: context.callers,
-          durationMs: context.roundMs,
-          maxOps: context.maxOpsPerRound,
-          op: context.counted(
-            name,
-            (i) => decide(keyOf(i)),
-            (allowed) => !allowed,
-          ),
-        })
-        return result.perSecond
+        const started = performance.now()
+        const result = await load(context.roundMs)
+        await limiter.flush()
+        return (result.ops * 1000) / (performance.now() - started)
       },
     }
   }
-  return [contender(LEASE_10K, (i) => `lease:${(i * 7919) % context.keys}`), contender(LEASE_HOT, () => 'lease-hot')]
+  const key10k = (i: number) => `lease:${(i * 7919) % context.keys}`
+  return [
+    contender(LEASE_10K, key10k, {}, true),
+    contender(LEASE_10K_LONG, (i) => `lease-long:${(i * 7919) % context.keys}`, { leaseMs: '10s' }, true),
+    contender(LEASE_HOT, () => 'lease-hot'),
+  ]
 }
 
 /**

@@ -5,7 +5,8 @@
 // test: numbers only, printed as tables. Memory per key: `npm run bench:redis-memory`.
 //
 // Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and
-// round).
+// round), BENCH_ONLY (a regular expression: only the contenders whose names match run, beside the
+// exact gcra row and the peers every ratio needs; for iterating, not for reporting).
 
 import { Redis, type RedisOptions } from 'ioredis'
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
@@ -89,10 +90,13 @@ async function main(): Promise<void> {
       await rateLimitRedisContender(newClient()),
       incrContender(newClient()),
     ]
+    const only = process.env.BENCH_ONLY === undefined ? undefined : new RegExp(process.env.BENCH_ONLY)
+    const always = ['floodgate gcra', 'rate-limiter-flexible', 'raw INCR (autopipelined)']
+    const chosen = contenders.filter((contender) => only === undefined || always.includes(contender.name) || only.test(contender.name))
     const admin = newClient()
     const cpu = new Map<string, CpuSample[]>()
     const results = await interleavedRounds(
-      contenders.map((contender) => withCpu(contender, admin, cpu)),
+      chosen.map((contender) => withCpu(contender, admin, cpu)),
       ROUNDS,
       (name, round, value) => console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
     )
@@ -171,6 +175,8 @@ function withCpu(contender: Contender, admin: Redis, samples: Map<string, CpuSam
   samples.set(contender.name, [])
   return {
     name: contender.name,
+    before: contender.before,
+    after: contender.after,
     async measure() {
       const redisBefore = await serverCpuSeconds(admin)
       const nodeBefore = process.cpuUsage()

@@ -22,6 +22,9 @@ export interface LoadOptions {
   op: (i: number) => Promise<unknown>
 }
 
+/** Calls per caller between turns of the event loop (see runLoad). */
+const YIELD_EVERY = 16
+
 export interface LoadResult {
   ops: number
   elapsedMs: number
@@ -41,9 +44,18 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const start = performance.now()
   const deadline = start + durationMs
   async function caller(): Promise<void> {
+    let sinceYield = 0
     while (next < maxOps && performance.now() < deadline) {
       await op(next++)
       done++
+      // An op that answers without I/O (a decision from a lease or a local copy) resolves in a
+      // microtask: callers that never yield would starve timers and sockets for the whole run (no
+      // flush, no sweep, no lease renewal until it ends). A server gets its requests from I/O, so
+      // each caller lets the event loop turn every YIELD_EVERY calls.
+      if (++sinceYield >= YIELD_EVERY) {
+        sinceYield = 0
+        await new Promise(setImmediate)
+      }
     }
   }
   await Promise.all(Array.from({ length: callers }, caller))
@@ -55,6 +67,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 export interface Contender {
   name: string
   measure: () => Promise<number>
+  /** Runs before each measurement, outside it (its time and CPU are not counted), e.g. a warm-up. */
+  before?: () => Promise<void>
+  /** Runs after each measurement, outside it, e.g. giving back what the contender holds. */
+  after?: () => Promise<void>
 }
 
 /**
@@ -70,7 +86,9 @@ export async function interleavedRounds(
   const samples = contenders.map(() => [] as number[])
   for (let round = 0; round < rounds; round++) {
     for (const [i, contender] of contenders.entries()) {
+      await contender.before?.()
       const value = await contender.measure()
+      await contender.after?.()
       samples[i].push(value)
       onSample?.(contender.name, round, value)
     }

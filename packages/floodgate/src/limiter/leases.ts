@@ -36,7 +36,10 @@ export class Leases {
 
   /**
    * Where `lease` was taken. A lease this limiter did not hand out (e.g. one that crossed a process
-   * boundary) is resolved by name against the limiter's own plan, on the store.
+   * boundary) is resolved by name against the limiter's own plan, on the store; under `sync: 'lease'`
+   * or `'auto'` it frees nothing (no policies): its slot may belong to a block another instance took,
+   * which the store ends at the block's own time, and a refund then would take someone else's slot.
+   * Such a slot comes free when its block ends or its period passes.
    */
   originOf(lease: Lease, ownPlan: PolicyPlan | undefined, remote: Backend): LeaseOrigin {
     const origin = this.origins.get(lease)
@@ -55,6 +58,7 @@ export class Leases {
       }
       return plan.remote.policies[at]
     })
-    return { plan, backend: remote, policies, released: false }
+    const leased = policies.some((policy) => policy.sync === 'lease' || policy.sync === 'auto')
+    return { plan, backend: remote, policies: leased ? [] : policies, released: false }
   }
 }

@@ -19,6 +19,8 @@ export interface ResolvedOptions {
   breakerCooldownMs: number
   /** 0 when the deny cache is off. */
   denyCacheMaxKeys: number
+  /** Most keys each sync engine (write-back; lease and auto) holds per instance. */
+  syncMaxKeys: number
   pool: RateLimiterOptions['pool']
   clock: () => number
   timers: Timers
@@ -32,6 +34,7 @@ const KNOWN_OPTIONS = new Set([
   'instances',
   'breaker',
   'denyCache',
+  'sync',
   'pool',
   'clock',
   'timers',
@@ -61,6 +64,7 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
       options.instances === undefined ? 1 : wholeNumber(options.instances, 'instances', 'the number of processes sharing the limits'),
     ...resolveBreaker(options.breaker),
     denyCacheMaxKeys: resolveDenyCache(options.denyCache),
+    syncMaxKeys: resolveSync(options.sync),
     pool,
     clock: resolveClock(options.clock),
     timers: resolveTimers(options.timers),
@@ -112,6 +116,16 @@ function resolveBreaker(value: unknown): { breakerFailures: number; breakerCoold
       failures === undefined ? 5 : wholeNumber(failures, 'breaker.failures', 'consecutive failures before the store is skipped'),
     breakerCooldownMs: cooldown === undefined ? 5_000 : parseDuration(cooldown, 'breaker.cooldown'),
   }
+}
+
+function resolveSync(value: unknown): number {
+  if (value === undefined) return 100_000
+  if (value === null || typeof value !== 'object') throw invalid('sync', 'expected an object like { maxKeys: 100000 }')
+  const { maxKeys, ...rest } = value as { maxKeys?: unknown }
+  for (const field of Object.keys(rest)) throw invalid(`sync.${field}`, 'unknown option; known options are maxKeys')
+  return maxKeys === undefined
+    ? 100_000
+    : wholeNumber(maxKeys, 'sync.maxKeys', 'the most keys write-back (or the lease engine) holds per instance')
 }
 
 function resolveDenyCache(value: unknown): number {

@@ -77,6 +77,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         this.writeBack ??= new WriteBack({
           store: this.store,
           instances: this.options.instances,
+          maxKeys: this.options.syncMaxKeys,
           timeoutMs: this.options.timeoutMs,
           clock: this.clock,
           timers: this.options.timers,
@@ -84,7 +85,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         return this.writeBack
       },
       leaseEngines: () => {
-        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now())
+        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now(), this.options.syncMaxKeys)
         return this.leaseEngines
       },
     }
@@ -228,12 +229,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
 
   /**
    * Sends the units `sync: 'write-back'` policies admitted here and the store has not taken yet, and
-   * waits for the answer (bounded by `timeout`); what fails stays for the next flush. A no-op without
-   * write-back policies. Write-back flushes by itself every `flushMs`; this is for a process about to
-   * pause, or a benchmark that counts the flush in its own time.
+   * waits for the answer (bounded by `timeout`); what fails stays for the next flush. Gives back the
+   * leases `sync: 'lease'`/`'auto'` hold (their unused units); later decisions take new ones. A no-op
+   * without such policies. Both happen by themselves (every `flushMs`; when a key goes quiet); this
+   * is for a process about to pause, or a benchmark that counts them in its own time.
    */
   async flush(): Promise<void> {
     await this.writeBack?.flush()
+    await this.leaseEngines?.leases.giveBackAll()
   }
 
   /**

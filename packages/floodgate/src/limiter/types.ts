@@ -112,6 +112,13 @@ export interface RateLimiterOptions {
   /** In-process cache of keys known to be over their limit; `false` disables it. */
   denyCache?: { maxKeys?: number } | false
   /**
+   * Per-instance bound of the policies' sync modes: `maxKeys` (default 100 000) is the most keys
+   * write-back holds local copies of, and the most keys `lease`/`auto` follow. Past it, write-back
+   * drops the oldest key with nothing left to send (with none, a new key is decided by
+   * `onStoreError`), and the lease engine gives back the oldest key's lease (docs/sync.md).
+   */
+  sync?: { maxKeys?: number }
+  /**
    * For `elastic` policies: the shared pool that says whether the system has spare capacity (a
    * RateLimiter; one that `canLimitSync` is asked synchronously), and the key it is asked with
    * (default 'elastic-pool').

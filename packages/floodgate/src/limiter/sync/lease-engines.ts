@@ -13,10 +13,11 @@ export interface LeaseEngines {
 
 /**
  * Makes the engines for `store`, its sweep started: lease expiry, demand and heat on `clock` (the
- * limiter's `timers.now`, monotonic), concurrency releases stamped on `epochClock` (its `clock`). A store without the lease primitive (a custom
+ * limiter's `timers.now`, monotonic), concurrency releases stamped on `epochClock` (its `clock`),
+ * at most `maxKeys` keys followed (the limiter's `sync.maxKeys`). A store without the lease primitive (a custom
  * Store) cannot serve `sync: 'lease'` or `'auto'`: refused with a reason rather than decided inexactly.
  */
-export function createLeaseEngines(store: Store, epochClock: () => number, clock: () => number): LeaseEngines {
+export function createLeaseEngines(store: Store, epochClock: () => number, clock: () => number, maxKeys?: number): LeaseEngines {
   if (typeof (store as Partial<LeaseStore>).lease !== 'function') {
     throw new FloodgateError(
       'INVALID_OPTION',
@@ -24,7 +25,7 @@ export function createLeaseEngines(store: Store, epochClock: () => number, clock
     )
   }
   const leaseStore = store as LeaseStore
-  const leases = new LeaseSync({ store: leaseStore, epochClock, clock })
+  const leases = new LeaseSync({ store: leaseStore, epochClock, clock, maxKeys })
   leases.start()
-  return { leases, auto: new AutoSync({ store: leaseStore, leases, clock }) }
+  return { leases, auto: new AutoSync({ store: leaseStore, leases, clock, maxKeys }) }
 }

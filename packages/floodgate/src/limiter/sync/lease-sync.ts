@@ -47,6 +47,8 @@ interface Waiter {
 // What this instance holds of one key (for one policy set).
 interface Holding {
   readonly key: string
+  /** The map of its policy set that holds it. */
+  readonly keys: Map<string, Holding>
   readonly policies: readonly Policy[]
   readonly leaseMs: number
   readonly leaseMax: number
@@ -62,6 +64,8 @@ interface Holding {
   results: readonly PolicyResult[]
   lastUsed: number
   readonly demand: Demand
+  /** The in-process answer, rewritten by each synchronous decision (see localResponse). */
+  readonly scratch: EvaluateResponse
   readonly waiting: Waiter[]
   /** A store call for this key is in flight. */
   busy: boolean
@@ -101,7 +105,11 @@ export class LeaseSync {
   private readonly sweepMs: number
   private readonly maxKeys: number
   private readonly timers: SweepTimers
-  private readonly holdings = new Map<string, Holding>()
+  // Every holding, oldest first (eviction and the sweep walk it); found by policy set, then key.
+  private readonly holdings = new Set<Holding>()
+  private readonly bySet = new Map<string, Map<string, Holding>>()
+  // The same maps by policy array, so a decision finds its holding with no text built per call.
+  private readonly byArray = new WeakMap<readonly Policy[], Map<string, Holding>>()
   private sweeper: unknown
   private closed = false
   readonly stats: LeaseStats = { acquired: 0, returned: 0 }
@@ -135,7 +143,7 @@ export class LeaseSync {
 
   /** Units this instance holds of `key` now (0 without a live lease). */
   held(key: string, policies: readonly Policy[]): number {
-    const holding = this.holdings.get(this.holdingKey(key, policies))
+    const holding = this.keysOf(policies).get(key)
     return holding !== undefined && this.isLive(holding, this.clock()) ? holding.balance : 0
   }
 
@@ -166,11 +174,11 @@ export class LeaseSync {
     if (cost <= 0) {
       // A refund goes back into the lease it most likely came from; a peek needs nothing.
       if (cost < 0) holding.balance = Math.min(holding.granted, holding.balance - cost)
-      return this.localResponse(holding, now)
+      return this.localResponse(holding, now, holding.scratch)
     }
     if (holding.balance < cost || holding.waiting.length > 0) return undefined
     holding.balance -= cost
-    return this.localResponse(holding, now)
+    return this.localResponse(holding, now, holding.scratch)
   }
 
   /** The store part of `decide` (after `tryLocal` answered undefined): waits for the next store call. */
@@ -190,34 +198,71 @@ export class LeaseSync {
    * it), else nothing: its slot belongs to an earlier lease and stays charged until that one ends.
    */
   release(key: string, policies: readonly Policy[], cost: number, acquiredAt: number): void {
-    const holding = this.holdings.get(this.holdingKey(key, policies))
+    const holding = this.keysOf(policies).get(key)
     if (holding === undefined || !this.isLive(holding, this.clock()) || !(acquiredAt > holding.grantedAt)) return
     holding.balance = Math.min(holding.granted, holding.balance + cost)
   }
 
   /** Drops the lease held of `key` without giving it back (the key's state was reset in the store). */
   forget(key: string, policies: readonly Policy[]): void {
-    const holding = this.holdings.get(this.holdingKey(key, policies))
+    const holding = this.keysOf(policies).get(key)
     if (holding !== undefined) this.clear(holding)
   }
 
   /** Gives back the lease held of `key` now, if any (a key `auto` found cooled). */
   drop(key: string, policies: readonly Policy[]): void {
-    const holding = this.holdings.get(this.holdingKey(key, policies))
+    const holding = this.keysOf(policies).get(key)
     if (holding !== undefined && holding.id !== 0 && !holding.busy) void this.giveBack(holding)
   }
 
-  /** Gives back the leases of quiet keys and those about to expire; forgets keys quiet with nothing held. */
+  /**
+   * Gives back the leases of quiet keys; renews a lease about to expire when its key is still asked
+   * for (its rest back and the next lease in one call, so the key's next decision is in-process
+   * again), else gives it back; forgets keys quiet with nothing held.
+   */
   sweep(): Promise<void> {
     const now = this.clock()
     const returns: Promise<void>[] = []
-    for (const [name, holding] of this.holdings) {
+    for (const holding of this.holdings) {
       if (holding.busy || holding.waiting.length > 0) continue
-      const quiet = now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4)
+      const quiet = this.isQuiet(holding, now)
+      if (holding.id !== 0 && !quiet && holding.expiresAt - now <= this.sweepMs && !this.closed) {
+        const want = this.wanted(holding, now)
+        if (want > 1) {
+          this.renew(holding, want, now)
+          continue
+        }
+      }
       if (holding.id !== 0 && (quiet || holding.expiresAt - now <= this.sweepMs)) returns.push(this.giveBack(holding))
-      else if (holding.id === 0 && quiet) this.holdings.delete(name)
+      else if (holding.id === 0 && quiet) this.remove(holding)
     }
     return Promise.all(returns).then(() => undefined)
+  }
+
+  /**
+   * Whether a key has gone quiet: unused for a quarter of its lease time (at least a sweep), or for
+   * four of its own gaps between requests when those are longer (a key asked three times a second
+   * is not quiet after 250 ms).
+   */
+  private isQuiet(holding: Holding, now: number): boolean {
+    const rate = holding.demand.estimate(now)
+    const gaps = rate > 0 ? 4 / rate : 0
+    return now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4, gaps)
+  }
+
+  /**
+   * The lease a key's demand calls for: what it is asked for in one lease time, with a quarter more
+   * so that noise does not end it early (what is left goes back), at most `leaseMax`.
+   */
+  private wanted(holding: Holding, now: number): number {
+    return Math.min(holding.leaseMax, Math.ceil(holding.demand.estimate(now) * holding.leaseMs * 1.25))
+  }
+
+  /** Gives back every lease held now (their unused units return to the store); later decisions take new ones. */
+  async giveBackAll(): Promise<void> {
+    await Promise.all(
+      [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
+    )
   }
 
   /** Starts the sweep timer (unref'd: it never keeps a process alive). */
@@ -232,28 +277,44 @@ export class LeaseSync {
     this.closed = true
     if (this.sweeper !== undefined) this.timers.clearInterval(this.sweeper)
     this.sweeper = undefined
-    await Promise.all(
-      [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
-    )
+    await this.giveBackAll()
     this.holdings.clear()
+    this.bySet.clear()
   }
 
   private isLive(holding: Holding, now: number): boolean {
     return holding.id !== 0 && now < holding.expiresAt
   }
 
-  private holdingKey(key: string, policies: readonly Policy[]): string {
-    return `${policySetId(policies)}\u0000${key}`
+  // The holdings of one policy set by key (equal sets share them, whatever the array).
+  private keysOf(policies: readonly Policy[]): Map<string, Holding> {
+    let keys = this.byArray.get(policies)
+    if (keys === undefined) {
+      const id = policySetId(policies)
+      keys = this.bySet.get(id)
+      if (keys === undefined) {
+        keys = new Map()
+        this.bySet.set(id, keys)
+      }
+      this.byArray.set(policies, keys)
+    }
+    return keys
+  }
+
+  private remove(holding: Holding): void {
+    this.holdings.delete(holding)
+    holding.keys.delete(holding.key)
   }
 
   private holding(key: string, policies: readonly Policy[], now: number): Holding {
-    const name = this.holdingKey(key, policies)
-    let holding = this.holdings.get(name)
+    const keys = this.keysOf(policies)
+    let holding = keys.get(key)
     if (holding === undefined) {
       if (this.holdings.size >= this.maxKeys) this.evictOne()
       const leaseMs = Math.min(...policies.map((policy) => policy.leaseMs))
       holding = {
         key,
+        keys,
         policies,
         leaseMs,
         leaseMax: Math.min(...policies.map((policy) => policy.leaseMax)),
@@ -266,20 +327,22 @@ export class LeaseSync {
         results: [],
         lastUsed: now,
         demand: new Demand(leaseMs),
+        scratch: { allowed: true, results: [], now: 0 },
         waiting: [],
         busy: false,
       }
-      this.holdings.set(name, holding)
+      keys.set(key, holding)
+      this.holdings.add(holding)
     }
     return holding
   }
 
   // The oldest key goes (Map order is first use): its lease back, unless it is mid-call.
   private evictOne(): void {
-    for (const [name, holding] of this.holdings) {
+    for (const holding of this.holdings) {
       if (holding.busy || holding.waiting.length > 0) continue
       if (holding.id !== 0) void this.giveBack(holding)
-      this.holdings.delete(name)
+      this.remove(holding)
       return
     }
   }
@@ -294,7 +357,7 @@ export class LeaseSync {
     }
     const now = this.clock()
     const need = first.cost
-    const want = need > 0 ? Math.max(need, Math.min(holding.leaseMax, Math.ceil(holding.demand.perMs(now) * holding.leaseMs))) : 0
+    const want = need > 0 ? Math.max(need, this.wanted(holding, now)) : 0
     // A lease no larger than the request in hand would only be taken to be returned: such a quiet
     // key is decided exactly instead (one store call, no ledger entry, nothing to give back).
     const keep = need > 0 && want > need && !this.closed
@@ -316,6 +379,30 @@ export class LeaseSync {
     const sentAt = now
     this.store.lease([request]).then(
       ([answer]) => this.granted(holding, request, answer, sentAt),
+      (error: unknown) => {
+        holding.busy = false
+        const waiting = holding.waiting.splice(0)
+        for (const waiter of waiting) if (!waiter.cancelled) waiter.done(error)
+      },
+    )
+  }
+
+  // One store call that ends the held lease (its rest back) and takes the next, with no request in hand.
+  private renew(holding: Holding, want: number, now: number): void {
+    const request: LeaseRequest = {
+      key: holding.key,
+      policies: holding.policies,
+      id: newLeaseId(),
+      want,
+      need: 0,
+      leaseMs: holding.leaseMs,
+      returnId: holding.id,
+      returnUnused: holding.balance,
+    }
+    this.clear(holding)
+    holding.busy = true
+    this.store.lease([request]).then(
+      ([answer]) => this.granted(holding, request, answer, now),
       (error: unknown) => {
         holding.busy = false
         const waiting = holding.waiting.splice(0)
@@ -401,19 +488,25 @@ export class LeaseSync {
 
   // An in-process answer: what this instance can still admit plus what the key had left at the
   // grant (others may have taken some since), and the resets as they were then, counted down.
-  private localResponse(holding: Holding, now: number): EvaluateResponse {
+  //
+  // `into` (the holding's scratch) is rewritten in place: an answer given synchronously is read
+  // before the next decision, as Store.evaluateSync's are; waiters answered together get their own.
+  private localResponse(holding: Holding, now: number, into?: EvaluateResponse): EvaluateResponse {
     const elapsed = Math.max(0, Math.floor(now - holding.startedAt))
-    const results: PolicyResult[] = holding.policies.map((_, i) => {
+    const response = into ?? { allowed: true, results: [], now: 0 }
+    const results = response.results as PolicyResult[]
+    for (let i = 0; i < holding.policies.length; i++) {
       const at = holding.results[i]
-      return {
-        allowed: true,
-        remaining: holding.balance + (at?.remaining ?? 0),
-        resetMs: Math.max(0, (at?.resetMs ?? 0) - elapsed),
-        retryAfterMs: 0,
-        delayMs: 0,
-        blocked: false,
-      }
-    })
-    return { allowed: true, results, now: Date.now() }
+      const result = results[i] ?? (results[i] = { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, blocked: false })
+      result.allowed = true
+      result.remaining = holding.balance + (at?.remaining ?? 0)
+      result.resetMs = Math.max(0, (at?.resetMs ?? 0) - elapsed)
+      result.retryAfterMs = 0
+      result.delayMs = 0
+      result.blocked = false
+    }
+    response.allowed = true
+    response.now = this.epochClock()
+    return response
   }
 }

@@ -32,6 +32,11 @@ export interface Entry {
   outbox: Outbox | undefined
   /** The flush call carrying this key now (0: none). */
   inFlight: number
+  /**
+   * Units this instance may still admit before the store's answer to the read under way (a key not
+   * held before, or with a copy too old); undefined when no such read is under way.
+   */
+  provisional: number | undefined
   /** Decisions waiting for the key's first (or a stale key's) answer from the store. */
   waiters: (() => void)[] | undefined
   /** Read or charged since the last flush: the next flush refreshes it even with no units to send. */
@@ -51,6 +56,7 @@ export function createEntry(key: string, policies: readonly Policy[]): Entry {
     pending: 0,
     outbox: undefined,
     inFlight: 0,
+    provisional: undefined,
     waiters: undefined,
     touched: false,
   }

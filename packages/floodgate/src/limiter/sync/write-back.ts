@@ -166,11 +166,16 @@ export class WriteBack {
       waiters.push(() => done(null, this.answer(entry, cost, true)))
       return
     }
-    // A copy long out of date waits for a read; a merely stale one decides at once, and the decision
+    // A copy long out of date is read again; a merely stale one decides at once, and the decision
     // (touching the key) has the next flush bring it up to date.
     if (this.clock() - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) {
-      entry.waiters = [() => done(null, this.answer(entry, cost, true))]
+      entry.provisional = provisionalUnits(entry.policies, entry.flushMs, this.instances)
       this.read(entry)
+    }
+    // Until the read answers, the copy may be wrong by anything: it decides at most `provisional`
+    // units (docs/sync.md: the bound), and a decision past them waits for the answer.
+    if (entry.provisional !== undefined && cost > entry.provisional) {
+      entry.waiters = [() => done(null, this.answer(entry, cost, true))]
       return
     }
     done(null, this.answer(entry, cost, false))
@@ -220,6 +225,7 @@ export class WriteBack {
   private answer(entry: Entry, cost: number, copy: boolean): WriteBackResponse {
     const now = this.now()
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
+    if (evaluation.allowed && cost > 0 && entry.provisional !== undefined) entry.provisional -= cost
     if (entry.touched) this.markDirty(entry)
     const results = copy ? evaluation.results.map((result) => ({ ...result })) : evaluation.results
     return { allowed: evaluation.allowed, results, now, source: 'write-back' }
@@ -238,7 +244,9 @@ export class WriteBack {
     this.order.add(entry)
     // With the store down the key starts from a fresh copy, and the flush that gets through reads it.
     if (this.storeDown) return entry
-    entry.waiters = []
+    // Otherwise it is read now, and decides from a fresh copy meanwhile within its provisional units
+    // (as Gubernator's GLOBAL behaviour decides a key it has not seen from a local bucket).
+    entry.provisional = provisionalUnits(policies, entry.flushMs, this.instances)
     this.read(entry)
     return entry
   }
@@ -315,6 +323,9 @@ export class WriteBack {
       if (entry.inFlight !== call) continue
       entry.inFlight = 0
       const response = responses?.[i]
+      // An answer, or a failure (the store is down: decisions go on from the copy, as they do for
+      // every key then), ends the provisional units.
+      entry.provisional = undefined
       if (response !== undefined) {
         if (!response.applied) this.stats.replays++
         // Confirmed: the store holds the outbox's units now (this time, or in an earlier send).
@@ -371,6 +382,18 @@ export class WriteBack {
  */
 function staleReadMs(flushMs: number): number {
   return Math.max(1_000, 20 * flushMs)
+}
+
+/**
+ * How many units an instance may admit for a key before the store's answer for it arrives (a key not
+ * held, or held with a copy older than staleReadMs): its share of what the tightest policy refills
+ * in one flush interval, `floor(limit / period × flushMs / instances)`. A key that refills less than
+ * that gets 0: its first decision waits for the read.
+ */
+export function provisionalUnits(policies: readonly Policy[], flushMs: number, instances: number): number {
+  let units = Infinity
+  for (const policy of policies) units = Math.min(units, Math.floor(((policy.limit / policy.periodMs) * flushMs) / instances))
+  return units
 }
 
 /** How many held keys a new key looks through for a clean one to replace before it is refused. */

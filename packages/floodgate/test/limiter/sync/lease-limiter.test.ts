@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { RateLimiter } from '../../../src/limiter/rate-limiter.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { Store } from '../../../src/stores/store.js'
+import type { PolicyOptions } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { Clock } from '../fixtures.js'
 
@@ -45,6 +46,33 @@ describe('RateLimiter with sync: lease', () => {
     const decision = await peek.limit('k', { cost: 0 })
     assert.equal(decision.remaining, 70)
     await peek.close()
+  })
+
+  it('concurrency: a lease released in another instance frees no slot of someone else', async () => {
+    // Three instances on one store (A, B, C). A's slot comes from a block that ends (in the store)
+    // before the slot's own period would; B releases it after that, as a process that received the
+    // lease over the wire would. Refunded in the store, that would remove C's live slot.
+    const clock = new Clock()
+    const store = new MemoryStore({ clock: clock.read })
+    const policies: PolicyOptions[] = [{ name: 'c', algorithm: 'concurrency', limit: 4, period: '1s', sync: 'lease', leaseMax: 2 }]
+    const [a, b, c] = Array.from({ length: 3 }, () => new RateLimiter({ store, policies, clock: clock.read, timers: clock.timers }))
+    assert.equal((await a.limit('k')).source, 'store') // a first request: decided exactly
+    clock.advance(1)
+    const fromBlock = await a.limit('k') // the second takes a block of 2 (granted at 1, so it ends at 1001)
+    assert.equal(fromBlock.allowed, true)
+    clock.advance(499)
+    const late = await a.limit('k') // the block's second slot, acquired at 500: its own period ends at 1500
+    assert.equal(late.source, 'lease')
+    clock.advance(100)
+    assert.equal((await c.limit('k')).allowed, true) // C's slot, live until 1600
+    clock.advance(600) // 1200: A's block has ended in the store; only C's slot is in flight there
+    const wire = JSON.parse(JSON.stringify(late.lease)) as typeof late.lease
+    await b.release(wire!)
+    // C's slot is still counted (the block's slots, the late one too, ended with the block).
+    assert.equal((await c.limit('k', { cost: 0 })).remaining, 3)
+    const more = await Promise.all(Array.from({ length: 4 }, () => b.limit('k')))
+    assert.equal(more.filter((decision) => decision.allowed).length, 3)
+    await Promise.all([a, b, c].map((limiter) => limiter.close()))
   })
 
   it('concurrency: a released slot serves the lease again; releases of an earlier lease are not credited', async () => {

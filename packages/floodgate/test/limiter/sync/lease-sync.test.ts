@@ -171,6 +171,62 @@ describe('LeaseSync: sizing, returns and sources', () => {
     assert.equal(peek[0].results[0].remaining, 10_000 - 2000, 'every unused unit came back')
   })
 
+  it('a key asked every 20 ms gets a lease covering it from its second request; the sweep renews it while in use', async () => {
+    let now = START
+    const clock = () => now
+    const store = new MemoryStore({ clock })
+    // Store calls a caller waited for (a request in hand), and renewals (none in hand, a lease taken).
+    let waited = 0
+    let renewals = 0
+    const counting = {
+      lease: (batch: Parameters<MemoryStore['lease']>[0]) => {
+        for (const request of batch) {
+          if (request.need > 0) waited++
+          else if (request.id !== 0) renewals++
+        }
+        return store.lease(batch)
+      },
+    }
+    const leases = new LeaseSync({ store: counting as unknown as MemoryStore, clock })
+    const policy = createPolicy({ algorithm: 'fixed-window', limit: 100_000, period: '1h', sync: 'lease', leaseMs: '1s' })
+    const sources: LeaseSource[] = []
+    const ask = async () => {
+      leases.decide('k', [policy], 1, (error, response, source) => {
+        assert.equal(error, null)
+        assert.equal(response!.allowed, true)
+        sources.push(source!)
+      })
+      await settle()
+    }
+    await ask() // the first request: no demand known yet, decided exactly
+    now += 20
+    await ask() // the second: a lease for what follows (the decision is the lease's first unit)
+    assert.deepEqual(sources, ['store', 'lease'])
+    assert.ok(leases.held('k', [policy]) >= 20, `held ${leases.held('k', [policy])}`)
+    // Every 20 ms for 2.5 s (well past the first lease's expiry at 1.02 s), sweeping every 100 ms as the timer does.
+    for (let t = 40; t <= 2_500; t += 20) {
+      now = START + t
+      await ask()
+      if (t % 100 === 0) {
+        await leases.sweep()
+        await settle()
+      }
+    }
+    // 126 decisions: the first two waited, then a lease that ran short (demand was read low at
+    // first) may cost one more wait; the expiries at ~1 s and ~2 s were renewed by the sweep.
+    assert.ok(waited <= 4, `${waited} of ${sources.length} decisions waited for the store`)
+    assert.ok(renewals >= 2, `${renewals} renewals`)
+    assert.ok(leases.held('k', [policy]) > 0)
+    // Quiet for a quarter of the lease time: the sweep gives the rest back.
+    now += 300
+    await leases.sweep()
+    assert.equal(leases.held('k', [policy]), 0)
+    const admitted = sources.length
+    const [peek] = await store.lease([{ key: 'k', policies: [policy], id: 0, want: 0, need: 0, leaseMs: 0, returnId: 0, returnUnused: 0 }])
+    assert.equal(peek.results[0].remaining, 100_000 - admitted, 'every unused unit came back')
+    await leases.close()
+  })
+
   it('close() gives back every lease; a store failure reaches the waiting callers, and held units keep serving', async () => {
     let now = START
     const clock = () => now

@@ -14,7 +14,7 @@ import { SimTime, settle } from './support.js'
 const START = 1_700_000_000_000
 const policy: PolicyOptions = { name: 'wb', algorithm: 'fixed-window', limit: 5, period: '1h', sync: 'write-back', flushMs: 50 }
 
-function setup(options: { store?: Store; maxKeys?: number } = {}) {
+function setup(options: { store?: Store; maxKeys?: number; onStoreError?: 'open' | 'closed' } = {}) {
   const time = new SimTime(START)
   const store = (options.store ?? new MemoryStore({ clock: time.clock })) as MemoryStore
   const limiter = new RateLimiter({
@@ -23,6 +23,8 @@ function setup(options: { store?: Store; maxKeys?: number } = {}) {
     clock: time.clock,
     timers: { now: () => time.now, setTimeout: (callback, ms) => time.setTimeout(callback, ms) },
     denyCache: false,
+    ...(options.maxKeys === undefined ? {} : { sync: { maxKeys: options.maxKeys } }),
+    ...(options.onStoreError === undefined ? {} : { onStoreError: options.onStoreError }),
   })
   const stored = () => store.evaluateSync({ key: 'k', policies: createPolicies([policy]), cost: 0 }).results[0].remaining
   return { time, store, limiter, stored }
@@ -65,6 +67,56 @@ describe("sync: 'write-back' in the RateLimiter", () => {
   it('a store without merge is refused at construction, naming the need', () => {
     const store: Store = { evaluate: () => Promise.resolve([]), reset: () => Promise.resolve(), close: () => Promise.resolve() }
     assert.throws(() => new RateLimiter({ store, policies: [policy] }), /write-back sync needs a store with merge\(\)/)
+  })
+
+  it('sync.maxKeys bounds the keys held: a clean key makes room, and with none clean a new key goes to onStoreError', async () => {
+    const inner = new MemoryStore({ clock: () => START })
+    // A store whose merges can be made to fail: units then stay unsent, and their keys are not clean.
+    let down = false
+    const store: Store = {
+      merge: (batch) => (down ? Promise.reject(new Error('down')) : inner.merge(batch)),
+      evaluate: (batch) => inner.evaluate(batch),
+      reset: (key, set) => inner.reset(key, set),
+      close: () => inner.close(),
+    }
+    const { time, limiter } = setup({ store, maxKeys: 2, onStoreError: 'closed' })
+    const errors: Error[] = []
+    limiter.on('store-error', (error) => errors.push(error))
+    assert.equal((await limiter.limit('a')).source, 'write-back')
+    assert.equal((await limiter.limit('b')).source, 'write-back')
+    await limiter.flush()
+    // a and b are clean now: c takes the place of the oldest (a).
+    assert.equal((await limiter.limit('c')).source, 'write-back')
+    down = true
+    await limiter.limit('b')
+    await limiter.limit('c')
+    time.advance(50)
+    await settle()
+    // b and c hold units the store has not taken: d is refused and decided by onStoreError.
+    const refused = await limiter.limit('d')
+    assert.equal(refused.source, 'fallback-closed')
+    assert.equal(refused.allowed, false)
+    assert.ok(errors.some((error) => /WRITE_BACK_FULL|holds 2 keys/.test(`${(error as { code?: string }).code} ${error.message}`)))
+    down = false
+    await limiter.flush()
+    assert.equal((await limiter.limit('d')).source, 'write-back')
+    await limiter.close()
+    assert.equal(
+      inner.evaluateSync({ key: 'b', policies: createPolicies([policy]), cost: 0 }).results[0].remaining,
+      3,
+      'b: every unit once',
+    )
+  })
+
+  it('sync.maxKeys is validated', () => {
+    for (const bad of [0, -1, 1.5, '10', null]) {
+      assert.throws(
+        () => new RateLimiter({ policies: [policy], sync: { maxKeys: bad as number } }),
+        (error: Error) => /sync\.maxKeys: must be a whole number ≥ 1/.test(error.message),
+      )
+    }
+    assert.throws(() => new RateLimiter({ policies: [policy], sync: { max: 3 } as never }), /sync\.max: unknown option/)
+    assert.throws(() => new RateLimiter({ policies: [policy], sync: 5 as never }), /sync: expected an object/)
   })
 
   it('limitSync is refused (a cold key waits for the store)', () => {

@@ -167,6 +167,39 @@ describe('write-back sync', () => {
     for (const instance of f.instances) assert.equal((await decide(instance, policies, 1)).allowed, false)
   })
 
+  it('a key not held decides from a fresh copy while its read is under way, at most its provisional units', async () => {
+    // 200 per second with flushMs 50 and 2 instances: 200 / 1000 × 50 / 2 = 5 provisional units.
+    const policies = createPolicies([{ algorithm: 'gcra', limit: 200, period: '1s', sync: 'write-back', flushMs: 50 }])
+    const f = fleet(2)
+    // The other instance already spent the key in the store.
+    f.store.mergeOne({ key: KEY, policies, units: 200 })
+    const answers: boolean[] = []
+    for (let i = 0; i < 8; i++) f.instances[0].decide(KEY, policies, 1, (_, response) => answers.push(response!.allowed))
+    // Five answered at once, from the fresh copy; the rest wait for the read.
+    assert.deepEqual(answers, [true, true, true, true, true])
+    await settle()
+    await settle()
+    // The read brought the spent state: those who waited are denied, and so is the next.
+    assert.deepEqual(answers, [true, true, true, true, true, false, false, false])
+    assert.equal((await decide(f.instances[0], policies, 1)).allowed, false)
+    // A key spent nowhere: the same five at once, the rest after the read, all admitted.
+    const fresh: boolean[] = []
+    for (let i = 0; i < 8; i++) f.instances[1].decide('other', policies, 1, (_, response) => fresh.push(response!.allowed))
+    assert.equal(fresh.length, 5)
+    await settle()
+    await settle()
+    assert.deepEqual(fresh, Array(8).fill(true))
+    // A key whose refill in one flush interval is under one unit waits for its read (no provisional units).
+    const slow = createPolicies([{ algorithm: 'fixed-window', limit: 10, period: '1h', sync: 'write-back', flushMs: 50 }])
+    let answered = false
+    f.instances[0].decide('slow', slow, 1, () => {
+      answered = true
+    })
+    assert.equal(answered, false)
+    await settle()
+    assert.equal(answered, true)
+  })
+
   it('a flush whose answer was lost is sent again with the same seq and counts once', async () => {
     const policies = createPolicies([{ algorithm: 'gcra', limit: 100, period: '1s', sync: 'write-back' }])
     const f = fleet(1)
