@@ -16,7 +16,8 @@ import type {
 import { usedByOthers } from './crdt.js'
 import { isWindowed, regionalPolicy, windowOf, type RegionView } from './region-policy.js'
 import { entryId } from './usage-tracker.js'
-import { mergeUsage, usageKey } from './usage-script.js'
+import { mergeUsageBatch, usageKey, type MergeItem } from './usage-script.js'
+import { TickBatcher } from '../stores/redis/batcher.js'
 import { claimNow, usageTtlMs, type RegionContext } from './replicator.js'
 
 /** Policies kept by name for peers' asks; a bound, as policies may come per call. */
@@ -116,7 +117,7 @@ export class RegionStore implements Store {
   // Brings the copies the request's regional policies need up to date (see staleIds); never rejects.
   private refreshed(key: string, policies: readonly Policy[], now: number): Promise<void> | undefined {
     const stale = this.staleIds(key, policies, now)
-    if (stale.length === 0) return undefined
+    if (stale === undefined) return undefined
     return Promise.all(stale.map(([id, policy, window]) => this.fetch(id, key, policy, window, now))).then(
       () => undefined,
       () => undefined,
@@ -247,8 +248,8 @@ export class RegionStore implements Store {
 
   // Copies a decision needs that are missing or older than two intervals and a tick: the current
   // window's, and the previous one's for a shared sliding window (its weight still counts).
-  private staleIds(key: string, policies: readonly Policy[], now: number): [string, Policy, number][] {
-    const stale: [string, Policy, number][] = []
+  private staleIds(key: string, policies: readonly Policy[], now: number): [string, Policy, number][] | undefined {
+    let stale: [string, Policy, number][] | undefined
     // A tick refreshes the copies of every key decided since the one before; one that runs long
     // (many keys) must not send every decision to Redis for its copy meanwhile.
     const oldest = now - 2 * this.ctx.intervalMs - this.ctx.lastTickMs
@@ -256,36 +257,73 @@ export class RegionStore implements Store {
       // A bucket decides on its own state, into which the ticks charge what other regions used.
       if (policy.regions === undefined || !isWindowed(policy.algorithm)) continue
       const window = windowOf(now, policy.periodMs)
-      const windows = policy.regions === 'shared' && policy.algorithm === 'sliding-window' ? [window, window - 1] : [window]
-      for (const w of windows) {
+      const first = policy.regions === 'shared' && policy.algorithm === 'sliding-window' ? window - 1 : window
+      for (let w = first; w <= window; w++) {
         const id = entryId(key, policy, w)
         const at = this.ctx.views.refreshedAt(id)
-        if (at === undefined || at < oldest) stale.push([id, policy, w])
+        if (at === undefined || at < oldest) (stale ??= []).push([id, policy, w])
       }
     }
     return stale
   }
 
-  // Reads one copy from the region's Redis; concurrent decisions of one key share the read.
+  // Reads one copy from the region's Redis; concurrent decisions of one key share the read, and the
+  // reads of one event-loop turn go as one batch (64 hashes a script call), as decisions do.
   private fetch(id: string, key: string, policy: Policy, window: number, now: number): Promise<void> {
     let pending = this.fetching.get(id)
     if (pending === undefined) {
       const { ctx } = this
-      pending = mergeUsage(ctx.local, usageKey(ctx.prefix, key, policy, window), {
-        region: ctx.region,
-        origin: '',
-        entries: [],
-        fields: new Map(),
-        claim: false,
-        ttlMs: usageTtlMs(policy, window, now, ctx.intervalMs),
-      })
-        .then((reply) => ctx.views.merge(id, reply.fields, ctx.clock()))
-        .finally(() => this.fetching.delete(id))
+      const item: MergeItem = {
+        hashKey: usageKey(ctx.prefix, key, policy, window),
+        merge: {
+          region: ctx.region,
+          origin: '',
+          entries: [],
+          fields: EMPTY_FIELDS,
+          claim: false,
+          ttlMs: usageTtlMs(policy, window, now, ctx.intervalMs),
+        },
+      }
+      pending = new Promise<void>((resolve, reject) => this.reads.add({ id, item, resolve, reject }))
       this.fetching.set(id, pending)
     }
     return pending
   }
+
+  private readonly reads = new TickBatcher<Read>((reads) => {
+    const { ctx } = this
+    mergeUsageBatch(
+      ctx.local,
+      ctx.region,
+      reads.map((read) => read.item),
+    ).then(
+      (replies) => {
+        const at = ctx.clock()
+        reads.forEach((read, i) => {
+          this.fetching.delete(read.id)
+          ctx.views.merge(read.id, replies[i].fields, at)
+          read.resolve()
+        })
+      },
+      (error: unknown) => {
+        for (const read of reads) {
+          this.fetching.delete(read.id)
+          read.reject(error)
+        }
+      },
+    )
+  })
 }
+
+/** One copy to read, and who waits for it. */
+interface Read {
+  readonly id: string
+  readonly item: MergeItem
+  readonly resolve: () => void
+  readonly reject: (error: unknown) => void
+}
+
+const EMPTY_FIELDS: ReadonlyMap<string, number> = new Map()
 
 function hasRegions(policy: Policy): boolean {
   return policy.regions !== undefined

@@ -12,7 +12,7 @@ import { planGives, shortfall } from './allotments.js'
 import { demandOf, isSharedField, mergeInto } from './crdt.js'
 import type { PeerLink } from './peer-link.js'
 import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
-import { entryId, type TrackedEntry, type UsageTracker } from './usage-tracker.js'
+import { entryId, isDirty, type TrackedEntry, type UsageTracker } from './usage-tracker.js'
 import { mergeUsageBatch, usageKey, type MergeItem, type MergeReply } from './usage-script.js'
 import type { UsageViews } from './usage-views.js'
 import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
@@ -41,6 +41,8 @@ export interface RegionContext {
 
 /** Most keys sent to one peer per tick; the rest wait for the next (so a backlog drains, never times out). */
 const MAX_PER_EXCHANGE = 8192
+/** How often (in ticks) entries of ended windows are dropped from memory. */
+const PRUNE_TICKS = 10
 /** Merge calls in flight at once on a peer's link (64 keys each): a tick costs about one round trip. */
 const PEER_CALLS_IN_FLIGHT = 32
 
@@ -79,8 +81,11 @@ export async function tick(ctx: RegionContext): Promise<void> {
   await mergeLocal(ctx, entries).catch(note)
   const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
   await mergeLocal(ctx, giving).catch(note)
+  // Counts a failed merge left behind go again next tick.
+  for (const entry of entries) if (isDirty(entry) || entry.learned.size > 0) ctx.tracker.touch(entry)
   await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
-  ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
+  // Windows end rarely next to ticks: old entries are looked for every PRUNE_TICKS ticks, not every tick.
+  if (ctx.counters.ticks % PRUNE_TICKS === 0) ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
   if (failed) ctx.counters.failedTicks++
   ctx.lastTickMs = performance.now() - started
 }
@@ -109,7 +114,8 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
   for (const [i, entry] of entries.entries()) {
     const subs: [string, number][] = []
     if (entry.used > 0) subs.push(['u', entry.used])
-    if (entry.demand > 0) subs.push(['d', entry.demand])
+    // Demand moves split allotments and nothing else: a shared entry does not write it.
+    if (entry.demand > 0 && entry.policy.regions === 'split') subs.push(['d', entry.demand])
     for (const [peer, units] of entry.given) subs.push([`g|${peer}`, units])
     const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
     const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
@@ -315,7 +321,7 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
         peer.received++
         ctx.views.merge(entry.id, news)
         mergeInto(entry.learned, news)
-        entry.active = true
+        ctx.tracker.touch(entry)
       }
       if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
         asks.push(toAsk(entry))
@@ -336,7 +342,7 @@ async function activateAsks(ctx: RegionContext, now: number): Promise<void> {
     const policy = ctx.policies.get(ask.policy.name) ?? ask.policy
     if (policy.regions !== 'split' || ask.window !== windowOf(now, policy.periodMs)) continue
     const entry = ctx.tracker.entry(ask.key, policy, ask.window)
-    if (entry !== undefined) entry.active = true
+    if (entry !== undefined) ctx.tracker.touch(entry)
   }
 }
 
