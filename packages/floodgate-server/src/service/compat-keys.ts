@@ -2,7 +2,15 @@
 
 import { createRequire } from 'node:module'
 import { crc32 } from 'node:zlib'
-import { FloodgateError, type EvaluateRequest, type EvaluateResponse, type Policy, type Store, type SubmitCallback } from 'floodgate'
+import {
+  FloodgateError,
+  type EvaluateRequest,
+  type EvaluateResponse,
+  type LeaseStore,
+  type Policy,
+  type Store,
+  type SubmitCallback,
+} from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './decide.js'
 import type { StoreSettings } from './settings.js'
@@ -208,12 +216,23 @@ const UNIT_OF_PERIOD = new Map(ENVOY_UNITS.map((unit) => [UNIT_MS[unit], unit]))
  * its length, or that memcache cannot hold, keep Floodgate's own layout (they are not shared).
  */
 export class EnvoyCompatStore implements Store {
+  /**
+   * Lease calls and write-back merges go to `inner` (with --region, the region sync's store): an
+   * upstream-style counter is always decided per request (sync `always`), so none of them is one.
+   */
+  readonly lease: LeaseStore['lease'] | undefined
+  readonly merge: Store['merge']
+
   constructor(
     readonly inner: Store,
     private readonly counter: UpstreamCounter,
     private readonly prefix: string,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    const leaser = (inner as Partial<LeaseStore>).lease
+    this.lease = typeof leaser === 'function' ? (batch) => leaser.call(inner, batch) : undefined
+    this.merge = typeof inner.merge === 'function' ? (batch) => inner.merge!(batch) : undefined
+  }
 
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
     const upstream = batch.map((request) => this.upstreamKey(request))

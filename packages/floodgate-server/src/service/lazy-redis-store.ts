@@ -66,10 +66,16 @@ export class LazyRedisStore implements LeaseStore {
     return answer
   }
 
-  // Lease calls of `sync: 'lease'` and `'auto'` rules go to the region's own Redis: a policy with
-  // regions is refused in those modes, so no lease bypasses the region sync.
+  // Lease calls (`sync: 'lease'`, `'auto'`) and write-back's merges go through the region sync's
+  // store too, which draws them on the regional limits and counts them as the region's use.
   lease(batch: Parameters<LeaseStore['lease']>[0]): ReturnType<LeaseStore['lease']> {
-    return this.#redis !== undefined ? this.#redis.lease(batch) : this.#ready.then(() => this.#redis!.lease(batch))
+    const store = this.#store as LeaseStore | undefined
+    return store !== undefined ? store.lease(batch) : this.#ready.then((ready) => (ready as LeaseStore).lease(batch))
+  }
+
+  merge(batch: Parameters<NonNullable<Store['merge']>>[0]): ReturnType<NonNullable<Store['merge']>> {
+    const store = this.#store
+    return store !== undefined ? store.merge!(batch) : this.#ready.then((ready) => ready.merge!(batch))
   }
 
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {

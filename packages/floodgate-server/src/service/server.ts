@@ -72,10 +72,13 @@ export async function startService(settings: Settings, options: StartOptions = {
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
   const store = createStore(settings, (ms) => storeLatency?.(ms))
-  const regionStatus = () => (store instanceof LazyRedisStore ? store.regionStatus() : undefined)
-  if (store instanceof LazyRedisStore && settings.regions !== undefined) {
+  // --compat-keys wraps the region's store: upstream-format rules count on upstream's keys, the rest
+  // (rules with `regions` among them) go through the region sync inside.
+  const own = store instanceof EnvoyCompatStore ? store.inner : store
+  const regionStatus = () => (own instanceof LazyRedisStore ? own.regionStatus() : undefined)
+  if (own instanceof LazyRedisStore && settings.regions !== undefined) {
     // Made now, not at the first decision: the sync loop and /readyz's view of the peers start with the service.
-    await store.start()
+    await own.start()
     metrics.watchRegions(regionStatus)
   }
   // `error` is decided by the Decider from the limiter's fail-open answer (marked as a fallback).

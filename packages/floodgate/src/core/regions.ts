@@ -32,6 +32,15 @@ export function regionRefusal(mode: RegionMode, algorithm: AlgorithmName, policy
     return 'split hands out units of a window, and a bucket has no window to hold them in. Use shared, or fixed-window/sliding-window'
   }
   if (policyMode === 'elastic') return 'elastic mode asks a shared pool at each admission past the limit, which regions apart do not share'
-  if (sync !== 'always') return `regions decide in the region's store per request; sync ${sync} is not combined with regions yet`
+  if (mode === 'split' && sync === 'write-back') {
+    // Split's one promise is zero over-admission: a region enforces its allotment exactly, so the
+    // allotments' sum bounds the total. Write-back admits from copies that lag the region's store
+    // by a flush (docs/sync.md: up to N·c + r·(flushMs + 2·RTT) over what the store allows), and a
+    // request it denies never reaches the store, so the demand that moves allotments goes unseen.
+    return (
+      'split promises zero over-admission, and write-back admits from copies a flush behind the allotment ' +
+      "(and hides denied demand from the rebalancing). Use sync: 'lease' or 'auto' with split (exact), or shared with write-back"
+    )
+  }
   return undefined
 }

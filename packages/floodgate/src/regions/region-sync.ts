@@ -146,7 +146,7 @@ export class RegionSync {
     if (this.closed) return
     this.closed = true
     if (this.timer !== undefined) this.timers.clearTimeout(this.timer)
-    for (const entry of this.ctx.tracker.all()) entry.active = true
+    for (const entry of this.ctx.tracker.all()) this.ctx.tracker.touch(entry)
     await this.tick()
     await Promise.all(this.ctx.peers.filter((peer) => peer.owned).map((peer) => peer.connection.close().catch(() => undefined)))
   }

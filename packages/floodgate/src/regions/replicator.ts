@@ -6,13 +6,13 @@
 // entries stay dirty and go again next tick.
 
 import type { Policy } from '../core/policy.js'
-import type { Store } from '../stores/store.js'
+import type { LeaseStore, Store } from '../stores/store.js'
 import type { Connection } from '../stores/redis/connection.js'
 import { planGives, shortfall } from './allotments.js'
 import { demandOf, isSharedField, mergeInto } from './crdt.js'
 import type { PeerLink } from './peer-link.js'
 import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
-import type { TrackedEntry, UsageTracker } from './usage-tracker.js'
+import { entryId, isDirty, type TrackedEntry, type UsageTracker } from './usage-tracker.js'
 import { mergeUsageBatch, usageKey, type MergeItem, type MergeReply } from './usage-script.js'
 import type { UsageViews } from './usage-views.js'
 import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
@@ -41,6 +41,8 @@ export interface RegionContext {
 
 /** Most keys sent to one peer per tick; the rest wait for the next (so a backlog drains, never times out). */
 const MAX_PER_EXCHANGE = 8192
+/** How often (in ticks) entries of ended windows are dropped from memory. */
+const PRUNE_TICKS = 10
 /** Merge calls in flight at once on a peer's link (64 keys each): a tick costs about one round trip. */
 const PEER_CALLS_IN_FLIGHT = 32
 
@@ -79,8 +81,11 @@ export async function tick(ctx: RegionContext): Promise<void> {
   await mergeLocal(ctx, entries).catch(note)
   const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
   await mergeLocal(ctx, giving).catch(note)
+  // Counts a failed merge left behind go again next tick.
+  for (const entry of entries) if (isDirty(entry) || entry.learned.size > 0) ctx.tracker.touch(entry)
   await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
-  ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
+  // Windows end rarely next to ticks: old entries are looked for every PRUNE_TICKS ticks, not every tick.
+  if (ctx.counters.ticks % PRUNE_TICKS === 0) ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
   if (failed) ctx.counters.failedTicks++
   ctx.lastTickMs = performance.now() - started
 }
@@ -109,7 +114,8 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
   for (const [i, entry] of entries.entries()) {
     const subs: [string, number][] = []
     if (entry.used > 0) subs.push(['u', entry.used])
-    if (entry.demand > 0) subs.push(['d', entry.demand])
+    // Demand moves split allotments and nothing else: a shared entry does not write it.
+    if (entry.demand > 0 && entry.policy.regions === 'split') subs.push(['d', entry.demand])
     for (const [peer, units] of entry.given) subs.push([`g|${peer}`, units])
     const claim = entry.policy.regions === 'shared' && !isWindowed(entry.policy.algorithm)
     const ttlMs = usageTtlMs(entry.policy, entry.window, now, ctx.intervalMs)
@@ -139,36 +145,78 @@ async function mergeLocal(ctx: RegionContext, entries: readonly TrackedEntry[]):
   for (const [entry, index] of claims) {
     if (replies[index].claimed > 0) claimed.set(entry, (claimed.get(entry) ?? 0) + replies[index].claimed)
   }
-  await Promise.all([...claimed].map(([entry, units]) => chargeClaimed(ctx, entry, units)))
+  await Promise.all([...claimed].map(([entry, units]) => chargeClaimed(ctx, entry.key, entry.policy, units)))
+}
+
+/**
+ * Claims and charges now what other regions used of a shared bucket (its window and the one
+ * before) and this region has not charged yet. A lease call runs it first: a key served from
+ * leases reaches the store once a block, so the ticks alone would charge the others' use after
+ * the next block was granted, not before.
+ */
+export async function claimNow(ctx: RegionContext, key: string, policy: Policy, now: number): Promise<void> {
+  const window = windowOf(now, policy.periodMs)
+  const items: MergeItem[] = []
+  for (const w of window > 0 ? [window, window - 1] : [window]) {
+    const ttlMs = usageTtlMs(policy, w, now, ctx.intervalMs)
+    items.push({
+      hashKey: usageKey(ctx.prefix, key, policy, w),
+      merge: { region: ctx.region, origin: '', entries: [], fields: new Map(), claim: true, ttlMs },
+    })
+  }
+  const replies = await mergeUsageBatch(ctx.local, ctx.region, items)
+  ctx.views.merge(entryId(key, policy, window), replies[0].fields, ctx.clock())
+  const units = replies.reduce((sum, reply) => sum + reply.claimed, 0)
+  if (units > 0) await chargeClaimed(ctx, key, policy, units)
 }
 
 /**
  * Charges units other regions consumed of a bucket into this region's state, once (the hash's
  * `a|` fields record what was claimed, so only the process that claimed them charges them).
  */
-async function chargeClaimed(ctx: RegionContext, entry: TrackedEntry, claimed: number): Promise<void> {
+async function chargeClaimed(ctx: RegionContext, key: string, policy: Policy, claimed: number): Promise<void> {
   let units = claimed
   ctx.counters.unitsClaimed += units
-  const key = entry.key
   // On the clock decisions use (RegionStore decides regional policies on it), not the store's.
   const now = ctx.clock()
+  const leased = policy.sync === 'lease' || policy.sync === 'auto'
+  if (leased && policy.algorithm === 'token-bucket') {
+    await takeLeased(ctx.store as LeaseStore, key, policy, units, now)
+    return
+  }
   // A store with the merge primitive (write-back's Store.merge) charges them past the limit: the key owes them.
   const { merge } = ctx.store as MergeCapable
   if (typeof merge === 'function') {
-    await merge.call(ctx.store, [{ key, policies: [entry.policy], units, now }])
+    await merge.call(ctx.store, [{ key, policies: [policy], units, now }])
     return
   }
-  if (entry.policy.algorithm === 'gcra') {
-    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(entry.policy)], cost: units, now }])
+  if (policy.algorithm === 'gcra') {
+    await ctx.store.evaluate([{ key, policies: [forcedChargePolicy(policy)], cost: units, now }])
     return
   }
   // Without it a token bucket cannot owe: take what it holds, up to the units heard.
-  const policy = { ...entry.policy, blockMs: 0, shadow: false }
+  const taking = { ...policy, blockMs: 0, shadow: false }
   for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
-    const [peek] = await ctx.store.evaluate([{ key, policies: [policy], cost: 0, now }])
+    const [peek] = await ctx.store.evaluate([{ key, policies: [taking], cost: 0, now }])
     const take = Math.min(units, peek.results[0].remaining)
     if (take <= 0) return
-    const [charged] = await ctx.store.evaluate([{ key, policies: [policy], cost: take, now }])
+    const [charged] = await ctx.store.evaluate([{ key, policies: [taking], cost: take, now }])
+    if (charged.allowed) units -= take
+  }
+}
+
+// A token bucket on leases refills only up to its burst less the units leases hold, which only a
+// lease call knows (core/lease.ts); a merge or a plain decision would refill past it. So the units
+// heard are taken as exact lease calls (id 0): what the bucket holds, up to the units heard.
+async function takeLeased(store: LeaseStore, key: string, policy: Policy, heard: number, now: number): Promise<void> {
+  const policies = [{ ...policy, blockMs: 0, shadow: false }]
+  const ask = (need: number) => store.lease([{ key, policies, id: 0, want: 0, need, leaseMs: 0, returnId: 0, returnUnused: 0, now }])
+  let units = heard
+  for (let attempt = 0; attempt < 3 && units > 0; attempt++) {
+    const [peek] = await ask(0)
+    const take = Math.min(units, peek.results[0].remaining)
+    if (take <= 0) return
+    const [charged] = await ask(take)
     if (charged.allowed) units -= take
   }
 }
@@ -273,7 +321,7 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
         peer.received++
         ctx.views.merge(entry.id, news)
         mergeInto(entry.learned, news)
-        entry.active = true
+        ctx.tracker.touch(entry)
       }
       if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
         asks.push(toAsk(entry))
@@ -294,7 +342,7 @@ async function activateAsks(ctx: RegionContext, now: number): Promise<void> {
     const policy = ctx.policies.get(ask.policy.name) ?? ask.policy
     if (policy.regions !== 'split' || ask.window !== windowOf(now, policy.periodMs)) continue
     const entry = ctx.tracker.entry(ask.key, policy, ask.window)
-    if (entry !== undefined) entry.active = true
+    if (entry !== undefined) ctx.tracker.touch(entry)
   }
 }
 

@@ -46,6 +46,9 @@ export function entryId(key: string, policy: Policy, window: number): string {
  */
 export class UsageTracker {
   private readonly entries = new Map<string, TrackedEntry>()
+  // Entries counted in, given from or asked about since the last tick: what the tick looks at,
+  // without a walk over every entry held.
+  private readonly touched = new Set<TrackedEntry>()
   private serial = 0
 
   constructor(
@@ -89,8 +92,14 @@ export class UsageTracker {
     entry.demand += asked
     entry.used += admitted
     entry.version++
-    entry.active = true
+    this.touch(entry)
     return true
+  }
+
+  /** Marks the entry for the next tick (merged if dirty, exchanged either way). */
+  touch(entry: TrackedEntry): void {
+    entry.active = true
+    this.touched.add(entry)
   }
 
   /** Counts units handed to `peer` (already charged to this region's state). */
@@ -99,22 +108,25 @@ export class UsageTracker {
     entry.version++
   }
 
-  /** Entries to merge or look at this tick: dirty or active ones. Clears their `active` mark. */
+  /**
+   * Entries to merge or look at this tick: those touched since the last one. Clears their `active`
+   * mark; one whose merge fails stays dirty and is handed back with `touch`.
+   */
   takeActive(): TrackedEntry[] {
     const out: TrackedEntry[] = []
-    for (const entry of this.entries.values()) {
-      if (isDirty(entry) || entry.active) {
-        out.push(entry)
-        entry.active = false
-      }
+    for (const entry of this.touched) {
+      if (!this.entries.has(entry.id)) continue
+      out.push(entry)
+      entry.active = false
     }
+    this.touched.clear()
     return out
   }
 
   /** Drops merged entries of windows before `oldestWindow(entry)`: their counts are in the store. */
   prune(oldestWindow: (entry: TrackedEntry) => number): void {
     for (const entry of this.entries.values()) {
-      if (!isDirty(entry) && entry.window < oldestWindow(entry)) this.entries.delete(entry.id)
+      if (!isDirty(entry) && entry.window < oldestWindow(entry)) this.drop(entry)
     }
   }
 
@@ -126,10 +138,15 @@ export class UsageTracker {
   private dropOneMerged(): boolean {
     for (const entry of this.entries.values()) {
       if (!isDirty(entry)) {
-        this.entries.delete(entry.id)
+        this.drop(entry)
         return true
       }
     }
     return false
+  }
+
+  private drop(entry: TrackedEntry): void {
+    this.entries.delete(entry.id)
+    this.touched.delete(entry)
   }
 }
