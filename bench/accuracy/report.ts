@@ -29,7 +29,17 @@ export function reportMarkdown(input: ReportInput): string {
 
   const rows = outcomes.map((o) => {
     const truth = exact(o.trace).admitted
-    return `| ${o.trace} | ${o.algorithm} | ${o.requests} | ${o.admitted} | ${o.admitted >= truth ? '+' : ''}${percent(o.admitted - truth, truth)} | ${(o.worstWindow / LIMIT).toFixed(2)}x | ${percent(o.wronglyAllowed, o.requests, 3)} | ${percent(o.wronglyDenied, o.requests, 3)} |`
+    const cells = [
+      o.trace,
+      o.algorithm,
+      o.requests,
+      o.admitted,
+      `${o.admitted >= truth ? '+' : ''}${percent(o.admitted - truth, truth)}`,
+      `${(o.worstWindow / LIMIT).toFixed(2)}x`,
+      percent(o.wronglyAllowed, o.requests, 3),
+      percent(o.wronglyDenied, o.requests, 3),
+    ]
+    return `| ${cells.join(' | ')} |`
   })
   const chart = (name: string, alt: string) => `![${alt}](${relative(OUT, join(CHARTS, name))})`
   const crowd = (algorithm: AlgorithmName) => outcomes.find((o) => o.trace === 'crowd' && o.algorithm === algorithm)!
@@ -37,6 +47,10 @@ export function reportMarkdown(input: ReportInput): string {
   const crowdTrace = all.find((trace) => trace.name === 'crowd')!
   const fromOverLimit = crowdTrace.arrivals.filter((arrival) => crowdTrace.overLimit!.has(arrival.client)).length
   const slidingBursty = bursty.find((o) => o.algorithm === 'sliding-window')!
+  const worstOfSweep = (100 * (Math.max(...sweep.map((r) => r.worst)) - 1)).toFixed(0)
+  const windowEdge = outcomes.find((o) => o.trace === 'window edge' && o.algorithm === 'fixed-window')!
+  const burstyWrong = slidingBursty.wronglyAllowed + slidingBursty.wronglyDenied
+  const crowdWrong = slidingCrowd.wronglyAllowed + slidingCrowd.wronglyDenied
   return `# Accuracy
 
 How exactly each algorithm enforces "${LIMIT} requests per ${PERIOD_MS / 1000} s" against the exact
@@ -97,7 +111,7 @@ over-admits after a quiet window (the estimate spreads the previous window's few
 so a burst late in the previous window is discounted while it is still inside the rolling window)
 and under-admits after a busy one. The worst rolling window is another matter: when a burst lands
 at the end of a window that was quiet before it, the next window's estimate discounts that burst
-while it is still inside the rolling window: here up to ${(100 * (Math.max(...sweep.map((r) => r.worst)) - 1)).toFixed(0)}% over the limit within one
+while it is still inside the rolling window: here up to ${worstOfSweep}% over the limit within one
 period. That is the figure to look at if the limit protects something that breaks above it.
 
 ## Write-back and regions against their bounds
@@ -113,7 +127,9 @@ ${chart('bounds.svg', 'Over-admission of write-back and regions against their do
 ${bounds
   .map(
     ({ check, rows }) =>
-      `- **${check.mode}**: ${rows.every((row) => row.over <= row.bound) ? 'within its bound in every setup' : '**over its bound in some setup**'}, at ${spread(
+      `- **${check.mode}**: ${
+        rows.every((row) => row.over <= row.bound) ? 'within its bound in every setup' : '**over its bound in some setup**'
+      }, at ${spread(
         rows.map((row) => (100 * row.over) / row.bound),
         0,
       )}% of it.`,
@@ -133,13 +149,13 @@ round only, one round's worth; and a round that lands exactly on the limit leave
   admits more than the limit in any window and never denies a request the window had room for.
   It costs memory per admitted request (up to \`limit\` timestamps per key).
 - **fixed-window** counts per clock-aligned window, so a client that knows the boundary gets up to
-  twice the limit in the minute around it (the window-edge trace: ${(outcomes.find((o) => o.trace === 'window edge' && o.algorithm === 'fixed-window')!.worstWindow / LIMIT).toFixed(2)}x). It is envoyproxy/ratelimit's
-  algorithm, exact per window and the cheapest.
+  twice the limit in the minute around it (the window-edge trace: ${(windowEdge.worstWindow / LIMIT).toFixed(2)}x).
+  It is envoyproxy/ratelimit's algorithm, exact per window and the cheapest.
 - **sliding-window** (the weighted two-window counter) approximates the rolling window in O(1):
   it assumes the previous window's requests were spread evenly. On bursty traffic that assumption
   fails both ways: here it admitted ${percent(slidingBursty.admitted - exact('bursty').admitted, exact('bursty').admitted)} against the
   exact log, its worst window held ${(slidingBursty.worstWindow / LIMIT).toFixed(2)}x the limit, and it decided
-  ${percent(slidingBursty.wronglyAllowed + slidingBursty.wronglyDenied, slidingBursty.requests, 2)} of requests otherwise than the exact window.
+  ${percent(burstyWrong, slidingBursty.requests, 2)} of requests otherwise than the exact window.
 - **token-bucket, gcra and leaky-bucket** enforce a different contract, \`burst + rate x t\` over any
   interval t, which is smoother but not a rolling-window cap: a full bucket followed by its refill
   admits up to twice the limit within one period. Judge them by their own contract, which they
@@ -147,18 +163,22 @@ round only, one round's worth; and a round that lands exactly on the limit leave
 
 ### Against Cloudflare's 0.003%
 
-Cloudflare's post on its rate limiter ([Counting things, a lot of different things](https://blog.cloudflare.com/counting-things-a-lot-of-different-things/),
+Cloudflare's post on its rate limiter
+([Counting things, a lot of different things](https://blog.cloudflare.com/counting-things-a-lot-of-different-things/),
 June 2017) reports that its sliding-window counter decided 0.003% of requests wrongly (allowed when
 over the threshold, or limited when under it), on 400 million requests from 270,000 distinct
 sources. (The figure is often repeated as 0.0003%; the post says 0.003%.) That figure is a property
-of the traffic as much as of the algorithm. A client below its limit is decided right by every algorithm here: on the crowd trace,
+of the traffic as much as of the algorithm. A client below its limit is decided right by every
+algorithm here: on the crowd trace,
 ${crowdTrace.clients - crowdTrace.overLimit!.size} of ${crowdTrace.clients} clients stay below the limit and the sliding window decided
 ${slidingCrowd.wrongBelowLimit} of their requests wrongly. Every wrong decision fell on the ${crowdTrace.overLimit!.size} clients above
-it, which sent ${percent(fromOverLimit, crowdTrace.arrivals.length, 1)} of the requests: ${percent(slidingCrowd.wronglyAllowed + slidingCrowd.wronglyDenied, fromOverLimit, 1)} of their requests, ${percent(slidingCrowd.wronglyAllowed + slidingCrowd.wronglyDenied, slidingCrowd.requests, 2)} of all.
-Most of those are denials the exact window would have allowed (${percent(slidingCrowd.wronglyDenied, slidingCrowd.requests, 2)} of all requests),
+it, which sent ${percent(fromOverLimit, crowdTrace.arrivals.length, 1)} of the requests: ${percent(crowdWrong, fromOverLimit, 1)} of their
+requests, ${percent(crowdWrong, slidingCrowd.requests, 2)} of all. Most of those are denials the exact window would
+have allowed (${percent(slidingCrowd.wronglyDenied, slidingCrowd.requests, 2)} of all requests),
 so a client at its limit gets a little less than the limit, not more. Cloudflare's 0.003% says that
 requests of clients at their limit were a tiny share of its traffic; where they are a large share,
-expect the error per request of a client at its limit (here ${percent(slidingBursty.wronglyAllowed + slidingBursty.wronglyDenied, slidingBursty.requests, 1)} on the bursty trace).
+expect the error per request of a client at its limit (here ${percent(burstyWrong, slidingBursty.requests, 1)} on the
+bursty trace).
 
 ### When to choose the sliding window
 

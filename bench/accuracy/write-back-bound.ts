@@ -35,7 +35,10 @@ class SimTime {
   }
 }
 
-/** The memory store behind a link: a merge reaches it half a round trip after it is sent, and its answer comes back half a round trip later. */
+/**
+ * The memory store behind a link: a merge reaches it half a round trip after it is sent, and its answer
+ * comes back half a round trip later.
+ */
 class DistantStore implements Store {
   constructor(
     private readonly inner: MemoryStore,

@@ -192,7 +192,8 @@ export const PAGE_SCRIPT = `'use strict'
     pairs($('sync'), entries)
     $('peers').hidden = !rg
     fill($('peers').tBodies[0], rg ? rg.peers.map(function (p) {
-      return row([p.name, p.up ? 'yes' : 'no', ms(p.lagMs), p.lastHeardMsAgo == null ? 'never' : ms(p.lastHeardMsAgo) + ' ago', fmt(p.failures)])
+      var heard = p.lastHeardMsAgo == null ? 'never' : ms(p.lastHeardMsAgo) + ' ago'
+      return row([p.name, p.up ? 'yes' : 'no', ms(p.lagMs), heard, fmt(p.failures)])
     }) : [])
   }
 

@@ -104,7 +104,7 @@ describe('regions with lease, auto and write-back', () => {
     })
   }
 
-  it('shared, write-back: a partition keeps both sides serving within the limit less what each heard; counts converge after the heal', async () => {
+  it('shared, write-back: a partition keeps both sides within the limit less what each heard; counts converge after', async () => {
     const policy: PolicyOptions = {
       name: 'wb-partition',
       algorithm: 'fixed-window',

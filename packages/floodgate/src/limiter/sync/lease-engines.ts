@@ -21,7 +21,8 @@ export function createLeaseEngines(store: Store, epochClock: () => number, clock
   if (typeof (store as Partial<LeaseStore>).lease !== 'function') {
     throw new FloodgateError(
       'INVALID_OPTION',
-      "sync: the store has no lease primitive (Store.lease), which sync: 'lease' and 'auto' need; use MemoryStore or RedisStore, or sync: 'always'",
+      "sync: the store has no lease primitive (Store.lease), which sync: 'lease' and 'auto' need; " +
+        "use MemoryStore or RedisStore, or sync: 'always'",
     )
   }
   const leaseStore = store as LeaseStore

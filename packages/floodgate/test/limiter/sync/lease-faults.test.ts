@@ -77,7 +77,7 @@ describe('leases while Redis fails', () => {
     }
   })
 
-  it('stopped (SIGSTOP): held units serve; a caller that gave up leaves its units in the late lease; nothing is returned twice', async () => {
+  it('stopped (SIGSTOP): held units serve; a late lease keeps what a caller gave up; none returned twice', async () => {
     const server = await startRedis()
     const store = new RedisStore({ url: server.url })
     const leases = new LeaseSync({ store })
