@@ -82,11 +82,17 @@ export class ExactDecider implements Decider {
    * `primary` decides first (the store, or write-back's local copies); the failure mode takes over
    * when it answers undefined.
    */
+  // Why the primary could answer later, fixed for the decider's life (the pool's answer is not: it
+  // is asked on each whyNotSync).
+  private readonly primaryNotSync: string | undefined
+
   constructor(
     readonly plan: PolicyPlan,
     private readonly context: DeciderContext,
     private readonly primary: GuardedStore | WriteBackBackend | LeaseBackend = context.remote,
-  ) {}
+  ) {
+    this.primaryNotSync = whyPrimaryNotSync(plan, primary, context.remote)
+  }
 
   decide(key: string, cost: number, startedAt: number): MaybeDecision {
     const primary = this.primary
@@ -96,17 +102,8 @@ export class ExactDecider implements Decider {
   }
 
   whyNotSync(): string | undefined {
-    const { remote, pool } = this.context
-    if (this.primary instanceof LeaseBackend) {
-      return `sync: '${this.plan.policies[0].sync}' asks the store when a lease runs short: use await limiter.limit(key)`
-    }
-    if (this.primary instanceof WriteBackBackend) {
-      return "sync: 'write-back' reads a key from the store before its first decision: use await limiter.limit(key)"
-    }
-    if (!remote.synchronous) {
-      return 'the store cannot answer synchronously (it has no evaluateSync, as a RedisStore does not): use await limiter.limit(key)'
-    }
-    if (this.plan.hasElastic && pool?.limiter.canLimitSync !== true) {
+    if (this.primaryNotSync !== undefined) return this.primaryNotSync
+    if (this.plan.hasElastic && this.context.pool?.limiter.canLimitSync !== true) {
       return 'elastic policies ask the shared pool, and the pool limiter cannot answer synchronously: use await limiter.limit(key)'
     }
     return undefined
@@ -311,6 +308,19 @@ export class ExactDecider implements Decider {
     }
     return decision
   }
+}
+
+function whyPrimaryNotSync(plan: PolicyPlan, primary: Backend, remote: GuardedStore): string | undefined {
+  if (primary instanceof LeaseBackend) {
+    return `sync: '${plan.policies[0].sync}' asks the store when a lease runs short: use await limiter.limit(key)`
+  }
+  if (primary instanceof WriteBackBackend) {
+    return "sync: 'write-back' reads a key from the store before its first decision: use await limiter.limit(key)"
+  }
+  if (!remote.synchronous) {
+    return 'the store cannot answer synchronously (it has no evaluateSync, as a RedisStore does not): use await limiter.limit(key)'
+  }
+  return undefined
 }
 
 // The path that decided: a lease engine's answer says it (in-process or a store call); else the backend's.
