@@ -52,6 +52,9 @@ export class KeyTable {
   readonly slab = new Slab()
   // States that do not fit their record's words (see Layout), by the offset of the record's first word.
   private readonly aside = new Map<number, number[]>()
+  // Block deadlines (rare: only a denial with blockMs sets one), by the offset of their record's
+  // first word; a key holding any has the low bit of its layout word set.
+  private readonly blocks = new Map<number, number>()
   // Merges only (Store.merge): per record, the last seq applied per origin, so that a replayed
   // request counts once. Kept as long as the record, by the offset of its first word.
   private readonly origins = new Map<number, Map<string, number>>()
@@ -76,7 +79,7 @@ export class KeyTable {
 
   /** The layout of the key whose block is at `at`. */
   layoutAt(at: number): Layout {
-    return this.layouts.byId[this.slab.u32[2 * at + 1]]
+    return this.layouts.byId[this.slab.u32[2 * at + 1] >>> 1]
   }
 
   /**
@@ -87,7 +90,9 @@ export class KeyTable {
    */
   read(at: number, index: readonly number[], now: number, scratch: Scratch): void {
     const f64 = this.slab.f64
-    const layout = this.layouts.byId[this.slab.u32[2 * at + 1]]
+    const word = this.slab.u32[2 * at + 1]
+    const layout = this.layouts.byId[word >>> 1]
+    const blocked = (word & 1) === 1
     const { into, records, states } = scratch
     for (let i = 0; i < index.length; i++) {
       const base = at + layout.at[index[i]]
@@ -96,11 +101,11 @@ export class KeyTable {
         continue
       }
       const record = records[i]
-      record.blockedUntil = f64[base + 1]
+      record.blockedUntil = blocked ? (this.blocks.get(base) ?? 0) : 0
       const inline = layout.inline[index[i]]
-      if (inline > 0 && f64[base + 2] === f64[base + 2]) {
+      if (inline > 0 && !Number.isNaN(f64[base + 1])) {
         const state = states[i]
-        for (let k = 0; k < inline; k++) state[k] = f64[base + 2 + k]
+        for (let k = 0; k < inline; k++) state[k] = f64[base + 1 + k]
         if (state.length !== inline) state.length = inline
         record.state = state
       } else {
@@ -116,27 +121,42 @@ export class KeyTable {
    */
   write(at: number, index: readonly number[], evaluation: KeyEvaluation, now: number, protectBelow: readonly number[]): boolean {
     const { records, ttlMs, results } = evaluation
-    const layout = this.layouts.byId[this.slab.u32[2 * at + 1]]
+    const word = this.slab.u32[2 * at + 1]
+    const layout = this.layouts.byId[word >>> 1]
     const f64 = this.slab.f64
     let restricted = !evaluation.allowed
     for (let i = 0; i < index.length; i++) {
       const base = at + layout.at[index[i]]
       const next = records[i]
       f64[base] = now + ttlMs[i]
-      f64[base + 1] = next.blockedUntil
+      if (next.blockedUntil !== 0 || (word & 1) === 1) this.block(at, base, next.blockedUntil)
       const state = next.state
       const inline = layout.inline[index[i]]
       if (inline > 0 && state !== undefined && state.length === inline) {
-        if (this.aside.size > 0 && f64[base + 2] !== f64[base + 2]) this.dropAside(base)
-        for (let k = 0; k < inline; k++) f64[base + 2 + k] = state[k]
+        if (this.aside.size > 0 && Number.isNaN(f64[base + 1])) this.dropAside(base)
+        for (let k = 0; k < inline; k++) f64[base + 1 + k] = state[k]
       } else {
-        if (inline > 0) f64[base + 2] = Number.NaN
+        if (inline > 0) f64[base + 1] = Number.NaN
         if (state === undefined) this.dropAside(base)
         else this.keepAside(base, state)
       }
       if (results[i].remaining < protectBelow[i]) restricted = true
     }
     return restricted
+  }
+
+  // Sets or clears the block deadline of the record at `base`, and the key's flag with it.
+  private block(at: number, base: number, blockedUntil: number): void {
+    const u32 = this.slab.u32
+    if (blockedUntil !== 0) {
+      this.blocks.set(base, blockedUntil)
+      u32[2 * at + 1] |= 1
+      return
+    }
+    if (!this.blocks.delete(base)) return
+    const layout = this.layoutAt(at)
+    for (let i = 0; i < layout.at.length; i++) if (this.blocks.has(at + layout.at[i])) return
+    u32[2 * at + 1] &= ~1
   }
 
   // A state that does not fit its record's words: copied into the table's own array for it.
@@ -179,13 +199,12 @@ export class KeyTable {
   private clearBlock(at: number, layout: Layout): void {
     this.moves = (this.moves + 1) >>> 0
     this.slab.u32[2 * at] = this.moves
-    this.slab.u32[2 * at + 1] = layout.id
+    this.slab.u32[2 * at + 1] = layout.id << 1
     const f64 = this.slab.f64
     for (let i = 0; i < layout.at.length; i++) {
       const base = at + layout.at[i]
       f64[base] = Number.NaN
-      f64[base + 1] = 0
-      if (layout.inline[i] > 0) f64[base + 2] = Number.NaN
+      if (layout.inline[i] > 0) f64[base + 1] = Number.NaN
     }
   }
 
@@ -262,6 +281,7 @@ export class KeyTable {
     const { f64, u32 } = this.slab
     this.clearBlock(moved, layout)
     u32[2 * moved] = u32[2 * at]
+    u32[2 * moved + 1] = (layout.id << 1) | (u32[2 * at + 1] & 1)
     for (let j = 0; j < from.length; j++) {
       if (from[j] < 0) continue
       const source = at + old.at[from[j]]
@@ -284,6 +304,11 @@ export class KeyTable {
       this.aside.delete(source)
       this.aside.set(target, state)
     }
+    const blockedUntil = this.blocks.get(source)
+    if (blockedUntil !== undefined) {
+      this.blocks.delete(source)
+      this.blocks.set(target, blockedUntil)
+    }
     const seen = this.origins.get(source)
     if (seen !== undefined) {
       this.origins.delete(source)
@@ -291,12 +316,13 @@ export class KeyTable {
     }
   }
 
-  // Drops what a block keeps outside it (states aside, origins), as it is freed or moved.
+  // Drops what a block keeps outside it (states aside, block deadlines, origins), as it is freed or moved.
   private forget(at: number, layout: Layout): void {
-    if (this.aside.size === 0 && this.origins.size === 0) return
+    if (this.aside.size === 0 && this.blocks.size === 0 && this.origins.size === 0) return
     for (let i = 0; i < layout.at.length; i++) {
       const base = at + layout.at[i]
       this.dropAside(base)
+      this.blocks.delete(base)
       this.origins.delete(base)
     }
   }
@@ -312,8 +338,8 @@ export class KeyTable {
     const f64 = this.slab.f64
     const base = at + layout.at[i]
     f64[base] = Number.NaN
-    f64[base + 1] = 0
-    if (layout.inline[i] > 0) f64[base + 2] = Number.NaN
+    if (layout.inline[i] > 0) f64[base + 1] = Number.NaN
+    this.block(at, base, 0)
     this.dropAside(base)
     this.origins.delete(base)
   }
@@ -324,7 +350,7 @@ export class KeyTable {
     const f64 = this.slab.f64
     for (let i = 0; i < layout.at.length; i++) {
       const expiresAt = f64[at + layout.at[i]]
-      if (expiresAt === expiresAt) return true
+      if (!Number.isNaN(expiresAt)) return true
     }
     return false
   }
@@ -429,6 +455,7 @@ export class KeyTable {
     this.openOldest.clear()
     this.guardedOldest.clear()
     this.aside.clear()
+    this.blocks.clear()
     this.origins.clear()
     this.slab.clear()
     this.bytes = 0

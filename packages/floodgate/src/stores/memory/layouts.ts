@@ -8,26 +8,26 @@ import { isLedgerPolicy } from './ledger-policies.js'
 // The state numbers a record keeps in its block, per algorithm: the length of the state its steps
 // always write. Only memory depends on it: a state of another length is kept aside (see KeyTable),
 // so a wrong entry costs bytes, never a decision. States that grow with use (a log, leases in
-// flight) and lease ledgers are always kept aside.
+// flight) keep one pair in the block, which is all a sparse client has; lease ledgers go aside.
 const INLINE_STATE: Readonly<Record<AlgorithmName, number>> = {
   'fixed-window': 2,
   'sliding-window': 3,
   'token-bucket': 2,
   'leaky-bucket': 3,
   gcra: 3,
-  'sliding-log': 0,
-  concurrency: 0,
+  'sliding-log': 2,
+  concurrency: 2,
 }
 
-/** Words of a block before its records: the LRU move stamp and the layout id, 32 bits each. */
+/** Words of a block before its records: the LRU move stamp, and the layout id times 2 plus a flag for block deadlines, 32 bits each. */
 export const META_WORDS = 1
-/** Words of a record before its state: expiresAt, then blockedUntil. */
-export const RECORD_WORDS = 2
+/** Words of a record before its state: expiresAt (its block deadline, rarely set, is kept aside). */
+export const RECORD_WORDS = 1
 
 /**
  * The records a key's block holds, one per policy identity (name, algorithm and leaky-bucket form,
  * as the Redis key layout has them), so that two policy sets that share a policy share its record.
- * A record at word `at[i]` of the block is `[expiresAt, blockedUntil, ...state]` with `inline[i]`
+ * A record at word `at[i]` of the block is `[expiresAt, ...state]` with `inline[i]`
  * state numbers: expiresAt NaN when there is no record, and a first state number NaN when the
  * state is undefined or kept aside.
  */

@@ -35,7 +35,7 @@ export interface MemoryStoreOptions {
   /**
    * Most memory the keys may hold, in bytes (default 64 MiB), enforced like maxKeys. Counted
    * cheaply, not measured: per key a fixed overhead plus 2 bytes per character of the key and 8
-   * bytes per number of its records (a block of numbers: expiry, block deadline and state per
+   * bytes per number of its records (a block of numbers: an expiry and the state per
    * policy), and per state that grows with use an array's overhead plus 8 bytes per number (a
    * sliding-log keeps two per request in its window). Hash long, client-supplied keys before they
    * get here (`boundedKey`).
