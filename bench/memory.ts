@@ -3,7 +3,8 @@
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
-// --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, default 100 000).
+// --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, a
+// comma-separated list, default 100000,1000000).
 
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -30,7 +31,7 @@ const { values } = parseArgs({
 const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
 const KEYS = Number(values.keys ?? 10_000)
-const HEAP_KEYS = Number(values['heap-keys'] ?? 100_000)
+const HEAP_KEYS = (values['heap-keys'] ?? '100000,1000000').split(',').map(Number)
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
 
 // Limits high enough that every request is admitted: the benchmark measures the decision path,
@@ -207,25 +208,32 @@ const bareMap: Contender = {
   },
 }
 
-/** Heap bytes per key after `fill` creates `count` keys, measured between full collections. */
+// What the process holds: the JS heap and the memory behind typed arrays (the store's slab is one).
+function used(): number {
+  const { heapUsed, arrayBuffers } = process.memoryUsage()
+  return heapUsed + arrayBuffers
+}
+
+/** Bytes per key (heap and array buffers) after `fill` creates `count` keys, measured between full collections. */
 async function bytesPerKey(count: number, fill: (key: string) => unknown): Promise<number> {
   const held: unknown[] = []
   gc!()
-  const before = process.memoryUsage().heapUsed
+  const before = used()
   for (let i = 0; i < count; i++) held.push(await fill(`bytes:${i}`))
   held.length = 0
   gc!()
-  return (process.memoryUsage().heapUsed - before) / count
+  return (used() - before) / count
 }
 
-async function memoryPerKey(): Promise<[string, number][]> {
-  const count = HEAP_KEYS
+async function memoryPerKey(count: number): Promise<[string, number][]> {
   const rows: [string, number][] = []
+  // One time for the whole fill, so that no key lapses (and is shed) while the store fills.
+  const now = Date.now()
   for (const algorithm of ALGORITHMS) {
-    const store = new MemoryStore({ maxKeys: count * 2 })
-    // A realistic limit: with a huge one, bucket states expire within a millisecond and are shed.
+    const store = new MemoryStore({ maxKeys: count * 2, maxBytes: count * 1024 })
     const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
-    rows.push([`floodgate ${algorithm}`, await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1) && undefined)])
+    rows.push([`floodgate ${algorithm}`, await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1, now) && undefined)])
+    if (store.size !== count) throw new Error(`the store holds ${store.size} keys of ${count}`)
     await store.close()
   }
   const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
@@ -264,12 +272,16 @@ async function main(): Promise<void> {
     results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map), ratio(r.median, floor)]),
     'Throughput (median; targets: Floodgate ≥ 3x rate-limiter-flexible, ≥ 0.50x bare Map)',
   )
-  const heap = await memoryPerKey()
-  printTable(
-    ['store', 'bytes/key'],
-    heap.map(([name, bytes]) => [name, formatBytes(bytes)]),
-    `Heap per key (${formatCount(HEAP_KEYS)} keys, one policy, after a full GC)`,
-  )
+  const heap: [string, number][] = []
+  for (const count of HEAP_KEYS) {
+    const rows = await memoryPerKey(count)
+    printTable(
+      ['store', 'bytes/key'],
+      rows.map(([name, bytes]) => [name, formatBytes(bytes)]),
+      `Memory per key (${formatCount(count)} keys, one policy, heap and array buffers after a full GC)`,
+    )
+    for (const [name, bytes] of rows) heap.push([`${name} at ${count} keys`, bytes])
+  }
   writeResults({
     node: process.version,
     ops: OPS,
