@@ -50,8 +50,10 @@ export class KeyTable {
   private readonly openOldest = new OldestCursor(this.open)
   private readonly guardedOldest = new OldestCursor(this.guarded)
   readonly slab = new Slab()
-  // States that do not fit their record's words (see Layout), by the offset of the record's first word.
-  private readonly aside = new Map<number, number[]>()
+  // States that do not fit their record's words (see Layout): the record's first state word is NaN
+  // and its second holds the index of the state's array here (-1 for an undefined state).
+  private readonly asides: (number[] | undefined)[] = []
+  private readonly freeAsides: number[] = []
   // Block deadlines (rare: only a denial with blockMs sets one), by the offset of their record's
   // first word; a key holding any has the low bit of its layout word set.
   private readonly blocks = new Map<number, number>()
@@ -103,13 +105,14 @@ export class KeyTable {
       const record = records[i]
       record.blockedUntil = blocked ? (this.blocks.get(base) ?? 0) : 0
       const inline = layout.inline[index[i]]
-      if (inline > 0 && !Number.isNaN(f64[base + 1])) {
+      if (!Number.isNaN(f64[base + 1])) {
         const state = states[i]
         for (let k = 0; k < inline; k++) state[k] = f64[base + 1 + k]
         if (state.length !== inline) state.length = inline
         record.state = state
       } else {
-        record.state = this.aside.get(base)
+        const ref = f64[base + 2]
+        record.state = ref >= 0 ? this.asides[ref] : undefined
       }
       into[i] = record
     }
@@ -132,13 +135,15 @@ export class KeyTable {
       if (next.blockedUntil !== 0 || (word & 1) === 1) this.block(at, base, next.blockedUntil)
       const state = next.state
       const inline = layout.inline[index[i]]
-      if (inline > 0 && state !== undefined && state.length === inline) {
-        if (this.aside.size > 0 && Number.isNaN(f64[base + 1])) this.dropAside(base)
+      if (state !== undefined && state.length === inline) {
+        if (Number.isNaN(f64[base + 1])) this.dropAside(base)
         for (let k = 0; k < inline; k++) f64[base + 1 + k] = state[k]
+      } else if (state === undefined) {
+        this.dropAside(base)
+        f64[base + 1] = Number.NaN
+        f64[base + 2] = -1
       } else {
-        if (inline > 0) f64[base + 1] = Number.NaN
-        if (state === undefined) this.dropAside(base)
-        else this.keepAside(base, state)
+        this.keepAside(base, state)
       }
       if (results[i].remaining < protectBelow[i]) restricted = true
     }
@@ -161,21 +166,31 @@ export class KeyTable {
 
   // A state that does not fit its record's words: copied into the table's own array for it.
   private keepAside(base: number, state: readonly number[]): void {
-    const held = this.aside.get(base)
-    if (held === undefined) {
-      this.aside.set(base, state.slice())
-      this.bytes += ASIDE_BYTES + state.length * BYTES_PER_WORD
-    } else if (held !== state) {
+    const f64 = this.slab.f64
+    const ref = f64[base + 2]
+    if (Number.isNaN(f64[base + 1]) && ref >= 0) {
+      const held = this.asides[ref]!
+      if (held === state) return
       this.bytes += (state.length - held.length) * BYTES_PER_WORD
       copyState(held, state)
+      return
     }
+    const index = this.freeAsides.length > 0 ? this.freeAsides.pop()! : this.asides.length
+    this.asides[index] = state.slice()
+    f64[base + 1] = Number.NaN
+    f64[base + 2] = index
+    this.bytes += ASIDE_BYTES + state.length * BYTES_PER_WORD
   }
 
+  // Frees the state the record at `base` keeps aside, if it has one (its words then say none).
   private dropAside(base: number): void {
-    const held = this.aside.get(base)
-    if (held === undefined) return
-    this.aside.delete(base)
-    this.bytes -= ASIDE_BYTES + held.length * BYTES_PER_WORD
+    const f64 = this.slab.f64
+    const ref = f64[base + 2]
+    if (!Number.isNaN(f64[base + 1]) || !(ref >= 0)) return
+    this.bytes -= ASIDE_BYTES + this.asides[ref]!.length * BYTES_PER_WORD
+    this.asides[ref] = undefined
+    this.freeAsides.push(ref)
+    f64[base + 2] = -1
   }
 
   /** Adds a key (not held) with an evaluation's records, within both bounds. */
@@ -204,7 +219,8 @@ export class KeyTable {
     for (let i = 0; i < layout.at.length; i++) {
       const base = at + layout.at[i]
       f64[base] = Number.NaN
-      if (layout.inline[i] > 0) f64[base + 1] = Number.NaN
+      f64[base + 1] = Number.NaN
+      f64[base + 2] = -1
     }
   }
 
@@ -287,6 +303,8 @@ export class KeyTable {
       const source = at + old.at[from[j]]
       const target = moved + layout.at[j]
       for (let k = 0; k < RECORD_WORDS + layout.inline[j]; k++) f64[target + k] = f64[source + k]
+      // A state kept aside now belongs to the new record.
+      f64[source + 1] = 0
       this.rekey(source, target)
     }
     this.forget(at, old)
@@ -299,11 +317,6 @@ export class KeyTable {
 
   // A record's side entries follow it to another word.
   private rekey(source: number, target: number): void {
-    const state = this.aside.get(source)
-    if (state !== undefined) {
-      this.aside.delete(source)
-      this.aside.set(target, state)
-    }
     const blockedUntil = this.blocks.get(source)
     if (blockedUntil !== undefined) {
       this.blocks.delete(source)
@@ -318,10 +331,11 @@ export class KeyTable {
 
   // Drops what a block keeps outside it (states aside, block deadlines, origins), as it is freed or moved.
   private forget(at: number, layout: Layout): void {
-    if (this.aside.size === 0 && this.blocks.size === 0 && this.origins.size === 0) return
+    const side = this.blocks.size > 0 || this.origins.size > 0
     for (let i = 0; i < layout.at.length; i++) {
       const base = at + layout.at[i]
       this.dropAside(base)
+      if (!side) continue
       this.blocks.delete(base)
       this.origins.delete(base)
     }
@@ -337,10 +351,11 @@ export class KeyTable {
     const layout = this.layoutAt(at)
     const f64 = this.slab.f64
     const base = at + layout.at[i]
-    f64[base] = Number.NaN
-    if (layout.inline[i] > 0) f64[base + 1] = Number.NaN
-    this.block(at, base, 0)
     this.dropAside(base)
+    f64[base] = Number.NaN
+    f64[base + 1] = Number.NaN
+    f64[base + 2] = -1
+    this.block(at, base, 0)
     this.origins.delete(base)
   }
 
@@ -454,7 +469,8 @@ export class KeyTable {
     this.guarded.clear()
     this.openOldest.clear()
     this.guardedOldest.clear()
-    this.aside.clear()
+    this.asides.length = 0
+    this.freeAsides.length = 0
     this.blocks.clear()
     this.origins.clear()
     this.slab.clear()

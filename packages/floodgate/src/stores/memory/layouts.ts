@@ -8,7 +8,8 @@ import { isLedgerPolicy } from './ledger-policies.js'
 // The state numbers a record keeps in its block, per algorithm: the length of the state its steps
 // always write. Only memory depends on it: a state of another length is kept aside (see KeyTable),
 // so a wrong entry costs bytes, never a decision. States that grow with use (a log, leases in
-// flight) keep one pair in the block, which is all a sparse client has; lease ledgers go aside.
+// flight) keep one pair in the block, which is all a sparse client has. Every record has two state
+// words at least: the second says where a state kept aside is. Lease ledgers are always aside.
 const INLINE_STATE: Readonly<Record<AlgorithmName, number>> = {
   'fixed-window': 2,
   'sliding-window': 3,
@@ -27,7 +28,7 @@ export const RECORD_WORDS = 1
 /**
  * The records a key's block holds, one per policy identity (name, algorithm and leaky-bucket form,
  * as the Redis key layout has them), so that two policy sets that share a policy share its record.
- * A record at word `at[i]` of the block is `[expiresAt, ...state]` with `inline[i]`
+ * A record at word `at[i]` of the block is `[expiresAt, ...state]` with `inline[i]` (≥ 2)
  * state numbers: expiresAt NaN when there is no record, and a first state number NaN when the
  * state is undefined or kept aside.
  */
@@ -84,7 +85,7 @@ export class Layouts {
       let words = META_WORDS
       for (const policy of policies) {
         at.push(words)
-        const length = isLedgerPolicy(policy) ? 0 : INLINE_STATE[policy.algorithm]
+        const length = isLedgerPolicy(policy) ? 2 : INLINE_STATE[policy.algorithm]
         inline.push(length)
         words += RECORD_WORDS + length
       }
