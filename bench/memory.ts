@@ -26,7 +26,14 @@ if (gc === undefined) {
 }
 
 const { values } = parseArgs({
-  options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' }, 'heap-keys': { type: 'string' } },
+  options: {
+    ops: { type: 'string' },
+    rounds: { type: 'string' },
+    keys: { type: 'string' },
+    'heap-keys': { type: 'string' },
+    // Internal: measure one row of the memory table in this (fresh) process and print it as JSON.
+    'heap-one': { type: 'string' },
+  },
 })
 const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
@@ -217,30 +224,71 @@ function used(): number {
 /** Bytes per key (heap and array buffers) after `fill` creates `count` keys, measured between full collections. */
 async function bytesPerKey(count: number, fill: (key: string) => unknown): Promise<number> {
   const held: unknown[] = []
-  gc!()
+  await settle()
   const before = used()
   for (let i = 0; i < count; i++) held.push(await fill(`bytes:${i}`))
   held.length = 0
-  gc!()
+  await settle()
   return (used() - before) / count
 }
 
-async function memoryPerKey(count: number): Promise<[string, number][]> {
-  const rows: [string, number][] = []
+// Full collections, and a pause between them for the buffers of collected typed arrays (the
+// store's slab as it grew) to be released: that happens after the collection, not in it.
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    gc!()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const HEAP_ROWS = [
+  ...ALGORITHMS.map((algorithm) => `floodgate ${algorithm}`),
+  'rate-limiter-flexible RateLimiterMemory',
+  'bare Map counter',
+]
+
+/** One row of the memory table, measured in this process (see memoryPerKey). */
+async function measureRow(name: string, count: number): Promise<number> {
+  if (name === 'bare Map counter') {
+    const counts = new Map<string, number>()
+    return bytesPerKey(count, (key) => void counts.set(key, 1))
+  }
+  if (name === 'rate-limiter-flexible RateLimiterMemory') {
+    const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
+    return bytesPerKey(count, (key) => rlf.consume(key).then(() => undefined))
+  }
+  const algorithm = name.replace('floodgate ', '') as AlgorithmName
+  const store = new MemoryStore({ maxKeys: count * 2, maxBytes: count * 1024 })
+  const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
   // One time for the whole fill, so that no key lapses (and is shed) while the store fills.
   const now = Date.now()
-  for (const algorithm of ALGORITHMS) {
-    const store = new MemoryStore({ maxKeys: count * 2, maxBytes: count * 1024 })
-    const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
-    rows.push([`floodgate ${algorithm}`, await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1, now) && undefined)])
-    if (store.size !== count) throw new Error(`the store holds ${store.size} keys of ${count}`)
-    await store.close()
-  }
-  const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
-  rows.push(['rate-limiter-flexible RateLimiterMemory', await bytesPerKey(count, (key) => rlf.consume(key).then(() => undefined))])
-  const counts = new Map<string, number>()
-  rows.push(['bare Map counter', await bytesPerKey(count, (key) => void counts.set(key, 1))])
-  return rows
+  const bytes = await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1, now) && undefined)
+  if (store.size !== count) throw new Error(`the store holds ${store.size} keys of ${count}`)
+  return bytes
+}
+
+// Each row in a process of its own: memory freed by an earlier row (a typed array's buffer is
+// released some time after its collection) would otherwise come off a later row's figure.
+function memoryPerKey(count: number): [string, number][] {
+  return HEAP_ROWS.map((name) => {
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--conditions=floodgate-source',
+        '--import',
+        'tsx',
+        fileURLToPath(import.meta.url),
+        '--heap-one',
+        name,
+        '--heap-keys',
+        `${count}`,
+      ],
+      { encoding: 'utf8' },
+    )
+    if (child.status !== 0) throw new Error(`measuring ${name}: ${child.stderr}`)
+    return [name, JSON.parse(child.stdout.trim().split('\n').pop()!).bytes]
+  })
 }
 
 async function main(): Promise<void> {
@@ -274,7 +322,7 @@ async function main(): Promise<void> {
   )
   const heap: [string, number][] = []
   for (const count of HEAP_KEYS) {
-    const rows = await memoryPerKey(count)
+    const rows = memoryPerKey(count)
     printTable(
       ['store', 'bytes/key'],
       rows.map(([name, bytes]) => [name, formatBytes(bytes)]),
@@ -293,4 +341,9 @@ async function main(): Promise<void> {
   })
 }
 
-await main()
+if (values['heap-one'] !== undefined) {
+  process.stdout.write(`${JSON.stringify({ bytes: await measureRow(values['heap-one'], HEAP_KEYS[0]) })}\n`)
+  process.exit(0)
+} else {
+  await main()
+}
