@@ -4,7 +4,8 @@
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
-// --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, default 100 000).
+// --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, a
+// comma-separated list, default 100000,1000000).
 
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -26,12 +27,19 @@ if (gc === undefined) {
 }
 
 const { values } = parseArgs({
-  options: { ops: { type: 'string' }, rounds: { type: 'string' }, keys: { type: 'string' }, 'heap-keys': { type: 'string' } },
+  options: {
+    ops: { type: 'string' },
+    rounds: { type: 'string' },
+    keys: { type: 'string' },
+    'heap-keys': { type: 'string' },
+    // Internal: measure one row of the memory table in this (fresh) process and print it as JSON.
+    'heap-one': { type: 'string' },
+  },
 })
 const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
 const KEYS = Number(values.keys ?? 10_000)
-const HEAP_KEYS = Number(values['heap-keys'] ?? 100_000)
+const HEAP_KEYS = (values['heap-keys'] ?? '100000,1000000').split(',').map(Number)
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
 
 // Limits high enough that every request is admitted: the benchmark measures the decision path,
@@ -208,32 +216,80 @@ const bareMap: Contender = {
   },
 }
 
-/** Heap bytes per key after `fill` creates `count` keys, measured between full collections. */
-async function bytesPerKey(count: number, fill: (key: string) => unknown): Promise<number> {
-  const held: unknown[] = []
-  gc!()
-  const before = process.memoryUsage().heapUsed
-  for (let i = 0; i < count; i++) held.push(await fill(`bytes:${i}`))
-  held.length = 0
-  gc!()
-  return (process.memoryUsage().heapUsed - before) / count
+// What the process holds: the JS heap and the memory behind typed arrays (the store's slab is one).
+function used(): number {
+  const { heapUsed, arrayBuffers } = process.memoryUsage()
+  return heapUsed + arrayBuffers
 }
 
-async function memoryPerKey(): Promise<[string, number][]> {
-  const count = HEAP_KEYS
-  const rows: [string, number][] = []
-  for (const algorithm of ALGORITHMS) {
-    const store = new MemoryStore({ maxKeys: count * 2 })
-    // A realistic limit: with a huge one, bucket states expire within a millisecond and are shed.
-    const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
-    rows.push([`floodgate ${algorithm}`, await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1) && undefined)])
-    await store.close()
+/** Bytes per key (heap and array buffers) after `fill` creates `count` keys, measured between full collections. */
+async function bytesPerKey(count: number, fill: (key: string) => unknown): Promise<number> {
+  const held: unknown[] = []
+  await settle()
+  const before = used()
+  for (let i = 0; i < count; i++) held.push(await fill(`bytes:${i}`))
+  held.length = 0
+  await settle()
+  return (used() - before) / count
+}
+
+// Full collections, and a pause between them for the buffers of collected typed arrays (the
+// store's slab as it grew) to be released: that happens after the collection, not in it.
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    gc!()
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
-  rows.push(['rate-limiter-flexible RateLimiterMemory', await bytesPerKey(count, (key) => rlf.consume(key).then(() => undefined))])
-  const counts = new Map<string, number>()
-  rows.push(['bare Map counter', await bytesPerKey(count, (key) => void counts.set(key, 1))])
-  return rows
+}
+
+const HEAP_ROWS = [
+  ...ALGORITHMS.map((algorithm) => `floodgate ${algorithm}`),
+  'rate-limiter-flexible RateLimiterMemory',
+  'bare Map counter',
+]
+
+/** One row of the memory table, measured in this process (see memoryPerKey). */
+async function measureRow(name: string, count: number): Promise<number> {
+  if (name === 'bare Map counter') {
+    const counts = new Map<string, number>()
+    return bytesPerKey(count, (key) => void counts.set(key, 1))
+  }
+  if (name === 'rate-limiter-flexible RateLimiterMemory') {
+    const rlf = new RateLimiterMemory({ points: 1_000, duration: 3600 })
+    return bytesPerKey(count, (key) => rlf.consume(key).then(() => undefined))
+  }
+  const algorithm = name.replace('floodgate ', '') as AlgorithmName
+  const store = new MemoryStore({ maxKeys: count * 2, maxBytes: count * 1024 })
+  const policies = createPolicies([{ algorithm, limit: 1_000, period: '1h' }])
+  // One time for the whole fill, so that no key lapses (and is shed) while the store fills.
+  const now = Date.now()
+  const bytes = await bytesPerKey(count, (key) => store.evaluateOne(key, policies, 1, now) && undefined)
+  if (store.size !== count) throw new Error(`the store holds ${store.size} keys of ${count}`)
+  return bytes
+}
+
+// Each row in a process of its own: memory freed by an earlier row (a typed array's buffer is
+// released some time after its collection) would otherwise come off a later row's figure.
+function memoryPerKey(count: number): [string, number][] {
+  return HEAP_ROWS.map((name) => {
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--conditions=floodgate-source',
+        '--import',
+        'tsx',
+        fileURLToPath(import.meta.url),
+        '--heap-one',
+        name,
+        '--heap-keys',
+        `${count}`,
+      ],
+      { encoding: 'utf8' },
+    )
+    if (child.status !== 0) throw new Error(`measuring ${name}: ${child.stderr}`)
+    return [name, JSON.parse(child.stdout.trim().split('\n').pop()!).bytes]
+  })
 }
 
 async function main(): Promise<void> {
@@ -266,12 +322,16 @@ async function main(): Promise<void> {
     results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map), ratio(r.median, floor)]),
     'Throughput (median; targets: Floodgate ≥ 3x rate-limiter-flexible, ≥ 0.50x bare Map)',
   )
-  const heap = await memoryPerKey()
-  printTable(
-    ['store', 'bytes/key'],
-    heap.map(([name, bytes]) => [name, formatBytes(bytes)]),
-    `Heap per key (${formatCount(HEAP_KEYS)} keys, one policy, after a full GC)`,
-  )
+  const heap: [string, number][] = []
+  for (const count of HEAP_KEYS) {
+    const rows = memoryPerKey(count)
+    printTable(
+      ['store', 'bytes/key'],
+      rows.map(([name, bytes]) => [name, formatBytes(bytes)]),
+      `Memory per key (${formatCount(count)} keys, one policy, heap and array buffers after a full GC)`,
+    )
+    for (const [name, bytes] of rows) heap.push([`${name} at ${count} keys`, bytes])
+  }
   writeResults({
     node: process.version,
     ops: OPS,
@@ -283,4 +343,9 @@ async function main(): Promise<void> {
   })
 }
 
-await main()
+if (values['heap-one'] !== undefined) {
+  process.stdout.write(`${JSON.stringify({ bytes: await measureRow(values['heap-one'], HEAP_KEYS[0]) })}\n`)
+  process.exit(0)
+} else {
+  await main()
+}

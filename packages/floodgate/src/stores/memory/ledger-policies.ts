@@ -8,6 +8,7 @@ import type { Policy } from '../../core/policy.js'
 const LEDGER_SUFFIX = '#lease'
 
 const ledgerPolicies = new WeakMap<Policy, Policy>()
+const ledgers = new WeakSet<Policy>()
 const withLedgerSets = new WeakMap<readonly Policy[], readonly Policy[]>()
 
 /** The policy whose record holds `policy`'s lease ledger (made once per policy). */
@@ -16,8 +17,14 @@ export function ledgerPolicy(policy: Policy): Policy {
   if (ledger === undefined) {
     ledger = Object.freeze({ ...policy, name: policy.name + LEDGER_SUFFIX })
     ledgerPolicies.set(policy, ledger)
+    ledgers.add(ledger)
   }
   return ledger
+}
+
+/** Whether `policy` was made by ledgerPolicy (its record holds a ledger, not the algorithm's state). */
+export function isLedgerPolicy(policy: Policy): boolean {
+  return ledgers.has(policy)
 }
 
 /** `policies` followed by their ledger policies, the same array for the same set (the store's fast path keys on it). */

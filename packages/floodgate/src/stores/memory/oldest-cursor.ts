@@ -1,7 +1,5 @@
 // The least recently used entry of one of the store's LRU Maps, found in amortised O(1).
 
-import type { KeyEntry } from './key-entry.js'
-
 /**
  * Remembers where the oldest live entry of `segment` is. V8 leaves a hole in a Map for each
  * deleted entry until the table is next rebuilt, and a new iterator walks every hole before the
@@ -11,28 +9,27 @@ import type { KeyEntry } from './key-entry.js'
  * inserts and rebuilds and visits entries added after it, so the entries it has not reached yet
  * are exactly the live ones in LRU order.
  *
- * The entry it last returned (the head) is still the oldest while it is in `segment` at the same
- * place: the store stamps `movedAt` afresh whenever an entry is inserted, moved or removed, so an
- * unchanged stamp proves it, without a Map lookup.
+ * The entry it last returned (the head) stays the oldest until it leaves its place: the owner of
+ * the Map calls `left` whenever it deletes a key (to remove it or move it to the young end) and
+ * `changed` when it sets a new value for a key in place.
  *
  * An iterator that is not advanced keeps alive every table the Map outgrew since (V8 moves it to the
  * new table only on its next step): parked while a store fills, it held ~34 B per key. So it is let
  * go once the Map has grown by an eighth since it was made; the next one walks the holes left since
  * the last rebuild once, amortised over that growth.
  */
-export class OldestCursor {
-  private iterator: Iterator<[string, KeyEntry]> | undefined
-  private head: [string, KeyEntry] | undefined
-  private headStamp = 0
+export class OldestCursor<V> {
+  private iterator: Iterator<[string, V]> | undefined
+  private head: [string, V] | undefined
   private madeAtSize = 0
 
-  constructor(private readonly segment: Map<string, KeyEntry>) {}
+  constructor(private readonly segment: Map<string, V>) {}
 
   /** The least recently used entry, or undefined when the segment is empty. */
-  first(): [string, KeyEntry] | undefined {
+  first(): [string, V] | undefined {
     const head = this.head
     const size = this.segment.size
-    if (head !== undefined && head[1].movedAt === this.headStamp) {
+    if (head !== undefined) {
       if (size - this.madeAtSize > 16 + (this.madeAtSize >>> 3)) this.iterator = undefined
       return head
     }
@@ -46,15 +43,23 @@ export class OldestCursor {
     }
     if (next.done === true) {
       this.iterator = undefined
-      this.head = undefined
       return undefined
     }
     this.head = next.value
-    this.headStamp = next.value[1].movedAt
     return next.value
   }
 
-  private makeIterator(size: number): Iterator<[string, KeyEntry]> {
+  /** `key` was deleted from the segment: if it was the head, the next entry is the oldest. */
+  left(key: string): void {
+    if (this.head !== undefined && this.head[0] === key) this.head = undefined
+  }
+
+  /** `key` was given a new value in place (same position). */
+  changed(key: string, value: V): void {
+    if (this.head !== undefined && this.head[0] === key) this.head[1] = value
+  }
+
+  private makeIterator(size: number): Iterator<[string, V]> {
     this.madeAtSize = size
     return (this.iterator = this.segment.entries())
   }

@@ -100,6 +100,26 @@ describe('MemoryStore decisions', () => {
     assert.deepEqual([shaped.allowed, shaped.results[0].delayMs], [true, 0])
   })
 
+  it('keeps a block period and a long log when another policy set widens the key', async () => {
+    const store = new MemoryStore()
+    const log = createPolicy({ name: 'log', algorithm: 'sliding-log', limit: 3, period: '1m', blockMs: 30_000 })
+    const other = fixed(10, '1m', { name: 'other' })
+    for (let i = 0; i < 3; i++) assert.equal((await charge(store, 'k', [log], 1, T0 + i)).allowed, true)
+    assert.equal((await charge(store, 'k', [log], 1, T0 + 3)).allowed, false)
+    // The key's records move to a wider block: the block period and the three log entries go with them.
+    const widened = await charge(store, 'k', [other, log], 1, T0 + 20_000)
+    assert.deepEqual(
+      widened.results.map((result) => [result.allowed, result.blocked]),
+      [
+        [true, false],
+        [false, true],
+      ],
+    )
+    const after = await charge(store, 'k', [log], 0, T0 + 60_001)
+    // T0 and T0 + 1 have left the window; T0 + 2 has not.
+    assert.deepEqual([after.allowed, after.results[0].remaining], [true, 2])
+  })
+
   it('reset forgets the key for those policies only', async () => {
     const store = new MemoryStore()
     const one = fixed(1, '1m', { name: 'one' })

@@ -1,0 +1,479 @@
+// The embedded store's keys: each key's records in a block of a slab, the key itself in one of two
+// LRU Maps (open, protected) whose value is the block's offset, and the accounting behind maxKeys
+// and maxBytes. The MemoryStore decides; this table reads, writes, places and evicts.
+
+import type { KeyEvaluation, PolicyRecord } from '../../core/evaluate.js'
+import { copyState } from '../../core/algorithms/types.js'
+import type { Policy } from '../../core/policy.js'
+import { findPolicy, type Layout, type Layouts, RECORD_WORDS, type Shape } from './layouts.js'
+import { OldestCursor } from './oldest-cursor.js'
+import { Slab } from './slab.js'
+
+// The accounting behind maxBytes, near what V8 and the slab use: per key its Map entry and block
+// header, per character of the key, per word of its block, and per state kept aside its array.
+export const ENTRY_BYTES = 48
+export const BYTES_PER_CHARACTER = 2
+export const BYTES_PER_WORD = 8
+export const ASIDE_BYTES = 96
+
+/**
+ * The most origins a record remembers for merges. Past it the record forgets them all and starts
+ * again, as merge.lua does: a replay then counts again, which takes more origins writing one key
+ * within one retry than any deployment has instances or regions.
+ */
+export const MAX_ORIGINS = 64
+
+/** Where `read` puts what it reads, one of each per request policy: a store keeps one and reuses it. */
+export interface Scratch {
+  into: (PolicyRecord | undefined)[]
+  records: PolicyRecord[]
+  states: number[][]
+}
+
+/** A scratch for requests of up to `count` policies (grown on demand). */
+export function sizeScratch(scratch: Scratch, count: number): void {
+  while (scratch.records.length < count) {
+    scratch.records.push({ blockedUntil: 0, state: undefined })
+    scratch.states.push([])
+  }
+  if (scratch.into.length !== count) scratch.into.length = count
+}
+
+export class KeyTable {
+  // Two classes of keys (see MemoryStoreOptions.maxKeys), each a Map in LRU order: a Map iterates in
+  // insertion order, so deleting and re-inserting a key on a touch makes the first key the least
+  // recently used one, an O(1) LRU without a linked list. Moving costs a delete and an insert
+  // (several times a lookup), so a key moves only when more than maxKeys/2 moves happened since
+  // its last one (the stamp in its block): a hot working set smaller than that never moves at all.
+  readonly open = new Map<string, number>()
+  readonly guarded = new Map<string, number>()
+  private readonly openOldest = new OldestCursor(this.open)
+  private readonly guardedOldest = new OldestCursor(this.guarded)
+  readonly slab = new Slab()
+  // States that do not fit their record's words (see Layout): the record's first state word is NaN
+  // and its second holds the index of the state's array here (-1 for an undefined state).
+  private readonly asides: (number[] | undefined)[] = []
+  private readonly freeAsides: number[] = []
+  // Block deadlines (rare: only a denial with blockMs sets one), by the offset of their record's
+  // first word; a key holding any has the low bit of its layout word set.
+  private readonly blocks = new Map<number, number>()
+  // Merges only (Store.merge): per record, the last seq applied per origin, so that a replayed
+  // request counts once. Kept as long as the record, by the offset of its first word.
+  private readonly origins = new Map<number, Map<string, number>>()
+  private readonly moveDistance: number
+  // The stamp of the latest move, 32 bits wide and compared modulo 2^32 (see place).
+  private moves = 0
+  bytes = 0
+  /** After `adopt`: where the request's policies live in the key's new layout. */
+  adoptedIndex: readonly number[] = []
+
+  constructor(
+    private readonly layouts: Layouts,
+    readonly maxKeys: number,
+    readonly maxBytes: number,
+  ) {
+    this.moveDistance = maxKeys >>> 1
+  }
+
+  get size(): number {
+    return this.open.size + this.guarded.size
+  }
+
+  /** The layout of the key whose block is at `at`. */
+  layoutAt(at: number): Layout {
+    return this.layouts.byId[this.slab.u32[2 * at + 1] >>> 1]
+  }
+
+  /**
+   * Fills `scratch.into[i]` with the live record of the key's policy `index[i]`, or undefined: a
+   * record read at `now >= expiresAt` is absent, the rule the Redis equivalence test mirrors (PEXPIRE
+   * drops a key at that moment), and no timer runs. The records and inline states are the scratch's
+   * objects, rewritten on every call; a state kept aside is the table's own array. Only read them.
+   */
+  read(at: number, index: readonly number[], now: number, scratch: Scratch): void {
+    const f64 = this.slab.f64
+    const word = this.slab.u32[2 * at + 1]
+    const layout = this.layouts.byId[word >>> 1]
+    const blocked = (word & 1) === 1
+    const { into, records, states } = scratch
+    for (let i = 0; i < index.length; i++) {
+      const base = at + layout.at[index[i]]
+      if (!(now < f64[base])) {
+        into[i] = undefined
+        continue
+      }
+      const record = records[i]
+      record.blockedUntil = blocked ? (this.blocks.get(base) ?? 0) : 0
+      const inline = layout.inline[index[i]]
+      if (!Number.isNaN(f64[base + 1])) {
+        const state = states[i]
+        for (let k = 0; k < inline; k++) state[k] = f64[base + 1 + k]
+        if (state.length !== inline) state.length = inline
+        record.state = state
+      } else {
+        const ref = f64[base + 2]
+        record.state = ref >= 0 ? this.asides[ref] : undefined
+      }
+      into[i] = record
+    }
+  }
+
+  /**
+   * Stores an evaluation's records in the key's block (`index` as for read) and answers whether the
+   * key is now to be protected: denied, or below `protectBelow` in a policy.
+   */
+  write(at: number, index: readonly number[], evaluation: KeyEvaluation, now: number, protectBelow: readonly number[]): boolean {
+    const { records, ttlMs, results } = evaluation
+    const word = this.slab.u32[2 * at + 1]
+    const layout = this.layouts.byId[word >>> 1]
+    const f64 = this.slab.f64
+    let restricted = !evaluation.allowed
+    for (let i = 0; i < index.length; i++) {
+      const base = at + layout.at[index[i]]
+      const next = records[i]
+      f64[base] = now + ttlMs[i]
+      if (next.blockedUntil !== 0 || (word & 1) === 1) this.block(at, base, next.blockedUntil)
+      const state = next.state
+      const inline = layout.inline[index[i]]
+      if (state !== undefined && state.length === inline) {
+        if (Number.isNaN(f64[base + 1])) this.dropAside(base)
+        for (let k = 0; k < inline; k++) f64[base + 1 + k] = state[k]
+      } else if (state === undefined) {
+        this.dropAside(base)
+        f64[base + 1] = Number.NaN
+        f64[base + 2] = -1
+      } else {
+        this.keepAside(base, state)
+      }
+      if (results[i].remaining < protectBelow[i]) restricted = true
+    }
+    return restricted
+  }
+
+  // Sets or clears the block deadline of the record at `base`, and the key's flag with it.
+  private block(at: number, base: number, blockedUntil: number): void {
+    const u32 = this.slab.u32
+    if (blockedUntil !== 0) {
+      this.blocks.set(base, blockedUntil)
+      u32[2 * at + 1] |= 1
+      return
+    }
+    if (!this.blocks.delete(base)) return
+    const layout = this.layoutAt(at)
+    for (let i = 0; i < layout.at.length; i++) if (this.blocks.has(at + layout.at[i])) return
+    u32[2 * at + 1] &= ~1
+  }
+
+  // A state that does not fit its record's words: copied into the table's own array for it.
+  private keepAside(base: number, state: readonly number[]): void {
+    const f64 = this.slab.f64
+    const ref = f64[base + 2]
+    if (Number.isNaN(f64[base + 1]) && ref >= 0) {
+      const held = this.asides[ref]!
+      if (held === state) return
+      this.bytes += (state.length - held.length) * BYTES_PER_WORD
+      copyState(held, state)
+      return
+    }
+    const index = this.freeAsides.length > 0 ? this.freeAsides.pop()! : this.asides.length
+    this.asides[index] = state.slice()
+    f64[base + 1] = Number.NaN
+    f64[base + 2] = index
+    this.bytes += ASIDE_BYTES + state.length * BYTES_PER_WORD
+  }
+
+  // Frees the state the record at `base` keeps aside, if it has one (its words then say none).
+  private dropAside(base: number): void {
+    const f64 = this.slab.f64
+    const ref = f64[base + 2]
+    if (!Number.isNaN(f64[base + 1]) || !(ref >= 0)) return
+    this.bytes -= ASIDE_BYTES + this.asides[ref]!.length * BYTES_PER_WORD
+    this.asides[ref] = undefined
+    this.freeAsides.push(ref)
+    f64[base + 2] = -1
+  }
+
+  /** Adds a key (not held) with an evaluation's records, within both bounds. */
+  insert(key: string, shape: Shape, evaluation: KeyEvaluation, now: number): void {
+    const layout = shape.layout
+    const bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER + layout.words * BYTES_PER_WORD
+    // Within both bounds, a new key sheds one dead key first (the oldest open one, else the oldest
+    // protected one: day windows end too), whose block it then takes, so a store whose keys lapse
+    // between visits (sparse clients) recycles blocks instead of growing.
+    const within = this.size < this.maxKeys && this.bytes + bytes <= this.maxBytes
+    if (within && !this.dropOldestIfDead(this.openOldest, now)) this.dropOldestIfDead(this.guardedOldest, now)
+    const at = this.slab.alloc(layout.words)
+    this.clearBlock(at, layout)
+    this.bytes += bytes
+    const restricted = this.write(at, shape.index, evaluation, now, shape.protectBelow)
+    ;(restricted ? this.guarded : this.open).set(key, at)
+    if (!within || this.bytes > this.maxBytes) this.makeRoom(at, now)
+  }
+
+  // A block with the move stamp of a new key and no records.
+  private clearBlock(at: number, layout: Layout): void {
+    this.moves = (this.moves + 1) >>> 0
+    this.slab.u32[2 * at] = this.moves
+    this.slab.u32[2 * at + 1] = layout.id << 1
+    const f64 = this.slab.f64
+    for (let i = 0; i < layout.at.length; i++) {
+      const base = at + layout.at[i]
+      f64[base] = Number.NaN
+      f64[base + 1] = Number.NaN
+      f64[base + 2] = -1
+    }
+  }
+
+  /**
+   * Puts a used key in its class (`guarded`: where it was found), at the young end when it changed
+   * class or is due a move. Stamps are compared modulo 2^32: a key untouched for 2^32 moves may
+   * then look recent and wait for its next use to move, which costs LRU order, never a decision.
+   */
+  place(key: string, at: number, guarded: boolean, restricted: boolean): void {
+    if (guarded !== restricted) {
+      this.leave(key, guarded)
+      ;(restricted ? this.guarded : this.open).set(key, at)
+      this.stamp(at)
+    } else if ((this.moves - this.slab.u32[2 * at]) >>> 0 > this.moveDistance) {
+      this.leave(key, guarded)
+      ;(guarded ? this.guarded : this.open).set(key, at)
+      this.stamp(at)
+    }
+  }
+
+  private stamp(at: number): void {
+    this.moves = (this.moves + 1) >>> 0
+    this.slab.u32[2 * at] = this.moves
+  }
+
+  // Deletes a key from its class and tells that class's cursor.
+  private leave(key: string, guarded: boolean): void {
+    if (guarded) {
+      this.guarded.delete(key)
+      this.guardedOldest.left(key)
+    } else {
+      this.open.delete(key)
+      this.openOldest.left(key)
+    }
+  }
+
+  /**
+   * Gives a key whose layout is not the request's one that covers both: its records of other
+   * policies stay unless absent or expired, the request's policies are appended, and the block
+   * moves when the layout changes. Returns the block's offset; `adoptedIndex` says where the
+   * request's policies live in it.
+   */
+  adopt(key: string, at: number, guarded: boolean, shape: Shape, now: number): number {
+    const old = this.layoutAt(at)
+    const f64 = this.slab.f64
+    const wanted = shape.layout.policies
+    const held: Policy[] = []
+    const from: number[] = []
+    for (let i = 0; i < old.policies.length; i++) {
+      const base = at + old.at[i]
+      if (!(now < f64[base]) && findPolicy(wanted, old.policies[i]) < 0) continue
+      held.push(old.policies[i])
+      from.push(i)
+    }
+    for (const policy of wanted) {
+      if (findPolicy(held, policy) >= 0) continue
+      held.push(policy)
+      from.push(-1)
+    }
+    const layout = this.layouts.layoutOf(held)
+    if (layout !== old) at = this.move(key, at, guarded, old, layout, from)
+    let index = layout.indexes.get(shape)
+    if (index === undefined) {
+      index = shape.index.map((i) => findPolicy(layout.policies, wanted[i]))
+      layout.indexes.set(shape, index)
+    }
+    this.adoptedIndex = index
+    return at
+  }
+
+  // Copies a key's records into a block of another layout (`from[j]`: the old record of new record j).
+  private move(key: string, at: number, guarded: boolean, old: Layout, layout: Layout, from: readonly number[]): number {
+    const moved = this.slab.alloc(layout.words)
+    const { f64, u32 } = this.slab
+    this.clearBlock(moved, layout)
+    u32[2 * moved] = u32[2 * at]
+    u32[2 * moved + 1] = (layout.id << 1) | (u32[2 * at + 1] & 1)
+    for (let j = 0; j < from.length; j++) {
+      if (from[j] < 0) continue
+      const source = at + old.at[from[j]]
+      const target = moved + layout.at[j]
+      for (let k = 0; k < RECORD_WORDS + layout.inline[j]; k++) f64[target + k] = f64[source + k]
+      // A state kept aside now belongs to the new record.
+      f64[source + 1] = 0
+      this.rekey(source, target)
+    }
+    this.forget(at, old)
+    this.slab.release(at, old.words)
+    this.bytes += (layout.words - old.words) * BYTES_PER_WORD
+    ;(guarded ? this.guarded : this.open).set(key, moved)
+    ;(guarded ? this.guardedOldest : this.openOldest).changed(key, moved)
+    return moved
+  }
+
+  // A record's side entries follow it to another word.
+  private rekey(source: number, target: number): void {
+    const blockedUntil = this.blocks.get(source)
+    if (blockedUntil !== undefined) {
+      this.blocks.delete(source)
+      this.blocks.set(target, blockedUntil)
+    }
+    const seen = this.origins.get(source)
+    if (seen !== undefined) {
+      this.origins.delete(source)
+      this.origins.set(target, seen)
+    }
+  }
+
+  // Drops what a block keeps outside it (states aside, block deadlines, origins), as it is freed or moved.
+  private forget(at: number, layout: Layout): void {
+    const side = this.blocks.size > 0 || this.origins.size > 0
+    for (let i = 0; i < layout.at.length; i++) {
+      const base = at + layout.at[i]
+      this.dropAside(base)
+      if (!side) continue
+      this.blocks.delete(base)
+      this.origins.delete(base)
+    }
+  }
+
+  /** The offset of the first word of the record at position `i` of the key's layout. */
+  recordAt(at: number, i: number): number {
+    return at + this.layoutAt(at).at[i]
+  }
+
+  /** Forgets the record at position `i` of the key's layout. */
+  dropRecord(at: number, i: number): void {
+    const layout = this.layoutAt(at)
+    const f64 = this.slab.f64
+    const base = at + layout.at[i]
+    this.dropAside(base)
+    f64[base] = Number.NaN
+    f64[base + 1] = Number.NaN
+    f64[base + 2] = -1
+    this.block(at, base, 0)
+    this.origins.delete(base)
+  }
+
+  /** Whether the key holds any record (expired ones included). */
+  holdsRecords(at: number): boolean {
+    const layout = this.layoutAt(at)
+    const f64 = this.slab.f64
+    for (let i = 0; i < layout.at.length; i++) {
+      const expiresAt = f64[at + layout.at[i]]
+      if (!Number.isNaN(expiresAt)) return true
+    }
+    return false
+  }
+
+  /** Moves a protected key to the open class (what is left of it is judged again when next used). */
+  unprotect(key: string, at: number): void {
+    this.leave(key, true)
+    this.open.set(key, at)
+    this.stamp(at)
+  }
+
+  /** Whether the record at `base` (a record's first word) has applied `seq` from `origin`. */
+  seenBefore(base: number, origin: string, seq: number): boolean {
+    const last = this.origins.get(base)?.get(origin)
+    return last !== undefined && seq <= last
+  }
+
+  /** Remembers that the record at `base` applied `seq` from `origin`. */
+  markSeen(base: number, origin: string, seq: number): void {
+    let seen = this.origins.get(base)
+    if (seen === undefined) this.origins.set(base, (seen = new Map()))
+    if (seen.size >= MAX_ORIGINS && !seen.has(origin)) seen.clear()
+    seen.set(origin, seq)
+  }
+
+  /** A record that had expired starts with no origins, as its Redis key would. */
+  forgetOrigins(base: number): void {
+    this.origins.delete(base)
+  }
+
+  // Evicts until both bounds hold: a dead key first (it holds nothing; the oldest of each class is
+  // the likeliest to be one), then the least recently used open key, and only when none is left the
+  // least recently used protected key (forgiven: see MemoryStoreOptions.maxKeys). `used`, the key
+  // just decided, goes last: were it dropped, a new key would never be counted while protected keys
+  // fill the store.
+  makeRoom(used: number, now: number): void {
+    while (this.size > this.maxKeys || this.bytes > this.maxBytes) {
+      if (this.dropOldestIfDead(this.guardedOldest, now)) continue
+      if (this.dropOldestIfDead(this.openOldest, now)) continue
+      const open = this.oldestExcept(this.openOldest, this.open, used)
+      if (open !== undefined) {
+        this.remove(open[0], open[1], false)
+        continue
+      }
+      const guarded = this.oldestExcept(this.guardedOldest, this.guarded, used)
+      if (guarded !== undefined) {
+        this.remove(guarded[0], guarded[1], true)
+        continue
+      }
+      // Only `used` is left, and it alone is over maxBytes: it is not kept.
+      for (const [key, at] of this.open) this.remove(key, at, false)
+      for (const [key, at] of this.guarded) this.remove(key, at, true)
+      return
+    }
+  }
+
+  // Opportunistic and O(1): the least recently used key is the likeliest to have expired, so a
+  // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
+  private dropOldestIfDead(cursor: OldestCursor<number>, now: number): boolean {
+    const oldest = cursor.first()
+    if (oldest === undefined || now < this.deadAt(oldest[1])) return false
+    this.remove(oldest[0], oldest[1], cursor === this.guardedOldest)
+    return true
+  }
+
+  // The latest expiry of the key's records: past it the whole key holds nothing.
+  private deadAt(at: number): number {
+    const layout = this.layoutAt(at)
+    const f64 = this.slab.f64
+    let deadAt = Number.NEGATIVE_INFINITY
+    for (let i = 0; i < layout.at.length; i++) {
+      const expiresAt = f64[at + layout.at[i]]
+      if (expiresAt > deadAt) deadAt = expiresAt
+    }
+    return deadAt
+  }
+
+  /** The least recently used key of a class other than `used` (the first or the second). */
+  private oldestExcept(cursor: OldestCursor<number>, segment: Map<string, number>, used: number): [string, number] | undefined {
+    const first = cursor.first()
+    if (first === undefined || first[1] !== used) return first
+    if (segment.size < 2) return undefined
+    // Rare (the key just decided is the oldest of its class and others remain): a walk from the start.
+    const order = segment.entries()
+    order.next()
+    return order.next().value
+  }
+
+  /** Forgets a key and frees its block. */
+  remove(key: string, at: number, guarded: boolean): void {
+    const layout = this.layoutAt(at)
+    this.leave(key, guarded)
+    this.forget(at, layout)
+    this.bytes -= ENTRY_BYTES + key.length * BYTES_PER_CHARACTER + layout.words * BYTES_PER_WORD
+    this.slab.release(at, layout.words)
+  }
+
+  /** Forgets every key. */
+  clear(): void {
+    this.open.clear()
+    this.guarded.clear()
+    this.openOldest.clear()
+    this.guardedOldest.clear()
+    this.asides.length = 0
+    this.freeAsides.length = 0
+    this.blocks.clear()
+    this.origins.clear()
+    this.slab.clear()
+    this.bytes = 0
+  }
+}
