@@ -5,9 +5,10 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
-import { startRedis, type RedisProcess } from '../../../floodgate/test/support/redis-server.js'
-import { startProxy, type LinkProxy } from '../../../floodgate/test/regions/support.js'
-import { checkBody, postJson, scrape, startTestService, type TestService } from './helpers.js'
+import type { RedisProcess } from '../../../floodgate/test/support/redis-server.js'
+import type { LinkProxy } from '../../../floodgate/test/regions/support.js'
+import { checkBody, postJson, scrape, type TestService } from './helpers.js'
+import { eventually, readyz, startTwoRegions, type TwoRegions } from './regions-helpers.js'
 
 const RULES = `
 domain: mig
@@ -22,50 +23,19 @@ descriptors:
       - { name: leased-hourly, algorithm: fixed-window, limit: 10, period: 1h, regions: split, sync: lease, leaseMax: 2 }
 `
 
-async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await probe()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  assert.fail(`timed out waiting for ${what}`)
-}
-
-async function readyz(service: TestService): Promise<{ status: string; reason: string }> {
-  return (await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string; reason: string }
-}
-
 describe('floodgate serve with --compat-keys envoy and --region', () => {
   let redis: RedisProcess[]
   let links: LinkProxy[]
   let eu: TestService
   let us: TestService
+  let regions: TwoRegions
 
   before(async () => {
-    redis = [await startRedis(), await startRedis()]
-    links = [await startProxy(redis[1].port, 20), await startProxy(redis[0].port, 20)]
-    const flags = (redisUrl: string, region: string, peer: string) => [
-      '--redis',
-      redisUrl,
-      '--compat-keys',
-      'envoy',
-      '--store-timeout',
-      '5s',
-      '--region',
-      region,
-      '--peer',
-      peer,
-      '--region-interval',
-      '50ms',
-    ]
-    eu = await startTestService(RULES, flags(redis[0].url, 'eu', `us=${links[0].url}`))
-    us = await startTestService(RULES, flags(redis[1].url, 'us', `eu=${links[1].url}`))
+    regions = await startTwoRegions(RULES, { latencyMs: 20, flags: ['--compat-keys', 'envoy'] })
+    ;({ redis, links, eu, us } = regions)
   })
   after(async () => {
-    await eu?.stop()
-    await us?.stop()
-    for (const link of links ?? []) await link.close()
-    for (const server of redis ?? []) await server.stop()
+    await regions?.stop()
   })
 
   it('is ready once both regions hear each other, and exports the links in /metrics', async () => {
