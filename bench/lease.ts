@@ -6,8 +6,8 @@
 import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
-import { formatCount, printTable, runLoad, type Contender } from './support.js'
-import { hammerHotKey } from './sync-rows.js'
+import { formatCount, printTable, type Contender } from './support.js'
+import { hammerHotKey, syncContender } from './sync-rows.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
@@ -18,8 +18,6 @@ export const LEASE_10K_LONG = 'lease gcra, 10k keys, leaseMs 10s'
 export const LEASE_HOT = 'lease gcra, 1 hot key'
 /** The rows of this mode in the main bench's summary. */
 export const LEASE_ROWS = [LEASE_10K, LEASE_10K_LONG, LEASE_HOT]
-/** The load before each measured round of a 10k-key row, outside the measurement (keys in use). */
-export const WARM_MS = 1000
 
 /** One instance: a RateLimiter with its own client and RedisStore (so its own leases). */
 function instance(context: LeaseBenchContext, policy: PolicyOptions, denyCache = true): (key: string) => Promise<boolean> {
@@ -58,27 +56,7 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
   const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'lease' }
   const contender = (name: string, keyOf: (i: number) => string, options: Partial<PolicyOptions> = {}, warm = false): Contender => {
     const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options })
-    const load = (durationMs: number) =>
-      runLoad({
-        callers: context.callers,
-        durationMs,
-        maxOps: context.maxOpsPerRound,
-        op: context.counted(
-          name,
-          (i) => decide(keyOf(i)),
-          (allowed) => !allowed,
-        ),
-      })
-    return {
-      name,
-      before: warm ? () => load(WARM_MS).then(() => undefined) : undefined,
-      async measure() {
-        const started = performance.now()
-        const result = await load(context.roundMs)
-        await limiter.flush()
-        return (result.ops * 1000) / (performance.now() - started)
-      },
-    }
+    return syncContender(context, name, keyOf, decide, () => limiter.flush(), warm)
   }
   const key10k = (i: number) => `lease:${(i * 7919) % context.keys}`
   return [

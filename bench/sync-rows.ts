@@ -1,7 +1,48 @@
 // What the lease and write-back sections of `npm run bench:redis` share: their summary beside the
-// exact mode and rate-limiter-flexible, and a fleet of instances saturating one hot key.
+// exact mode and rate-limiter-flexible, their rows under the bench's load, and a fleet of instances
+// saturating one hot key.
 
-import { formatCount, median, printTable, ratio, runLoad } from './support.js'
+import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import type { WriteBackBenchContext } from './write-back.js'
+
+/** The load before each measured round of a 10k-key row, outside the measurement (keys in use). */
+export const WARM_MS = 1000
+
+/**
+ * A row of a sync mode: `decide` under the bench's load over `keyOf`'s keys, after WARM_MS of it when
+ * `warm`. The round ends once `settle` has handed the store what the instance holds (a flush, leases
+ * given back), so that work is in this row's time and Redis CPU, not the next contender's.
+ */
+export function syncContender(
+  context: WriteBackBenchContext,
+  name: string,
+  keyOf: (i: number) => string,
+  decide: (key: string) => Promise<boolean>,
+  settle: () => Promise<void>,
+  warm: boolean,
+): Contender {
+  const load = (durationMs: number) =>
+    runLoad({
+      callers: context.callers,
+      durationMs,
+      maxOps: context.maxOpsPerRound,
+      op: context.counted(
+        name,
+        (i) => decide(keyOf(i)),
+        (allowed) => !allowed,
+      ),
+    })
+  return {
+    name,
+    before: warm ? () => load(WARM_MS).then(() => undefined) : undefined,
+    async measure() {
+      const started = performance.now()
+      const result = await load(context.roundMs)
+      await settle()
+      return (result.ops * 1000) / (performance.now() - started)
+    },
+  }
+}
 
 /** One contender's samples, as the main bench's interleaved rounds give them. */
 export interface SyncResult {

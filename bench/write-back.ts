@@ -7,9 +7,8 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
-import { formatCount, printTable, runLoad, type Contender } from './support.js'
-import { hammerHotKey } from './sync-rows.js'
-import { WARM_MS } from './lease.js'
+import { formatCount, printTable, type Contender } from './support.js'
+import { hammerHotKey, syncContender } from './sync-rows.js'
 
 /** What the main bench hands this section: its shape of load and its client factory. */
 export interface WriteBackBenchContext {
@@ -82,29 +81,7 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
   const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'write-back' }
   const contender = (name: string, keyOf: (i: number) => string, flushMs?: number, warm = false): Contender => {
     const { decide, flush } = instance(context, flushMs === undefined ? policy : { ...policy, flushMs })
-    const load = (durationMs: number) =>
-      runLoad({
-        callers: context.callers,
-        durationMs,
-        maxOps: context.maxOpsPerRound,
-        op: context.counted(
-          name,
-          (i) => decide(keyOf(i)),
-          (allowed) => !allowed,
-        ),
-      })
-    return {
-      name,
-      before: warm ? () => load(WARM_MS).then(() => undefined) : undefined,
-      async measure() {
-        const started = performance.now()
-        const result = await load(context.roundMs)
-        // The round ends when the store holds what it admitted: the last flush is in its time and
-        // in its Redis CPU, not in the next contender's.
-        await flush()
-        return (result.ops * 1000) / (performance.now() - started)
-      },
-    }
+    return syncContender(context, name, keyOf, decide, flush, warm)
   }
   return [
     contender(WRITE_BACK_10K, (i) => `wb:${(i * 7919) % context.keys}`, undefined, true),
