@@ -3,11 +3,17 @@
 // rate-limiter-flexible's RateLimiterMemory and a bare Map counter
 // (the physical limit), plus heap bytes per key. Not a test: the numbers depend on the machine.
 //
+// Measured as a server runs them: every contender is made once, warmed by one discarded round,
+// and kept for all rounds; each request builds its key string, as a server builds it from the
+// request (a fresh string whose hash the Map computes again). Each contender runs in a process of
+// its own, as a server runs one limiter setup: sharing one V8 isolate, the contenders would make
+// each other's call sites polymorphic, which no single server sees.
+//
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
 // --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, a
 // comma-separated list, default 100000,1000000).
 
-import { spawnSync } from 'node:child_process'
+import { fork, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
@@ -15,12 +21,13 @@ import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type Poli
 import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
 
-// Heap measurements need global.gc: re-run this file with --expose-gc when it is missing.
+// Heap measurements need global.gc: re-run this file with --expose-gc when it is missing. Children
+// run with this process's own flags (the tsx loader under `npm run`, none for compiled sources).
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) {
   const child = spawnSync(
     process.execPath,
-    ['--expose-gc', '--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    ['--expose-gc', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     { stdio: 'inherit' },
   )
   process.exit(child.status ?? 1)
@@ -32,6 +39,8 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     keys: { type: 'string' },
     'heap-keys': { type: 'string' },
+    // Internal: keep this contender in this process and measure it each time the parent asks.
+    contender: { type: 'string' },
     // Internal: measure one row of the memory table in this (fresh) process and print it as JSON.
     'heap-one': { type: 'string' },
   },
@@ -40,7 +49,6 @@ const OPS = Number(values.ops ?? 1_000_000)
 const ROUNDS = Number(values.rounds ?? 5)
 const KEYS = Number(values.keys ?? 10_000)
 const HEAP_KEYS = (values['heap-keys'] ?? '100000,1000000').split(',').map(Number)
-const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
 
 // Limits high enough that every request is admitted: the benchmark measures the decision path,
 // not denials (which the deny cache would answer even faster). Buckets get a modest rate and a huge
@@ -57,14 +65,14 @@ function policyFor(algorithm: AlgorithmName): PolicyOptions {
 /** Decisions per second of `op` called in a plain `await` loop over the keys. */
 async function awaitLoop(op: (key: string) => Promise<unknown>): Promise<number> {
   const start = performance.now()
-  for (let i = 0; i < OPS; i++) await op(keys[i % KEYS])
+  for (let i = 0; i < OPS; i++) await op(`user:${i % KEYS}`)
   return (OPS * 1000) / (performance.now() - start)
 }
 
 /** Decisions per second of `op` called in a plain synchronous loop over the keys. */
 function syncLoop(op: (key: string) => unknown): number {
   const start = performance.now()
-  for (let i = 0; i < OPS; i++) op(keys[i % KEYS])
+  for (let i = 0; i < OPS; i++) op(`user:${i % KEYS}`)
   return (OPS * 1000) / (performance.now() - start)
 }
 
@@ -77,13 +85,25 @@ const BIG_LIMITS: [AlgorithmName, number][] = [
   ['token-bucket', 1e5],
   ['token-bucket', 1e6],
 ]
+/**
+ * A contender's measurement on one instance made at its first round and kept for all later ones,
+ * as a server keeps its limiter: its start-up is paid once, outside the rounds that count.
+ */
+function longLived(make: () => () => Promise<number>): () => Promise<number> {
+  let run: (() => Promise<number>) | undefined
+  return () => {
+    run ??= make()
+    return run()
+  }
+}
+
 function floodgateBig([algorithm, limit]: [AlgorithmName, number]): Contender {
   return {
     name: `floodgate ${algorithm} ${limit === 1e6 ? '1e6' : '1e5'}/h`,
-    measure: () => {
+    measure: longLived(() => {
       const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [{ algorithm, limit, period: '1h' }] })
-      return awaitLoop((key) => limiter.limit(key))
-    },
+      return () => awaitLoop((key) => limiter.limit(key))
+    }),
   }
 }
 
@@ -94,23 +114,23 @@ function floodgateBig([algorithm, limit]: [AlgorithmName, number]): Contender {
 function floodgateLapse(algorithm: AlgorithmName, lapsed: boolean): Contender {
   return {
     name: `floodgate ${algorithm} ${lapsed ? 'lapsed' : 'live'} keys`,
-    measure: () => {
+    measure: longLived(() => {
       const base = Date.now()
       let calls = 0
       const clock = lapsed ? () => base + Math.floor(calls++ / KEYS) * 7_200_000 : () => base + 0 * calls++
       const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2, clock }), policies: [policyFor(algorithm)] })
-      return awaitLoop((key) => limiter.limit(key))
-    },
+      return () => awaitLoop((key) => limiter.limit(key))
+    }),
   }
 }
 
 function floodgate(algorithm: AlgorithmName): Contender {
   return {
     name: `floodgate ${algorithm}`,
-    measure: () => {
+    measure: longLived(() => {
       const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] })
-      return awaitLoop((key) => limiter.limit(key))
-    },
+      return () => awaitLoop((key) => limiter.limit(key))
+    }),
   }
 }
 
@@ -118,10 +138,10 @@ function floodgate(algorithm: AlgorithmName): Contender {
 function floodgateSync(algorithm: AlgorithmName): Contender {
   return {
     name: `floodgate ${algorithm} limitSync`,
-    measure: () => {
+    measure: longLived(() => {
       const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] })
-      return Promise.resolve(syncLoop((key) => limiter.limitSync(key)))
-    },
+      return () => Promise.resolve(syncLoop((key) => limiter.limitSync(key)))
+    }),
   }
 }
 
@@ -131,22 +151,24 @@ function floodgateSync(algorithm: AlgorithmName): Contender {
 // the store's and the limiter's cost.
 const coreOnly: Contender = {
   name: 'core only: evaluateKeyInto fixed-window (sync)',
-  measure: () => {
+  measure: longLived(() => {
     const policies = createPolicies([policyFor('fixed-window')])
     const records: PolicyRecord[] = Array.from({ length: KEYS }, () => ({ blockedUntil: 0, state: undefined }))
     const scratch: (PolicyRecord | undefined)[] = [undefined]
     const evaluation = createEvaluation()
-    const now = Date.now()
-    const start = performance.now()
-    for (let i = 0; i < OPS; i++) {
-      const record = records[i % KEYS]
-      scratch[0] = record
-      const next = evaluateKeyInto(scratch, now, 1, policies, evaluation).records[0]
-      record.blockedUntil = next.blockedUntil
-      if (next.state !== undefined && next.state !== record.state) record.state = next.state.slice()
+    return () => {
+      const now = Date.now()
+      const start = performance.now()
+      for (let i = 0; i < OPS; i++) {
+        const record = records[i % KEYS]
+        scratch[0] = record
+        const next = evaluateKeyInto(scratch, now, 1, policies, evaluation).records[0]
+        record.blockedUntil = next.blockedUntil
+        if (next.state !== undefined && next.state !== record.state) record.state = next.state.slice()
+      }
+      return Promise.resolve((OPS * 1000) / (performance.now() - start))
     }
-    return Promise.resolve((OPS * 1000) / (performance.now() - start))
-  },
+  }),
 }
 
 // A diagnostic floor for any limiter with this API, not a product path: what every call of an
@@ -155,9 +177,9 @@ const coreOnly: Contender = {
 // with no limiting logic at all.
 const apiFloor: Contender = {
   name: 'floor: Map + Date.now + decision object (async)',
-  measure: () => {
+  measure: longLived(() => {
     const counts = new Map<string, { count: number }>()
-    for (const key of keys) counts.set(key, { count: 0 })
+    for (let i = 0; i < KEYS; i++) counts.set(`user:${i}`, { count: 0 })
     const hit = async (key: string) => {
       const entry = counts.get(key)!
       const now = Date.now()
@@ -189,31 +211,31 @@ const apiFloor: Contender = {
         policies: [part],
       }
     }
-    return awaitLoop(hit)
-  },
+    return () => awaitLoop(hit)
+  }),
 }
 
 const rateLimiterFlexible: Contender = {
   name: 'rate-limiter-flexible RateLimiterMemory',
-  measure: () => {
+  measure: longLived(() => {
     const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 3600 })
-    return awaitLoop((key) => limiter.consume(key))
-  },
+    return () => awaitLoop((key) => limiter.consume(key))
+  }),
 }
 
 // The physical limit of an in-process limiter: one Map read and write per decision, through an
 // async function and an await as every limiter call is.
 const bareMap: Contender = {
   name: 'bare Map counter (async)',
-  measure: () => {
+  measure: longLived(() => {
     const counts = new Map<string, number>()
     const hit = async (key: string): Promise<number> => {
       const count = (counts.get(key) ?? 0) + 1
       counts.set(key, count)
       return count
     }
-    return awaitLoop(hit)
-  },
+    return () => awaitLoop(hit)
+  }),
 }
 
 // What the process holds: the JS heap and the memory behind typed arrays (the store's slab is one).
@@ -274,17 +296,7 @@ function memoryPerKey(count: number): [string, number][] {
   return HEAP_ROWS.map((name) => {
     const child = spawnSync(
       process.execPath,
-      [
-        '--expose-gc',
-        '--conditions=floodgate-source',
-        '--import',
-        'tsx',
-        fileURLToPath(import.meta.url),
-        '--heap-one',
-        name,
-        '--heap-keys',
-        `${count}`,
-      ],
+      [...process.execArgv, fileURLToPath(import.meta.url), '--heap-one', name, '--heap-keys', `${count}`],
       { encoding: 'utf8' },
     )
     if (child.status !== 0) throw new Error(`measuring ${name}: ${child.stderr}`)
@@ -292,12 +304,8 @@ function memoryPerKey(count: number): [string, number][] {
   })
 }
 
-async function main(): Promise<void> {
-  console.log(
-    `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ` +
-      `${ROUNDS} rounds (median), Node ${process.version}`,
-  )
-  const contenders = [
+function allContenders(): Contender[] {
+  return [
     ...ALGORITHMS.map(floodgate),
     ...BIG_LIMITS.map(floodgateBig),
     floodgateLapse('fixed-window', false),
@@ -311,16 +319,51 @@ async function main(): Promise<void> {
     rateLimiterFlexible,
     bareMap,
   ]
+}
+
+/** The contender named `name`, kept and measured in a child process of its own between rounds. */
+function inProcess(name: string): Contender & { stop: () => void } {
+  const child = fork(fileURLToPath(import.meta.url), [...process.argv.slice(2), '--contender', name], {
+    execArgv: process.execArgv,
+  })
+  const answers: ((value: number) => void)[] = []
+  child.on('message', (value) => answers.shift()?.(value as number))
+  child.on('exit', (code) => {
+    if (answers.length > 0) {
+      console.error(`${name}: its process exited (${code}) before answering`)
+      process.exit(1)
+    }
+  })
+  return {
+    name,
+    measure: () =>
+      new Promise<number>((resolve) => {
+        answers.push(resolve)
+        child.send('measure')
+      }),
+    stop: () => void child.disconnect(),
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ` +
+      `${ROUNDS} rounds (median), one process per contender, Node ${process.version}`,
+  )
+  const contenders = allContenders().map((contender) => inProcess(contender.name))
+  // One discarded round makes every instance and warms it (JIT, its keys) before anything counts.
+  for (const contender of contenders) await contender.measure()
   const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
     process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
   })
+  for (const contender of contenders) contender.stop()
   const rlf = results.find((r) => r.name === rateLimiterFlexible.name)!.median
   const map = results.find((r) => r.name === bareMap.name)!.median
   const floor = results.find((r) => r.name === apiFloor.name)!.median
   printTable(
     ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs bare Map', 'vs floor'],
     results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map), ratio(r.median, floor)]),
-    'Throughput (median; targets: Floodgate ≥ 3x rate-limiter-flexible, ≥ 0.50x bare Map)',
+    'Throughput (median; targets: limit() ≥ 0.80x the floor, limitSync ≥ 3x rate-limiter-flexible)',
   )
   const heap: [string, number][] = []
   for (const count of HEAP_KEYS) {
@@ -343,7 +386,10 @@ async function main(): Promise<void> {
   })
 }
 
-if (values['heap-one'] !== undefined) {
+if (values.contender !== undefined) {
+  const contender = allContenders().find((candidate) => candidate.name === values.contender)!
+  process.on('message', async () => process.send!(await contender.measure()))
+} else if (values['heap-one'] !== undefined) {
   process.stdout.write(`${JSON.stringify({ bytes: await measureRow(values['heap-one'], HEAP_KEYS[0]) })}\n`)
   process.exit(0)
 } else {
