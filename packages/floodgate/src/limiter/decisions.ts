@@ -16,31 +16,21 @@ export function toDecision(
   allowed: boolean,
   source: DecisionSource,
 ): Decision {
-  const policies = plan.policies
-  // Grown by push, not preallocated: an array made with new Array(n) stays holey, slower to read.
-  const parts: PolicyDecision[] = []
+  const count = plan.policies.length
+  // One policy (the usual set) gets an array literal of one; grown by push from [], the array's
+  // first push allocates room for many. Never new Array(n): it stays holey, slower to read.
+  let parts: PolicyDecision[]
+  if (count === 1) {
+    parts = [toPart(plan, tier, results, allowed, 0)]
+  } else {
+    parts = []
+    for (let i = 0; i < count; i++) parts.push(toPart(plan, tier, results, allowed, i))
+  }
   let over = false
   let shadow = false
   let delayMs = 0
-  for (let i = 0; i < policies.length; i++) {
-    const policy = policies[i]
-    const result = results[i]
-    const headroom = tier.headroom[i]
-    const part: PolicyDecision = {
-      name: policy.name,
-      algorithm: policy.algorithm,
-      limit: tier.limits[i],
-      periodMs: policy.periodMs,
-      allowed: result.allowed,
-      remaining: result.remaining > headroom ? result.remaining - headroom : 0,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-      delayMs: result.delayMs,
-      blocked: result.blocked,
-      over: allowed && result.allowed && result.remaining < headroom,
-      shadow: policy.shadow && !result.allowed,
-    }
-    parts.push(part)
+  for (let i = 0; i < count; i++) {
+    const part = parts[i]
     if (part.over) over = true
     if (part.shadow) shadow = true
     if (part.delayMs > delayMs) delayMs = part.delayMs
@@ -58,6 +48,26 @@ export function toDecision(
     shadow,
     source,
     policies: parts,
+  }
+}
+
+function toPart(plan: PolicyPlan, tier: Tier, results: readonly PolicyResult[], allowed: boolean, i: number): PolicyDecision {
+  const policy = plan.policies[i]
+  const result = results[i]
+  const headroom = tier.headroom[i]
+  return {
+    name: policy.name,
+    algorithm: policy.algorithm,
+    limit: tier.limits[i],
+    periodMs: policy.periodMs,
+    allowed: result.allowed,
+    remaining: result.remaining > headroom ? result.remaining - headroom : 0,
+    resetMs: result.resetMs,
+    retryAfterMs: result.retryAfterMs,
+    delayMs: result.delayMs,
+    blocked: result.blocked,
+    over: allowed && result.allowed && result.remaining < headroom,
+    shadow: policy.shadow && !result.allowed,
   }
 }
 

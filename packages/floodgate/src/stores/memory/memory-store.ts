@@ -140,7 +140,8 @@ export class MemoryStore implements LeaseStore {
     const scratch = this.scratch
     if (scratch.into.length !== policies.length) sizeScratch(scratch, policies.length)
     const at = this.locate(key, shape, now)
-    if (at === undefined) scratch.into.fill(undefined)
+    // A loop, not into.fill(undefined): fill is a call into the runtime, dear for an array of one or two.
+    if (at === undefined) for (let i = 0; i < scratch.into.length; i++) scratch.into[i] = undefined
     else this.table.read(at, this.foundIndex, now, scratch)
     const evaluation = evaluateKeyInto(scratch.into, now, cost, policies, out)
     if (at !== undefined) this.keep(key, at, shape, evaluation, now)
