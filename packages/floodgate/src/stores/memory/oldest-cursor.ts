@@ -4,7 +4,7 @@
  * Remembers where the oldest live entry of `segment` is. V8 leaves a hole in a Map for each
  * deleted entry until the table is next rebuilt, and a new iterator walks every hole before the
  * first live entry: a store that drops its oldest key on every insert (expired keys, a flood past
- * maxKeys) made each `entries().next()` walk thousands of holes, 10× the cost of a decision. One
+ * maxKeys) made each `entries().next()` walk thousands of holes, far dearer than the decision. One
  * iterator kept across calls walks each hole once. A Map iterator stays valid across deletes,
  * inserts and rebuilds and visits entries added after it, so the entries it has not reached yet
  * are exactly the live ones in LRU order.
