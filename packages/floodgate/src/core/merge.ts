@@ -15,45 +15,29 @@
 import type { AlgorithmName, Policy } from './policy.js'
 import type { State } from './algorithms/types.js'
 import { ALGORITHM_BY_NAME } from './algorithms/index.js'
-import { gcraLag } from './algorithms/gcra.js'
 import { leakyBucketStoredLevel } from './algorithms/leaky-bucket.js'
 import type { PolicyRecord } from './evaluate.js'
 
 /** Charges `units` (> 0) or gives them back (< 0) into `state` at `now`, ignoring the limit; returns the new state. */
 export type MergeUnits = (state: State | undefined, now: number, units: number, policy: Policy) => State
 
-const mergeFixedWindow: MergeUnits = (state, now, units, policy) => {
-  const { periodMs } = policy
-  let windowStart = Math.floor(now / periodMs) * periodMs
-  let count = 0
-  if (state !== undefined) {
-    windowStart = Math.max(windowStart, state[0])
-    if (state[0] === windowStart) count = state[1]
-  }
-  return [windowStart, Math.max(0, count + units)]
-}
-
-const mergeSlidingWindow: MergeUnits = (state, now, units, policy) => {
-  const { periodMs } = policy
-  let windowStart = Math.floor(now / periodMs) * periodMs
-  let count = 0
-  let previousCount = 0
-  if (state !== undefined) {
-    windowStart = Math.max(windowStart, state[0])
-    if (state[0] === windowStart) {
-      count = state[1]
-      previousCount = state[2]
-    } else if (state[0] === windowStart - periodMs) {
-      previousCount = state[1]
+/**
+ * A window counter's merge, or GCRA's, is its own step with the bound a forced charge may pass
+ * lifted (`limit` for the windows, `burst` for GCRA): the step then always admits, and its window
+ * roll, refund rule and arithmetic are written once. A bucket's burst also caps its refill, so
+ * lifting it would change the state: the buckets keep merges of their own, below.
+ */
+function stepUnbounded(algorithm: AlgorithmName, lifted: 'limit' | 'burst'): MergeUnits {
+  const step = ALGORITHM_BY_NAME[algorithm].step
+  const unbounded = new WeakMap<Policy, Policy>()
+  return (state, now, units, policy) => {
+    let lifting = unbounded.get(policy)
+    if (lifting === undefined) {
+      lifting = { ...policy, [lifted]: Number.POSITIVE_INFINITY }
+      unbounded.set(policy, lifting)
     }
+    return step(state, now, units, lifting).state
   }
-  count = count + units
-  // As a step's refund: off the newest count first, then off the previous window's.
-  if (count < 0) {
-    previousCount = Math.max(0, previousCount + count)
-    count = 0
-  }
-  return [windowStart, count, previousCount]
 }
 
 const mergeTokenBucket: MergeUnits = (state, now, units, policy) => {
@@ -70,15 +54,6 @@ const mergeTokenBucket: MergeUnits = (state, now, units, policy) => {
   return [level, at]
 }
 
-const mergeGcra: MergeUnits = (state, now, units, policy) => {
-  const { limit, periodMs } = policy
-  const lag = state === undefined ? 0 : Math.max(0, gcraLag(state, now, limit))
-  // Past the tolerance is debt: the arrival time must fall back into it before anything passes.
-  const lagAfter = Math.max(0, lag + units * periodMs)
-  const aheadMs = Math.floor(lagAfter / limit)
-  return [now + aheadMs, lagAfter - aheadMs * limit, limit]
-}
-
 const mergeLeakyBucket: MergeUnits = (state, now, units, policy) => {
   const { limit, periodMs } = policy
   let lastMs = now
@@ -93,11 +68,11 @@ const mergeLeakyBucket: MergeUnits = (state, now, units, policy) => {
 
 /** The merge of every algorithm that has one; the others are refused (mergeRefusal says why). */
 export const MERGE_BY_NAME: Readonly<Partial<Record<AlgorithmName, MergeUnits>>> = Object.freeze({
-  'fixed-window': mergeFixedWindow,
-  'sliding-window': mergeSlidingWindow,
+  'fixed-window': stepUnbounded('fixed-window', 'limit'),
+  'sliding-window': stepUnbounded('sliding-window', 'limit'),
   'token-bucket': mergeTokenBucket,
   'leaky-bucket': mergeLeakyBucket,
-  gcra: mergeGcra,
+  gcra: stepUnbounded('gcra', 'burst'),
 })
 
 /**

@@ -19,7 +19,7 @@ import { useRedisStore } from '../../support/redis-store.js'
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
  * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
  */
-const PINNED_MERGER_SHA = 'bf42d18c137b193b2fe4aa437b3e771ce94088a5'
+const PINNED_MERGER_SHA = '9a7dce8a80a134d3e27735a5cd485b3741686bf4'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 

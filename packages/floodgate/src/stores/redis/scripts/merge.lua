@@ -1,41 +1,28 @@
 -- Merging usage into a state, ignoring the limit: the Lua twin of src/core/merge.ts (read that file
--- for the why). Appended after prelude.lua and the algorithm files, whose helpers it uses
--- (gcra_lag, leaky_bucket_stored_level). MERGES[name](state, now, units, p) -> new state table.
+-- for the why). Appended after prelude.lua and the algorithm files, whose steps and helpers it uses
+-- (leaky_bucket_stored_level). MERGES[name](state, now, units, p) -> new state table.
 
 local MERGES = {}
 
-MERGES['fixed-window'] = function(state, now, units, p)
-  local periodMs = p.periodMs
-  local windowStart = floor(now / periodMs) * periodMs
-  local count = 0
-  if state ~= nil then
-    windowStart = max(windowStart, state[1])
-    if state[1] == windowStart then count = state[2] end
+-- A window counter's merge, or GCRA's, is its own step with the bound a forced charge may pass
+-- lifted (limit for the windows, burst for GCRA); the buckets keep merges of their own (see merge.ts).
+local function step_unbounded(name, lifted)
+  local step = ALGORITHMS[name].step
+  local unbounded = {}
+  return function(state, now, units, p)
+    local lifting = unbounded[p]
+    if lifting == nil then
+      lifting = {}
+      for field, value in pairs(p) do lifting[field] = value end
+      lifting[lifted] = math.huge
+      unbounded[p] = lifting
+    end
+    return step(state, now, units, lifting).state
   end
-  return { windowStart, max(0, count + units) }
 end
 
-MERGES['sliding-window'] = function(state, now, units, p)
-  local periodMs = p.periodMs
-  local windowStart = floor(now / periodMs) * periodMs
-  local count = 0
-  local previousCount = 0
-  if state ~= nil then
-    windowStart = max(windowStart, state[1])
-    if state[1] == windowStart then
-      count = state[2]
-      previousCount = state[3]
-    elseif state[1] == windowStart - periodMs then
-      previousCount = state[2]
-    end
-  end
-  count = count + units
-  if count < 0 then
-    previousCount = max(0, previousCount + count)
-    count = 0
-  end
-  return { windowStart, count, previousCount }
-end
+MERGES['fixed-window'] = step_unbounded('fixed-window', 'limit')
+MERGES['sliding-window'] = step_unbounded('sliding-window', 'limit')
 
 MERGES['token-bucket'] = function(state, now, units, p)
   local limit, periodMs = p.limit, p.periodMs
@@ -54,14 +41,7 @@ MERGES['token-bucket'] = function(state, now, units, p)
   return { level, at }
 end
 
-MERGES['gcra'] = function(state, now, units, p)
-  local limit, periodMs = p.limit, p.periodMs
-  local lag = 0
-  if state ~= nil then lag = max(0, gcra_lag(state, now, limit)) end
-  local lagAfter = max(0, lag + units * periodMs)
-  local aheadMs = floor(lagAfter / limit)
-  return { now + aheadMs, lagAfter - aheadMs * limit, limit }
-end
+MERGES['gcra'] = step_unbounded('gcra', 'burst')
 
 MERGES['leaky-bucket'] = function(state, now, units, p)
   local limit, periodMs = p.limit, p.periodMs
