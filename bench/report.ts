@@ -274,8 +274,10 @@ ${table(['component', 'version'], versions)}
 ## Embedded store
 
 \`bench:memory\`: ${formatCount(memory.ops)} decisions per measurement over ${formatCount(memory.keys)} keys,
-rounds: ${memory.rounds}, in one process; every request admitted. The floors are not products: the core alone, and what any
-in-process limiter call costs at least (an async call, a Map read, the clock, a decision object).
+rounds: ${memory.rounds}; each contender made once in a process of its own, warmed by a discarded round and kept for
+every round; each request builds its key string, as a server does; every request admitted. The floors are not products:
+the core alone, and what any in-process limiter call costs at least (an async call, a Map read, the clock, a decision
+object).
 
 ${link('memory-throughput.svg', 'Embedded store decisions per second')}
 
