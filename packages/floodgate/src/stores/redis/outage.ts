@@ -32,6 +32,10 @@ export class Outage {
 
   /** A connection attempt failed or the connection was lost. */
   readonly connectionDown = (error?: Error): void => {
+    // Status 'end' without an error: the client's owner closed it (quit, disconnect), as a service
+    // does on its way down. That is a shutdown, not an outage: no warning. Should decisions still
+    // come, each is refused with STORE_UNAVAILABLE, and the limiter's breaker reports the outage.
+    if (error === undefined && this.connection.status() === 'end') return
     const because = error === undefined ? '' : `: ${error.message}`
     this.markDown(
       new FloodgateError(

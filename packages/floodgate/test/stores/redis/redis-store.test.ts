@@ -548,3 +548,29 @@ test('a store that cannot reach Redis warns once, and emits unavailable and avai
     await lateServer?.stop()
   }
 })
+
+test('a client its owner closes is a shutdown, not an outage: no warning, and later calls are refused', async () => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error & { code?: string }) => {
+    if (warning.code === 'FLOODGATE_REDIS_UNAVAILABLE') warnings.push(warning.message)
+  }
+  process.on('warning', onWarning)
+  const client = new Redis({ host: redis.server.host, port: redis.server.port })
+  const store = new RedisStore({ client, prefix: 'shutdown:' })
+  let unavailable = 0
+  store.on('unavailable', () => unavailable++)
+  try {
+    const [response] = await store.evaluate([{ key: 'k', policies: perMinute, cost: 1 }])
+    assert.equal(response.allowed, true)
+    const ended = once(client, 'end')
+    await client.quit()
+    await ended
+    await new Promise((resolve) => setImmediate(resolve)) // warnings are emitted on the next tick
+    assert.deepEqual(warnings, [])
+    assert.equal(unavailable, 0)
+    await assert.rejects(store.evaluate([{ key: 'k', policies: perMinute, cost: 1 }]), { code: 'STORE_UNAVAILABLE' })
+  } finally {
+    process.off('warning', onWarning)
+    await store.close()
+  }
+})
