@@ -19,7 +19,7 @@ import { useRedisStore } from '../../support/redis-store.js'
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
  * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
  */
-const PINNED_MERGER_SHA = '9a7dce8a80a134d3e27735a5cd485b3741686bf4'
+const PINNED_MERGER_SHA = 'a352f87a50dbec8a50f7733c3d806c3552f8889d'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 

@@ -83,9 +83,11 @@ local function decodeRecordInto(text, record, state)
     local stateLength = #state
     local tag, expiresAt
     tag, expiresAt, state[1], state[2], state[3], state[4], state[5] = structUnpack(layout, text)
+    -- Whatever the tag: the block path below measures the state with #, which cannot see past the
+    -- holes the unpack may leave, so a longer state's numbers must not outlive this line.
+    for i = 6, stateLength do state[i] = nil end
     if tag == TAG_S then
       state[(length - 1) / 8] = nil
-      for i = 6, stateLength do state[i] = nil end
       record.blockedUntil = 0
       record.state = state
       return expiresAt
