@@ -5,7 +5,8 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
-import { createPolicies, createPolicy, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
+import { ALGORITHMS, createPolicies, createPolicy, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
+import { advanceArbitrary, costArbitrary, policyOptionsArbitrary } from '../trace-arbitraries.js'
 import type { Duration } from '../../../src/core/duration.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 
@@ -320,6 +321,10 @@ describe('MemoryStore maxBytes', () => {
   })
 })
 
+// Algorithms whose ttl does not depend on the limit: a record kept to the ttl one limit gave it is
+// as good as none under another, so the reference may drop it then.
+const LIMIT_FREE_TTL: readonly string[] = ['fixed-window', 'sliding-window', 'sliding-log', 'concurrency', 'gcra']
+
 // The reference: evaluateKey over a Map of records per (key, policy name), each dropped when
 // now >= its expiry. The store must give exactly the same answers.
 class ReferenceStore {
@@ -385,6 +390,40 @@ describe('MemoryStore equals evaluateKey with lazy expiry', () => {
         }
       }),
       { numRuns: 300 },
+    )
+  })
+
+  it('decides one policy of any algorithm as the reference, across reloads and layout changes (blocks, peeks, refunds)', () => {
+    const trace = fc.record({
+      base: policyOptionsArbitrary('p', ALGORITHMS),
+      reload: fc.option(policyOptionsArbitrary('p', ALGORITHMS), { nil: undefined }),
+      steps: fc.array(
+        fc.record({ key: fc.constantFrom('k1', 'k2'), which: fc.nat(2), cost: costArbitrary, gap: advanceArbitrary }),
+        { minLength: 1, maxLength: 80 },
+      ),
+    })
+    fc.assert(
+      fc.property(trace, ({ base, reload, steps }) => {
+        // A reload of the policy (another limit and block) where the algorithm's ttl does not depend
+        // on them (as in the Redis equivalence test), and now and then a set of two, so one record
+        // meets a limit it was not counted under and keys change layout between decisions.
+        const versions = [createPolicy(base)]
+        if (reload !== undefined && LIMIT_FREE_TTL.includes(base.algorithm)) {
+          versions.push(createPolicy({ ...base, limit: reload.limit, blockMs: reload.blockMs }))
+        }
+        const other = createPolicy({ name: 'q', algorithm: 'fixed-window', limit: 4, period: 250 })
+        const store = new MemoryStore()
+        const reference = new ReferenceStore()
+        let now = T0
+        for (const { key, which, cost, gap } of steps) {
+          now += gap
+          const policies = which === 2 ? [versions[0], other] : [versions[which % versions.length]]
+          const got = store.evaluateOne(key, policies, cost, now)
+          const want = reference.evaluate(key, policies, cost, now)
+          assert.deepEqual({ allowed: got.allowed, results: got.results }, want)
+        }
+      }),
+      { numRuns: 400 },
     )
   })
 })
