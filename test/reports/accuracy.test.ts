@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { scriptArgs } from '../../packages/floodgate/test/support/script.js'
 
 const run = promisify(execFile)
 const SCRIPT = join(import.meta.dirname, '../../bench/accuracy.ts')
@@ -16,7 +17,7 @@ const SCRIPT = join(import.meta.dirname, '../../bench/accuracy.ts')
 test('npm run accuracy -- --quick writes the report and its SVG charts', { timeout: 120_000 }, async () => {
   const out = mkdtempSync(join(tmpdir(), 'floodgate-accuracy-'))
   try {
-    await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', SCRIPT, '--quick', '--out', out])
+    await run(process.execPath, [...scriptArgs(SCRIPT), '--quick', '--out', out])
     const report = readFileSync(join(out, 'accuracy.md'), 'utf8')
     const charts = readdirSync(join(out, 'accuracy'))
     assert.deepEqual(charts.sort(), [

@@ -3,6 +3,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
+import { scriptArgs } from './script.js'
 
 /**
  * Worker processes of one test file. A worker prints `ready` once connected, starts when it reads
@@ -13,7 +14,7 @@ export class Workers {
   readonly #script: string
   readonly #children: ChildProcess[] = []
 
-  /** `script`: the worker's TypeScript file, run with the repository's source condition. */
+  /** `script`: the worker's TypeScript file, run with the repository's source condition (scriptArgs). */
   constructor(script: string) {
     this.#script = script
   }
@@ -32,7 +33,7 @@ export class Workers {
   }
 
   #start<Report>(config: unknown): { child: ChildProcess; ready: Promise<void>; report: Promise<Report> } {
-    const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', this.#script, JSON.stringify(config)], {
+    const child = spawn(process.execPath, [...scriptArgs(this.#script), JSON.stringify(config)], {
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     this.#children.push(child)
