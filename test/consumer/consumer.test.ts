@@ -57,7 +57,20 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
 
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'floodgate-consumer-'))
-    const packed = await npm(ROOT, 'pack', '--workspaces', '--pack-destination', work, '--silent')
+    // Two apps: `bare` is an Express app that then adds the library alone (what the library costs
+    // it), and `app` is one with every peer that adds both packages (where the code runs). The pack
+    // (which builds both packages) and the installs that need no tarball run at once.
+    const bare = join(work, 'bare')
+    app = join(work, 'app')
+    for (const dir of [bare, app]) {
+      mkdirSync(dir)
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }))
+    }
+    const [packed, alone] = await Promise.all([
+      npm(ROOT, 'pack', '--workspaces', '--pack-destination', work, '--silent'),
+      npm(bare, 'install', 'express').then(() => installed(bare)),
+      npm(app, 'install', 'express', ...PEERS, ...TYPES),
+    ])
     const files = packed
       .trim()
       .split('\n')
@@ -66,15 +79,11 @@ describe('the packed packages in a new app', { timeout: 600_000 }, () => {
       library: files.find((file) => /\/floodgate-\d/.test(file))!,
       server: files.find((file) => /\/floodgate-server-\d/.test(file))!,
     }
-    app = join(work, 'app')
-    mkdirSync(app)
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }))
-    await npm(app, 'install', 'express')
-    const alone = await installed(app)
-    await npm(app, 'install', tarballs.library)
-    const withLibrary = await installed(app)
+    const [withLibrary] = await Promise.all([
+      npm(bare, 'install', tarballs.library).then(() => installed(bare)),
+      npm(app, 'install', tarballs.library, tarballs.server),
+    ])
     added = { packages: withLibrary.packages - alone.packages, bytes: withLibrary.bytes - alone.bytes }
-    await npm(app, 'install', tarballs.server, ...PEERS, ...TYPES)
     cpSync(join(import.meta.dirname, 'apps'), app, { recursive: true })
     redis = await startRedis()
     memcached = await startMemcached()
