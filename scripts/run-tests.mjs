@@ -1,12 +1,44 @@
 // Runs every test file under packages/*/test/ and test/ (what spans the packages: the consumer test)
-// with node's test runner, two files at a time, on the compiled copy of the tree that
+// with node's test runner, several files at a time, on the compiled copy of the tree that
 // compile-tests.mjs makes in .test-build/ (why: see there). Paths given as arguments run alone.
 // Node 20's `--test` does not expand globs, so the file list is built here. The workspace packages
 // resolve through the `floodgate-source` export condition, so no package build is needed.
-import { readdirSync, statSync } from 'node:fs'
+//
+//   node scripts/run-tests.mjs [--checks] [file ...]
+//
+// --checks (what `npm test` passes): `tsc --noEmit` and the lint run alongside the tests, their output
+// printed as each ends; the run fails if either does.
+// FLOODGATE_TEST_CONCURRENCY: files at a time (default 4). FLOODGATE_TEST_TIMES=FILE: each file's
+// wall and CPU seconds go to FILE (scripts/test-times.cjs) and the longest are listed at the end.
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { compileTests } from './compile-tests.mjs'
+
+// Most files wait on sockets, timers and child processes rather than compute: sync-modes.test.ts
+// spends 50 s of wall time on 4 s of CPU. More files at a time than cores fills those waits.
+const CONCURRENCY = Number(process.env.FLOODGATE_TEST_CONCURRENCY ?? 4)
+
+// The files that take longest, started first (in this order): a long file started late runs on alone
+// at the end while the cores idle. The rest follow in path order.
+const LONGEST = [
+  'test/consumer/consumer.test.ts',
+  'test/reports/bench-report.test.ts',
+  'packages/floodgate/test/regions/sync-modes.test.ts',
+  'packages/floodgate/test/limiter/sync/lease-cluster.test.ts',
+  'packages/floodgate/test/limiter/redis-failures.test.ts',
+  'packages/floodgate-server/test/conformance/integration.test.ts',
+  'packages/floodgate-server/test/cli/first-hour.test.ts',
+  'packages/floodgate/test/limiter/sync/write-back-cluster.test.ts',
+  'packages/floodgate/test/stores/redis/sentinel.test.ts',
+  'packages/floodgate/test/regions/split.test.ts',
+  'packages/floodgate-server/test/conformance/service.test.ts',
+  'packages/floodgate/test/stores/redis/faults.test.ts',
+  'packages/floodgate/test/regions/shared.test.ts',
+  'test/reports/accuracy.test.ts',
+  'packages/floodgate-server/test/cli/cli.test.ts',
+]
 
 function findTests(dir) {
   const out = []
@@ -18,24 +50,84 @@ function findTests(dir) {
   return out
 }
 
+/** `files` with those of LONGEST first, in its order. */
+function longestFirst(files) {
+  const rank = (file) => (LONGEST.includes(file) ? LONGEST.indexOf(file) : LONGEST.length)
+  return [...files].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** Starts a check in the background; resolves to whether it passed, once its output is printed. */
+function check(name, command, args) {
+  const child = spawn(command, args, { cwd: repository, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  return once(child, 'close').then(([code]) => {
+    process.stderr.write(`# ${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`}\n${code === 0 ? '' : output}`)
+    return code === 0
+  })
+}
+
+/** The longest files of the run, from the lines test-times.cjs wrote. */
+function printTimes(path, count = 15) {
+  const rows = readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
+  const first = Math.min(...rows.map((row) => row.start))
+  const wall = (row) => (row.end - row.start) / 1000
+  const cpu = (row) => row.cpu + row.childCpu
+  const total = rows.reduce((sum, row) => sum + cpu(row), 0)
+  process.stderr.write(`# ${rows.length} files, ${total.toFixed(1)} s of CPU; the ${count} longest (wall s, CPU s, started at s):\n`)
+  for (const row of rows.sort((a, b) => wall(b) - wall(a)).slice(0, count)) {
+    const figures = [wall(row), cpu(row), (row.start - first) / 1000].map((figure) => figure.toFixed(1).padStart(6))
+    process.stderr.write(`#   ${figures.join(' ')}  ${row.file}\n`)
+  }
+}
+
 const repository = resolve(import.meta.dirname, '..')
-const only = process.argv.slice(2).map((path) => relative(repository, resolve(path)))
+const args = process.argv.slice(2)
+const withChecks = args.includes('--checks')
+const only = args.filter((arg) => arg !== '--checks').map((path) => relative(repository, resolve(path)))
 const roots = [...readdirSync(join(repository, 'packages')).map((name) => join('packages', name, 'test')), 'test']
-const files = (
-  only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path)))
-).sort()
+const files = longestFirst(
+  only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path))),
+)
+// tsc alone takes half a minute of one core: it runs while the first files wait on their servers.
+const checks = withChecks
+  ? [
+      check('tsc --noEmit', process.execPath, [join(repository, 'node_modules/typescript/bin/tsc'), '--noEmit']),
+      check('npm run lint', 'npm', ['run', '--silent', 'lint']),
+    ]
+  : []
 const build = await compileTests(repository)
-const result = spawnSync(
+const times = process.env.FLOODGATE_TEST_TIMES ? resolve(process.env.FLOODGATE_TEST_TIMES) : undefined
+if (times) rmSync(times, { force: true })
+const runner = spawn(
   process.execPath,
   [
     '--conditions=floodgate-source',
     '--enable-source-maps',
     '--test',
-    '--test-concurrency=2',
+    `--test-concurrency=${CONCURRENCY}`,
     '--test-timeout=600000',
     ...files.map((file) => file.replace(/\.ts$/, '.js')),
   ],
-  // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
-  { stdio: 'inherit', cwd: build, env: { ...process.env, FLOODGATE_REPOSITORY: repository } },
+  {
+    stdio: 'inherit',
+    cwd: build,
+    env: {
+      ...process.env,
+      // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
+      FLOODGATE_REPOSITORY: repository,
+      ...(times && {
+        FLOODGATE_TEST_TIMES: times,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require=${join(repository, 'scripts/test-times.cjs')}`,
+      }),
+    },
+  },
 )
-process.exit(result.status ?? 1)
+const [status] = await once(runner, 'close')
+const passed = await Promise.all(checks)
+if (times) printTimes(times)
+process.exit(status === 0 && passed.every(Boolean) ? 0 : 1)
