@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { cpus, release, tmpdir, totalmem, type as osType } from 'node:os'
-import { join, relative } from 'node:path'
+import { extname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import * as echarts from 'echarts'
 import { formatBytes, formatCount, ratio } from './support.js'
@@ -22,11 +22,11 @@ const ROOT = join(import.meta.dirname, '..')
 
 /** Each bench and its sizes: the defaults for a full run, small ones for --quick. */
 const RUNS = {
-  memory: { file: 'memory.ts', args: QUICK ? ['--ops', '20000', '--rounds', '1', '--keys', '1000', '--heap-keys', '10000'] : [], env: {} },
-  redis: { file: 'redis.ts', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150' } : {} },
-  redisMemory: { file: 'redis-memory.ts', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '2000' } : {} },
+  memory: { file: 'memory', args: QUICK ? ['--ops', '20000', '--rounds', '1', '--keys', '1000', '--heap-keys', '10000'] : [], env: {} },
+  redis: { file: 'redis', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150' } : {} },
+  redisMemory: { file: 'redis-memory', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '2000' } : {} },
   service: {
-    file: 'service.ts',
+    file: 'service',
     args: [],
     env: QUICK
       ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' }
@@ -84,7 +84,8 @@ function runBench<T>(name: keyof typeof RUNS, dir: string, attempt = 1): T {
       .join(' ')}`,
   )
   const started = performance.now()
-  const args = ['--conditions=floodgate-source', '--import', 'tsx', join(ROOT, 'bench', run.file), ...run.args]
+  // The bench runs as this file does: under tsx from the sources, or as the test runner's compiled copy.
+  const args = [...process.execArgv, join(ROOT, 'bench', `${run.file}${extname(import.meta.filename)}`), ...run.args]
   const child = spawnSync(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...run.env, BENCH_JSON: json },

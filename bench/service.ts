@@ -310,13 +310,10 @@ async function callLoad(client: LeanGrpcClient, frames: Buffer[], seconds: numbe
 
 /** Spawns this file in server mode and waits until it says it is ready. */
 function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=floodgate-source', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl],
-    {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    },
-  )
+  // With this process's own flags: tsx from the sources, none for the test runner's compiled copy.
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   const cpuMicros = () =>
     new Promise<number>((resolve) => {
       child.once('message', (usage: NodeJS.CpuUsage) => resolve(usage.user + usage.system))
