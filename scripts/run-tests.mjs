@@ -1,8 +1,9 @@
 // Runs every test file under packages/*/test/ and test/ (what spans the packages: the consumer test)
 // with node's test runner, several files at a time, on the compiled copy of the tree that
 // compile-tests.mjs makes in .test-build/ (why: see there). Paths given as arguments run alone.
-// Node 20's `--test` does not expand globs, so the file list is built here. The workspace packages
-// resolve through the `floodgate-source` export condition, so no package build is needed.
+// Node 20's `--test` does not expand globs, and sorts its files, so the file list is built here and
+// run in its order by run-test-files.mjs. The workspace packages resolve through the
+// `floodgate-source` export condition, so no package build is needed.
 //
 //   node scripts/run-tests.mjs [--checks] [file ...]
 //
@@ -108,9 +109,9 @@ const runner = spawn(
   [
     '--conditions=floodgate-source',
     '--enable-source-maps',
-    '--test',
-    `--test-concurrency=${CONCURRENCY}`,
-    '--test-timeout=600000',
+    join(repository, 'scripts/run-test-files.mjs'),
+    String(CONCURRENCY),
+    '600000',
     ...files.map((file) => file.replace(/\.ts$/, '.js')),
   ],
   {
