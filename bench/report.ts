@@ -22,14 +22,14 @@ const ROOT = join(import.meta.dirname, '..')
 
 /** Each bench and its sizes: the defaults for a full run, small ones for --quick. */
 const RUNS = {
-  memory: { file: 'memory', args: QUICK ? ['--ops', '20000', '--rounds', '1', '--keys', '1000', '--heap-keys', '10000'] : [], env: {} },
-  redis: { file: 'redis', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '150' } : {} },
-  redisMemory: { file: 'redis-memory', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '2000' } : {} },
+  memory: { file: 'memory', args: QUICK ? ['--ops', '5000', '--rounds', '1', '--keys', '1000', '--heap-keys', '2000'] : [], env: {} },
+  redis: { file: 'redis', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '50' } : {} },
+  redisMemory: { file: 'redis-memory', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '500' } : {} },
   service: {
     file: 'service',
     args: [],
     env: QUICK
-      ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' }
+      ? { BENCH_ROUNDS: '1', BENCH_SECONDS: '0.4', BENCH_WARMUP_SECONDS: '0', BENCH_CONNECTIONS: '16', BENCH_GRPC_CALLERS: '16' }
       : {},
   },
 } as const
