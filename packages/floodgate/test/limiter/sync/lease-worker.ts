@@ -1,15 +1,14 @@
 // Child process for lease-cluster.test.ts: its own Cluster client, RedisStore and RateLimiter (with
 // `sync: 'lease'` policies) hammer one hot key as its sibling processes do; it reports what it admitted.
 //
-// Protocol: argv[2] is a JSON LeaseWorkerConfig. The worker connects, prints `ready`, waits for a
-// line `go` on stdin (so every process starts together), runs, gives its leases back, prints one
-// JSON line `{"admitted": n, "lease": n, "store": n}` and exits.
+// Protocol: serveJobs (test/support/worker-jobs.ts), a LeaseWorkerConfig for each job. After its
+// run a job gives its leases back and reports `{"admitted": n, "lease": n, "store": n, ...}`.
 
-import { createInterface } from 'node:readline'
 import { Cluster } from 'ioredis'
 import type { PolicyOptions } from '../../../src/core/policy.js'
 import { RateLimiter } from '../../../src/index.js'
 import { RedisStore } from '../../../src/redis.js'
+import { serveJobs } from '../../support/worker-jobs.js'
 
 export interface LeaseWorkerConfig {
   startupNodes: { host: string; port: number }[]
@@ -29,50 +28,31 @@ export interface LeaseWorkerReport {
   'deny-cache': number
 }
 
-async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '') as LeaseWorkerConfig
+async function prepare(config: LeaseWorkerConfig): Promise<() => Promise<LeaseWorkerReport>> {
   const client = new Cluster(config.startupNodes, { scaleReads: 'master' })
   const store = new RedisStore({ client })
   // A generous timeout: a busy machine must not turn a slow store call into the failure mode.
   const limiter = new RateLimiter({ store, policies: config.policies, timeout: '30s', onStoreError: 'closed' })
   await client.ping()
-  process.stdout.write('ready\n')
-  await lineFromStdin('go')
-
-  const report: LeaseWorkerReport = { admitted: 0, lease: 0, store: 0, 'deny-cache': 0 }
-  let next = 0
-  async function lane(): Promise<void> {
-    while (next++ < config.requests) {
-      const decision = await limiter.limit(config.key)
-      if (decision.allowed) report.admitted++
-      if (decision.source !== 'lease' && decision.source !== 'store' && decision.source !== 'deny-cache') {
-        throw new Error(`decided by ${decision.source}: the store failed`)
+  return async () => {
+    const report: LeaseWorkerReport = { admitted: 0, lease: 0, store: 0, 'deny-cache': 0 }
+    let next = 0
+    async function lane(): Promise<void> {
+      while (next++ < config.requests) {
+        const decision = await limiter.limit(config.key)
+        if (decision.allowed) report.admitted++
+        if (decision.source !== 'lease' && decision.source !== 'store' && decision.source !== 'deny-cache') {
+          throw new Error(`decided by ${decision.source}: the store failed`)
+        }
+        report[decision.source]++
       }
-      report[decision.source]++
     }
+    await Promise.all(Array.from({ length: config.inflight }, lane))
+    await limiter.close()
+    await store.close()
+    await client.quit()
+    return report
   }
-  await Promise.all(Array.from({ length: config.inflight }, lane))
-  await limiter.close()
-  await store.close()
-  await client.quit()
-  process.stdout.write(`${JSON.stringify(report)}\n`)
 }
 
-function lineFromStdin(expected: string): Promise<void> {
-  return new Promise((resolve) => {
-    const lines = createInterface({ input: process.stdin })
-    lines.on('line', (line) => {
-      if (line.trim() === expected) {
-        lines.close()
-        // Nothing more comes on stdin; an open stdin would keep this process alive.
-        process.stdin.destroy()
-        resolve()
-      }
-    })
-  })
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`lease-worker failed: ${error instanceof Error ? error.stack : String(error)}\n`)
-  process.exit(1)
-})
+serveJobs('lease-worker', prepare)

@@ -1,15 +1,15 @@
 // Child process for write-back-cluster.test.ts: one instance (its own Cluster client, RedisStore and
 // write-back copies) deciding one hot key alongside its siblings, paced so that many flushes happen.
 //
-// Protocol (as hammer-worker.ts): argv[2] is a JSON WorkerConfig. The worker connects, prints `ready`,
-// waits for `go` on stdin, runs, closes (flushing what it holds), prints one JSON WorkerReport line.
+// Protocol: serveJobs (test/support/worker-jobs.ts), a WorkerConfig for each job. After its run a job
+// closes (flushing what it holds) and reports a WorkerReport.
 
-import { createInterface } from 'node:readline'
 import { Cluster } from 'ioredis'
 import { ALGORITHM_BY_NAME } from '../../../src/core/algorithms/index.js'
 import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
 import { RedisStore } from '../../../src/redis.js'
 import { WriteBack, type WriteBackStats } from '../../../src/limiter/sync/write-back.js'
+import { serveJobs } from '../../support/worker-jobs.js'
 
 export interface WorkerConfig {
   startupNodes: { host: string; port: number }[]
@@ -33,8 +33,7 @@ export interface WorkerReport {
   stats: WriteBackStats
 }
 
-async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '') as WorkerConfig
+async function prepare(config: WorkerConfig): Promise<() => Promise<WorkerReport>> {
   const policies = createPolicies([config.policy])
   const policy = policies[0]
   const capacity = ALGORITHM_BY_NAME[policy.algorithm].step(undefined, 0, 0, policy).remaining
@@ -53,48 +52,30 @@ async function main(): Promise<void> {
   }
   const writeBack = new WriteBack({ store: timed, instances: config.instances, timeoutMs: 2_000 })
   await client.ping()
-  process.stdout.write('ready\n')
-  await lineFromStdin('go')
-
-  let next = 0
-  let admitted = 0
-  let viewAtLastAdmission = 0
-  async function caller(): Promise<void> {
-    while (next++ < config.decisions) {
-      const allowed = await new Promise<boolean>((resolve, reject) =>
-        writeBack.decide(config.key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed))),
-      )
-      if (allowed) {
-        admitted++
-        const synced = writeBack.synced(config.key, policies)?.[0].state
-        viewAtLastAdmission = capacity - ALGORITHM_BY_NAME[policy.algorithm].step(synced, writeBack.now(), 0, policy).remaining
+  return async () => {
+    let next = 0
+    let admitted = 0
+    let viewAtLastAdmission = 0
+    async function caller(): Promise<void> {
+      while (next++ < config.decisions) {
+        const allowed = await new Promise<boolean>((resolve, reject) =>
+          writeBack.decide(config.key, policies, 1, (error, response) => (error ? reject(error) : resolve(response!.allowed))),
+        )
+        if (allowed) {
+          admitted++
+          const synced = writeBack.synced(config.key, policies)?.[0].state
+          viewAtLastAdmission = capacity - ALGORITHM_BY_NAME[policy.algorithm].step(synced, writeBack.now(), 0, policy).remaining
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * config.maxGapMs))
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * config.maxGapMs))
     }
+    await Promise.all(Array.from({ length: config.callers }, caller))
+    await writeBack.close()
+    if (writeBack.unsynced !== 0) throw new Error(`${writeBack.unsynced} units were not flushed`)
+    await store.close()
+    await client.quit()
+    return { admitted, viewAtLastAdmission, maxCallMs, stats: writeBack.stats }
   }
-  await Promise.all(Array.from({ length: config.callers }, caller))
-  await writeBack.close()
-  if (writeBack.unsynced !== 0) throw new Error(`${writeBack.unsynced} units were not flushed`)
-  await store.close()
-  await client.quit()
-  const report: WorkerReport = { admitted, viewAtLastAdmission, maxCallMs, stats: writeBack.stats }
-  process.stdout.write(`${JSON.stringify(report)}\n`)
 }
 
-function lineFromStdin(expected: string): Promise<void> {
-  return new Promise((resolve) => {
-    const lines = createInterface({ input: process.stdin })
-    lines.on('line', (line) => {
-      if (line.trim() === expected) {
-        lines.close()
-        process.stdin.destroy()
-        resolve()
-      }
-    })
-  })
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`write-back worker failed: ${error instanceof Error ? error.stack : String(error)}\n`)
-  process.exit(1)
-})
+serveJobs('write-back worker', prepare)

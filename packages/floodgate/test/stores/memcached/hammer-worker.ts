@@ -1,12 +1,12 @@
 // Child process for concurrency.test.ts: its own memjs client and MemcachedStore hammer the same few
 // keys as its sibling processes; it reports what each key admitted and how many CAS writes were retried.
 //
-// Protocol: argv[2] is a JSON WorkerConfig. The worker connects, prints `ready`, waits for a line
-// `go` on stdin (so every process starts together), runs, prints one JSON line (a WorkerReport) and exits.
+// Protocol: serveJobs (test/support/worker-jobs.ts), a WorkerConfig for each job, reported as a
+// WorkerReport.
 
-import { createInterface } from 'node:readline'
 import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
 import { MemcachedStore } from '../../../src/memcached.js'
+import { serveJobs } from '../../support/worker-jobs.js'
 
 /** One policy set hammered on its own keys. */
 export interface HammerCase {
@@ -37,59 +37,42 @@ export interface WorkerReport {
   errors: string[]
 }
 
-async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '') as WorkerConfig
+async function prepare(config: WorkerConfig): Promise<() => Promise<WorkerReport>> {
   const report: WorkerReport = { admitted: {}, refused: {}, retries: {}, errors: [] }
   const store = new MemcachedStore({ servers: config.servers, casRetries: config.casRetries, memjs: { timeout: 10 } })
   // Connect to every server before the start line: one request per case and key, at another instant (another window).
   for (const c of config.cases) {
     await store.evaluate(c.keys.map((key) => ({ key: `warm:${key}`, policies: createPolicies(c.policies), cost: 0, now: 0 })))
   }
-  process.stdout.write('ready\n')
-  await lineFromStdin('go')
-  // One case at a time across all workers' lanes, so each case's retries are its own.
-  for (const c of config.cases) {
-    const policies = createPolicies(c.policies)
-    const admitted: Record<string, number> = Object.fromEntries(c.keys.map((key) => [key, 0]))
-    let refused = 0
-    const retriesBefore = store.casStats.retries
-    const total = config.requestsPerKey * c.keys.length
-    let next = 0
-    async function lane(): Promise<void> {
-      while (next < total) {
-        const key = c.keys[next++ % c.keys.length]
-        try {
-          const [response] = await store.evaluate([{ key, policies, cost: 1, now: config.now }])
-          if (response.allowed) admitted[key]++
-        } catch (error) {
-          refused++
-          if (report.errors.length < 3) report.errors.push(`${c.name}: ${String(error)}`)
+  return async () => {
+    // One case at a time across all workers' lanes, so each case's retries are its own.
+    for (const c of config.cases) {
+      const policies = createPolicies(c.policies)
+      const admitted: Record<string, number> = Object.fromEntries(c.keys.map((key) => [key, 0]))
+      let refused = 0
+      const retriesBefore = store.casStats.retries
+      const total = config.requestsPerKey * c.keys.length
+      let next = 0
+      async function lane(): Promise<void> {
+        while (next < total) {
+          const key = c.keys[next++ % c.keys.length]
+          try {
+            const [response] = await store.evaluate([{ key, policies, cost: 1, now: config.now }])
+            if (response.allowed) admitted[key]++
+          } catch (error) {
+            refused++
+            if (report.errors.length < 3) report.errors.push(`${c.name}: ${String(error)}`)
+          }
         }
       }
+      await Promise.all(Array.from({ length: config.inflight }, lane))
+      report.admitted[c.name] = admitted
+      report.refused[c.name] = refused
+      report.retries[c.name] = store.casStats.retries - retriesBefore
     }
-    await Promise.all(Array.from({ length: config.inflight }, lane))
-    report.admitted[c.name] = admitted
-    report.refused[c.name] = refused
-    report.retries[c.name] = store.casStats.retries - retriesBefore
+    await store.close()
+    return report
   }
-  await store.close()
-  process.stdout.write(`${JSON.stringify(report)}\n`)
 }
 
-function lineFromStdin(expected: string): Promise<void> {
-  return new Promise((resolve) => {
-    const lines = createInterface({ input: process.stdin })
-    lines.on('line', (line) => {
-      if (line.trim() === expected) {
-        lines.close()
-        process.stdin.destroy()
-        resolve()
-      }
-    })
-  })
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`hammer-worker failed: ${error instanceof Error ? error.stack : String(error)}\n`)
-  process.exit(1)
-})
+serveJobs('hammer-worker', prepare)
