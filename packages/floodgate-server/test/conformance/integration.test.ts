@@ -22,6 +22,7 @@ import {
   resetSecondsBetween,
   startConformance,
   STORES,
+  storeReachable,
   unique,
   type Conformance,
 } from './support.js'
@@ -364,13 +365,9 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
       const service = await startService(settings, { logger: pino({ level: 'silent' }) })
       const client = new EnvoyClient(service.grpcPort)
       try {
-        for (
-          let attempt = 0;
-          attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable;
-          attempt++
-        ) {
-          await new Promise((resolve) => setTimeout(resolve, 25))
-        }
+        // /readyz says `ready` once the store answers; the public body has no storeReachable field, and
+        // polling for one waited out all 200 attempts whether or not Redis was reached.
+        await storeReachable(service.httpUrl)
         const response = await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('env') })] })
         assert.equal(response.statuses[0].limit_remaining, 9)
         assert.deepEqual(
@@ -404,13 +401,7 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
       const service = await startService(settings, { logger: pino({ level: 'silent' }) })
       const client = new EnvoyClient(service.grpcPort)
       try {
-        for (
-          let attempt = 0;
-          attempt < 200 && !((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { storeReachable: boolean }).storeReachable;
-          attempt++
-        ) {
-          await new Promise((resolve) => setTimeout(resolve, 25))
-        }
+        await storeReachable(service.httpUrl)
         assert.equal(
           (await client.shouldRateLimit({ domain: 'basic', descriptors: [desc({ key3: unique('auth') })] })).statuses[0].limit_remaining,
           9,

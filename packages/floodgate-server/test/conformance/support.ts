@@ -200,7 +200,7 @@ export async function startConformance(store: StoreKind, rules: string, args: st
  * Waits until /readyz reports the store reachable (the Redis client connects after the service
  * listens, as upstream's does before it reports healthy). Bounded by count, not by a clock.
  */
-async function storeReachable(httpUrl: string): Promise<void> {
+export async function storeReachable(httpUrl: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
     // Public /readyz says only a status and a reason; `ready` means the store is reachable.
     const body = (await (await fetch(`${httpUrl}/readyz`)).json()) as { status?: string }
