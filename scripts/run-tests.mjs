@@ -17,8 +17,9 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { compileTests } from './compile-tests.mjs'
 
-// Most files wait on sockets, timers and child processes rather than compute: sync-modes.test.ts
-// spends 50 s of wall time on 4 s of CPU. More files at a time than cores fills those waits.
+// Most files wait on sockets, timers and child processes more than they compute (the regions tests
+// on their 50 ms links, the Cluster tests on failovers): more files at a time than cores fills those
+// waits.
 const CONCURRENCY = Number(process.env.FLOODGATE_TEST_CONCURRENCY ?? 4)
 
 // The files that take longest, started first (in this order): a long file started late runs on alone
@@ -94,8 +95,8 @@ const roots = [...readdirSync(join(repository, 'packages')).map((name) => join('
 const files = longestFirst(
   only.length > 0 ? only : roots.flatMap((root) => findTests(join(repository, root)).map((path) => relative(repository, path))),
 )
-// tsc alone takes half a minute of one core: it runs alongside the tests. Its heap grows to 1 GB,
-// and a larger young generation spares it some of its many scavenges.
+// tsc is the longest step outside the tests, so it runs alongside them. Its heap grows large, and a
+// larger young generation spares it some of its many scavenges.
 const tsc = ['--max-semi-space-size=64', join(repository, 'node_modules/typescript/bin/tsc'), '--noEmit']
 const checks = withChecks ? [check('tsc --noEmit', process.execPath, tsc), check('npm run lint', 'npm', ['run', '--silent', 'lint'])] : []
 const build = await compileTests(repository)

@@ -4,8 +4,9 @@ import { existsSync } from 'node:fs'
 
 /**
  * Node's arguments that run `file` with the repository's source condition. In the test runner's
- * compiled tree (scripts/compile-tests.mjs) the file's JavaScript lies beside it and runs as is;
- * elsewhere tsx loads the TypeScript, at a cost of half a second of CPU or more a process.
+ * compiled tree (scripts/compile-tests.mjs) the file's JavaScript lies beside it and runs as is, as
+ * the test files do; elsewhere tsx loads the TypeScript, whose loader hooks cost a short-lived
+ * process more CPU than its own work.
  */
 export function scriptArgs(file: string): string[] {
   const compiled = file.replace(/\.ts$/, '.js')
