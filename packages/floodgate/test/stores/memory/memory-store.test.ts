@@ -397,10 +397,10 @@ describe('MemoryStore equals evaluateKey with lazy expiry', () => {
     const trace = fc.record({
       base: policyOptionsArbitrary('p', ALGORITHMS),
       reload: fc.option(policyOptionsArbitrary('p', ALGORITHMS), { nil: undefined }),
-      steps: fc.array(
-        fc.record({ key: fc.constantFrom('k1', 'k2'), which: fc.nat(2), cost: costArbitrary, gap: advanceArbitrary }),
-        { minLength: 1, maxLength: 80 },
-      ),
+      steps: fc.array(fc.record({ key: fc.constantFrom('k1', 'k2'), which: fc.nat(2), cost: costArbitrary, gap: advanceArbitrary }), {
+        minLength: 1,
+        maxLength: 80,
+      }),
     })
     fc.assert(
       fc.property(trace, ({ base, reload, steps }) => {
