@@ -92,21 +92,29 @@ describe('usage.lua', () => {
     const now = 1_700_000_000_000
     const options: PolicyOptions[] = [{ name: 'restart', algorithm: 'fixed-window', limit: 100, period: '1h', regions: 'shared' }]
     const policies = createPolicies(options)
+    // A timeout no busy machine reaches: a decision the store answered late would go to the
+    // failure mode uncounted, and the count would miss it.
+    const limiterOptions = { policies: options, clock: () => now, timeout: '30s' } as const
     const first = new RegionSync({ region: 'eu', local: store, peers: {}, clock: () => now, timers: manual })
-    const limiterA = new RateLimiter({ store: first.store, policies: options, clock: () => now })
-    for (let i = 0; i < 7; i++) await limiterA.limit('k')
-    await first.tick()
-    for (let i = 0; i < 3; i++) await limiterA.limit('k')
-    // close() merges what the last tick did not.
-    await first.close()
     const second = new RegionSync({ region: 'eu', local: store, peers: {}, clock: () => now, timers: manual })
-    const limiterB = new RateLimiter({ store: second.store, policies: options, clock: () => now })
-    for (let i = 0; i < 5; i++) await limiterB.limit('k')
-    await second.tick()
-    await second.tick()
-    const hash = await client.hgetall(usageKey('fg:', 'k', policies[0], Math.floor(now / 3_600_000)))
-    assert.equal(Number(hash['u|eu']), 15)
-    await second.close()
-    await store.close()
+    try {
+      const limiterA = new RateLimiter({ store: first.store, ...limiterOptions })
+      for (let i = 0; i < 7; i++) assert.equal((await limiterA.limit('k')).source, 'store')
+      await first.tick()
+      for (let i = 0; i < 3; i++) assert.equal((await limiterA.limit('k')).source, 'store')
+      // close() merges what the last tick did not.
+      await first.close()
+      const limiterB = new RateLimiter({ store: second.store, ...limiterOptions })
+      for (let i = 0; i < 5; i++) assert.equal((await limiterB.limit('k')).source, 'store')
+      await second.tick()
+      await second.tick()
+      const hash = await client.hgetall(usageKey('fg:', 'k', policies[0], Math.floor(now / 3_600_000)))
+      assert.equal(Number(hash['u|eu']), 15)
+    } finally {
+      // Closed whatever failed: an open store's client would keep the file running to its timeout.
+      await first.close()
+      await second.close()
+      await store.close()
+    }
   })
 })
