@@ -1,7 +1,12 @@
-// Redis CPU per request of each store call the sync modes make, beside an exact decision: what bounds
-// Redis CPU per decision when a key's decisions per lease (or per flush) are few (docs/sync.md).
+// Redis CPU per request of each store call the sync modes make, beside an exact decision and beside
+// the floor of a script that touches a key: what bounds Redis CPU per decision when a key's decisions
+// per lease (or per flush) are few (docs/sync.md).
 // Run under the bench lock: flock /tmp/floodgate-bench.lock node --conditions=floodgate-source --import tsx bench/sync-costs.ts
-// Each kind: 2,000 existing keys, batches of 500 per event-loop turn, INFO commandstats over 20,000 requests.
+// Each kind: 2,000 existing keys, 500 requests per event-loop turn, the Redis main thread's CPU time
+// (INFO cpu: the script and the socket's reads and writes) over 20,000 requests, the least of five
+// interleaved trials (a busy machine only adds). Lease calls and decisions of one turn share a script
+// call; a merge batch is one call per 500 requests (as a write-back flush sends them), and the
+// `one per call` row sends each request as its own call (a key's first read).
 import { Redis } from 'ioredis'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies } from '../packages/floodgate/src/core/policy.js'
@@ -12,10 +17,31 @@ const client = new Redis({ host: server.host, port: server.port, enableAutoPipel
 const admin = new Redis({ host: server.host, port: server.port })
 const store = new RedisStore({ client })
 const policies = createPolicies([{ algorithm: 'gcra', limit: 1e9, period: '3600s', sync: 'lease' }])
-const usec = async () => Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0)
+const usec = async (): Promise<number> => {
+  const info = await admin.info('cpu')
+  const seconds = (field: string) => Number(new RegExp(`${field}:([\\d.]+)`).exec(info)?.[1] ?? 0)
+  return (seconds('used_cpu_sys_main_thread') + seconds('used_cpu_user_main_thread')) * 1e6
+}
+
+// The floor: one script call for a turn's keys that adds to each and sets its expiry, the least a
+// merge must do per key (read-modify-write and keep the key alive), with none of Floodgate's work.
+const FLOOR = "for i = 1, #KEYS do redis.call('HINCRBY', KEYS[i], 'n', ARGV[1]) redis.call('PEXPIRE', KEYS[i], ARGV[2]) end return #KEYS"
+const floorSha = String(await admin.script('LOAD', FLOOR))
+let turn: string[] = []
+const floor = (i: number): Promise<unknown> => {
+  turn.push(`fg:{f${i}}:floor`)
+  if (turn.length < 500) return Promise.resolve()
+  const keys = turn
+  turn = []
+  return client.evalsha(floorSha, keys.length, ...keys, '3', '3600000')
+}
+
+// As long as a write-back instance's own (`wb-` and 12 random characters).
+const ORIGIN = 'wb-0123456789ab'
 let id = 1
 const held = new Map<number, number>()
-const kinds: Record<string, (i: number) => Promise<unknown>> = {
+const single: Record<string, (i: number) => Promise<unknown>> = {
+  'floor (HINCRBY+PEXPIRE)': floor,
   'exact evaluate': (i) => store.evaluate([{ key: `e${i}`, policies, cost: 1 }]),
   'lease exact (id 0)': (i) =>
     store.lease([{ key: `x${i}`, policies, id: 0, want: 0, need: 1, leaseMs: 1000, returnId: 0, returnUnused: 0 }]),
@@ -25,13 +51,37 @@ const kinds: Record<string, (i: number) => Promise<unknown>> = {
     held.set(i, next)
     return store.lease([{ key: `t${i}`, policies, id: next, want: 50, need: 0, leaseMs: 1000, returnId: old, returnUnused: old ? 10 : 0 }])
   },
-  'merge (origin+seq)': (i) => store.merge([{ key: `m${i}`, policies, units: 3, origin: 'o', seq: id++ }]),
+  'merge, one per call': (i) => store.merge([{ key: `m${i}`, policies, units: 3, origin: ORIGIN, seq: id++ }]),
 }
-for (const [name, op] of Object.entries(kinds)) {
-  for (let i = 0; i < 2000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => op(i + j)))
-  await admin.config('RESETSTAT')
-  for (let rep = 0; rep < 10; rep++) for (let i = 0; i < 2000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => op(i + j)))
-  console.log(`${name.padEnd(28)} ${((await usec()) / 20000).toFixed(2)} µs of Redis CPU per request`)
+// A whole turn at once: one merge batch of 500 requests, as a flush sends its keys.
+const batched: Record<string, (from: number) => Promise<unknown>> = {
+  'merge batch (origin+seq)': (from) =>
+    store.merge(Array.from({ length: 500 }, (_, j) => ({ key: `b${from + j}`, policies, units: 3, origin: ORIGIN, seq: id++ }))),
+  'merge batch, read (0 units)': (from) =>
+    store.merge(Array.from({ length: 500 }, (_, j) => ({ key: `b${from + j}`, policies, units: 0 }))),
+}
+const turnOf = (op: (i: number) => Promise<unknown>) => (from: number) => Promise.all(Array.from({ length: 500 }, (_, j) => op(from + j)))
+const kinds: [string, (from: number) => Promise<unknown>][] = [
+  ...Object.entries(single).map(([name, op]): [string, (from: number) => Promise<unknown>] => [name, turnOf(op)]),
+  ...Object.entries(batched),
+]
+const perRequest = new Map<string, number>()
+for (const [, runTurn] of kinds) for (let i = 0; i < 2000; i += 500) await runTurn(i)
+for (let trial = 0; trial < 5; trial++) {
+  for (const [name, runTurn] of kinds) {
+    const before = await usec()
+    for (let rep = 0; rep < 10; rep++) for (let i = 0; i < 2000; i += 500) await runTurn(i)
+    const us = ((await usec()) - before) / 20000
+    perRequest.set(name, Math.min(us, perRequest.get(name) ?? Infinity))
+  }
+}
+const exact = perRequest.get('exact evaluate')!
+const bare = perRequest.get('floor (HINCRBY+PEXPIRE)')!
+console.log(`${'store call'.padEnd(30)} ${'µs/request'.padStart(10)} ${'x exact'.padStart(8)} ${'x floor'.padStart(8)}`)
+for (const [name, us] of perRequest) {
+  console.log(
+    `${name.padEnd(30)} ${us.toFixed(2).padStart(10)} ${(us / exact).toFixed(2).padStart(8)} ${(us / bare).toFixed(2).padStart(8)}`,
+  )
 }
 client.disconnect()
 admin.disconnect()
