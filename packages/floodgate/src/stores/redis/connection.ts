@@ -21,6 +21,9 @@ export type Unsubscribe = () => void
  * One client, as the store sees it. Each client family has one adapter; the store, the gate and
  * the script runner only ever talk to this.
  */
+/** An argument of a script call: text, or bytes. */
+export type ScriptArgument = string | Buffer
+
 export interface Connection {
   /** The client the adapter wraps (given to the store, or created by it). */
   readonly client: RedisClientLike
@@ -46,9 +49,10 @@ export interface Connection {
   onLost(listener: () => void): Unsubscribe
   /**
    * Sends EVALSHA or EVAL with a Buffer reply, written to the socket at once where the client
-   * allows it (see scripts.ts). On a Cluster it goes to the master of `keys[0]`'s slot.
+   * allows it (see scripts.ts). On a Cluster it goes to the master of `keys[0]`'s slot. An argument
+   * may be binary (a Buffer: the lease and merge calls' numbers, which Lua unpacks cheaper than text).
    */
-  evalBuffer(command: 'evalsha' | 'eval', script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  evalBuffer(command: 'evalsha' | 'eval', script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>
   /** Cluster: the address of the master serving `slot` as the client last saw it; undefined if unknown. */
   masterOf(slot: number): string | undefined
   /**

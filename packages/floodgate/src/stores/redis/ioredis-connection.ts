@@ -3,7 +3,7 @@
 import { once } from 'node:events'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import type { Connection, Unsubscribe } from './connection.js'
+import type { Connection, ScriptArgument, Unsubscribe } from './connection.js'
 
 /**
  * The part of an ioredis `Redis` or `Cluster` (any copy, version 5 or 6) that RedisStore uses.
@@ -16,7 +16,7 @@ export interface IoredisLike {
   readonly options: object
   /** Cluster only: the nodes (`host:port`, master first) serving each slot. */
   readonly slots?: ReadonlyArray<ReadonlyArray<string> | undefined>
-  callBuffer(command: string, ...args: (string | number)[]): Promise<unknown>
+  callBuffer(command: string, ...args: (ScriptArgument | number)[]): Promise<unknown>
   del(...keys: string[]): Promise<unknown>
   connect(): Promise<void>
   quit(): Promise<unknown>
@@ -28,7 +28,7 @@ export interface IoredisLike {
 }
 
 /** ioredis's Command class (5 and 6). */
-type CommandClass = new (name: string, args: (string | number)[], options: { replyEncoding: null }) => object
+type CommandClass = new (name: string, args: (ScriptArgument | number)[], options: { replyEncoding: null }) => object
 
 /**
  * What the store looks for on an ioredis client at run time rather than requiring of its type:
@@ -37,8 +37,8 @@ type CommandClass = new (name: string, args: (string | number)[], options: { rep
  */
 interface IoredisInternals {
   sendCommand?(command: object): Promise<unknown>
-  evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
-  evalBuffer?(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>
+  evalBuffer?(script: string, numKeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>
 }
 
 const moduleCache = createRequire(import.meta.url).cache
@@ -83,7 +83,12 @@ export function ioredisConnection(client: IoredisLike): Connection {
   // call while answering the last one, and every caller of that answer would wait for the write.
   // Without the class, the Buffer variant of the command by name; never callBuffer first:
   // ioredis's auto-pipeline loses a generic call's command name.
-  const evalBuffer = (command: 'evalsha' | 'eval', script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> => {
+  const evalBuffer = (
+    command: 'evalsha' | 'eval',
+    script: string,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+  ): Promise<unknown> => {
     if (Command !== undefined && typeof internals.sendCommand === 'function') {
       return internals.sendCommand(new Command(command, [script, keys.length, ...keys, ...args], { replyEncoding: null }))
     }

@@ -3,6 +3,7 @@
 import type { PolicyRecord } from '../../core/evaluate.js'
 import type { Policy } from '../../core/policy.js'
 import type { MergeRequest, MergeResponse } from '../store.js'
+import type { ScriptArgument } from './connection.js'
 
 /** One merge request of a call, with its policy keys built (in the request's policy order). */
 export interface MergeCallRequest {
@@ -15,27 +16,37 @@ export interface MergeCallRequest {
 /**
  * The arguments of one merge-runner.lua call for `requests`, ordered with each slot's requests
  * together: the first `declared` requests' keys go in KEYS (the routing slot's), the rest in ARGV.
+ * Each request's numbers go in one binary argument (REQUEST_HEAD, then its policy indexes, as
+ * little-endian doubles): Lua unpacks them several times cheaper than it parses text, and the call
+ * carries one argument for them instead of several per request. Origins go as text, each once.
  */
-export function encodeMergeCall(requests: readonly MergeCallRequest[], declared: number): { keys: string[]; args: string[] } {
+export function encodeMergeCall(requests: readonly MergeCallRequest[], declared: number): { keys: string[]; args: ScriptArgument[] } {
   const keys: string[] = []
   const extraKeys: string[] = []
   const policyIndex = new Map<Policy, number>()
   const policyArgs: string[] = []
-  const requestArgs: string[] = []
+  const originIndex = new Map<string, number>()
   const groupSizes: number[] = []
+  let doubles = 0
+  for (const { request } of requests) doubles += REQUEST_HEAD + request.policies.length
+  const numbers = Buffer.allocUnsafe(8 * doubles)
+  let at = 0
   for (let r = 0; r < requests.length; r++) {
     const { request, keys: requestKeys, slot } = requests[r]
     const target = r < declared ? keys : extraKeys
     for (const key of requestKeys) target.push(key)
     if (r === 0 || slot !== requests[r - 1].slot) groupSizes.push(requestKeys.length)
     else groupSizes[groupSizes.length - 1] += requestKeys.length
-    requestArgs.push(
-      request.now === undefined ? '' : String(request.now),
-      String(request.units),
-      request.origin ?? '',
-      String(request.seq ?? 0),
-      String(request.policies.length),
-    )
+    let origin = 0
+    if (request.origin !== undefined) {
+      origin = originIndex.get(request.origin) ?? originIndex.size + 1
+      originIndex.set(request.origin, origin)
+    }
+    at = numbers.writeDoubleLE(request.now ?? Number.NaN, at)
+    at = numbers.writeDoubleLE(request.units, at)
+    at = numbers.writeDoubleLE(origin, at)
+    at = numbers.writeDoubleLE(request.seq ?? 0, at)
+    at = numbers.writeDoubleLE(request.policies.length, at)
     for (const policy of request.policies) {
       let index = policyIndex.get(policy)
       if (index === undefined) {
@@ -50,10 +61,10 @@ export function encodeMergeCall(requests: readonly MergeCallRequest[], declared:
           String(policy.blockMs),
         )
       }
-      requestArgs.push(String(index))
+      at = numbers.writeDoubleLE(index, at)
     }
   }
-  const args = [
+  const args: ScriptArgument[] = [
     String(extraKeys.length),
     ...extraKeys,
     String(policyIndex.size),
@@ -61,10 +72,15 @@ export function encodeMergeCall(requests: readonly MergeCallRequest[], declared:
     String(groupSizes.length),
     ...groupSizes.map(String),
     String(requests.length),
-    ...requestArgs,
+    String(originIndex.size),
+    ...originIndex.keys(),
+    numbers,
   ]
   return { keys, args }
 }
+
+/** A request's numbers before its policy indexes: now (NaN: the server's clock), units, origin (0: none), seq, policy count. */
+const REQUEST_HEAD = 5
 
 const CLOCK_BYTES = 8
 const NO_STATE = 255

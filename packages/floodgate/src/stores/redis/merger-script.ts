@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { ALGORITHMS } from '../../core/policy.js'
-import type { Connection } from './connection.js'
+import type { Connection, ScriptArgument } from './connection.js'
 import { SHEBANG, scriptsDirectory, type RunnerScript } from './scripts.js'
 
 let cached: RunnerScript | undefined
@@ -29,7 +29,7 @@ export function mergerScript(): RunnerScript {
 }
 
 /** Runs the merge script by SHA, sending the source instead when the server does not know it (NOSCRIPT). */
-export async function runMerger(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runMerger(connection: Connection, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
   const script = mergerScript()
   try {
     return await connection.evalBuffer('evalsha', script.sha, keys, args)

@@ -1,6 +1,6 @@
 // The Connection adapter for node-redis (the `redis` package): createClient() and createCluster(), recognised by shape.
 
-import type { Connection, Unsubscribe } from './connection.js'
+import type { Connection, ScriptArgument, Unsubscribe } from './connection.js'
 import { slotMapSignature } from './ioredis-connection.js'
 
 /**
@@ -24,7 +24,7 @@ interface NodeRedisCommon {
 
 /** The part of a node-redis client (`createClient()`, `redis` 5 or later) that RedisStore uses. */
 export interface NodeRedisClientLike extends NodeRedisCommon {
-  sendCommand(args: string[], options?: { typeMapping?: object }): Promise<unknown>
+  sendCommand(args: ScriptArgument[], options?: { typeMapping?: object }): Promise<unknown>
 }
 
 /** The part of a node-redis cluster (`createCluster()`, `redis` 5 or later) that RedisStore uses. */
@@ -36,7 +36,7 @@ export interface NodeRedisClusterLike extends NodeRedisCommon {
   sendCommand(
     firstKey: string | undefined,
     isReadonly: boolean | undefined,
-    args: string[],
+    args: ScriptArgument[],
     options?: { typeMapping?: object },
   ): Promise<unknown>
 }
@@ -63,7 +63,7 @@ export function nodeRedisConnection(client: NodeRedisLike): Connection {
   const standalone = cluster === undefined ? (client as NodeRedisClientLike) : undefined
   // node-redis queues every command and writes the queue from setImmediate: a call goes out in the
   // check phase of the same loop turn, not at once as with ioredis.
-  const send = (args: string[], routingKey: string | undefined): Promise<unknown> =>
+  const send = (args: ScriptArgument[], routingKey: string | undefined): Promise<unknown> =>
     cluster !== undefined ? cluster.sendCommand(routingKey, false, args, BUFFER_REPLY) : standalone!.sendCommand(args, BUFFER_REPLY)
   return {
     client,

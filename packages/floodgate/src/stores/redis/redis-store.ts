@@ -252,11 +252,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    // The record, its lease ledger and its merge origins (`:wb`) go together.
+    // The record, its lease ledger and its merge origins (`:wo`) go together.
     await this.connection.del(
       policies.flatMap((policy) => {
         const recordKey = policyKey(this.prefix, key, policy)
-        return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wb`]
+        return [recordKey, ledgerKey(this.prefix, key, policy), `${recordKey}:wo`]
       }),
     )
   }

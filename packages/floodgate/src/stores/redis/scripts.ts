@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ALGORITHMS } from '../../core/policy.js'
-import type { Connection } from './connection.js'
+import type { Connection, ScriptArgument } from './connection.js'
 
 /**
  * The script's first line. With it, one call may touch keys of several slots that the node serves
@@ -85,7 +85,7 @@ export function leaseScript(): RunnerScript {
 }
 
 /** Runs the lease script by SHA like runRunner, with the source once more after NOSCRIPT. */
-export async function runLeaseRunner(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runLeaseRunner(connection: Connection, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
   const script = leaseScript()
   try {
     return await connection.evalBuffer('evalsha', script.sha, keys, args)
