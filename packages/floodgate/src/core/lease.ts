@@ -20,7 +20,7 @@
 // bucket must not be refilled up to a cap that was not yet free.
 
 import { ALGORITHM_BY_NAME } from './algorithms/index.js'
-import type { State, StepResult } from './algorithms/types.js'
+import { createStepResult, type State, type StepResult } from './algorithms/types.js'
 import type { PolicyRecord, PolicyResult } from './evaluate.js'
 import type { Policy } from './policy.js'
 
@@ -145,7 +145,7 @@ export function leaseKey(
     grant = keep ? ask.want : ask.need
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i]
-      const spare = step(states[i], now, 0, policy, held[i]).remaining
+      const spare = step(states[i], now, 0, policy, held[i], peek).remaining
       const share = Math.max(1, Math.floor(leaseCapacity(policy) / (lives[i].length / 3 + 1)))
       grant = Math.min(grant, spare, Math.max(ask.need, share))
     }
@@ -176,8 +176,8 @@ export function leaseKey(
     }
     // The outcome for the request in hand: on a grant, what is left; on a denial, its own step
     // where this policy denies it, else what is left (as evaluateKey re-reads with a peek).
-    let result = step(state, now, allowed ? 0 : ask.need, policy, held[i])
-    if (!allowed && result.allowed) result = step(state, now, 0, policy, held[i])
+    let result = step(state, now, allowed ? 0 : ask.need, policy, held[i], peek)
+    if (!allowed && result.allowed) result = step(state, now, 0, policy, held[i], peek)
     const denied = !allowed && !result.allowed
     let retryAfterMs = result.retryAfterMs
     // Units held by leases come back by their return or expiry at the latest: never "no wait".
@@ -220,10 +220,15 @@ function leaseEnd(policy: Policy, now: number): number {
 /**
  * The algorithm's step with `held` units out on leases: token-bucket refills only up to `burst -
  * held`, gcra tolerates `burst - held`; the counters count leased units in their state already.
+ * With `out`, the result is written into it (see AlgorithmStep).
  */
-function step(state: State | undefined, now: number, cost: number, policy: Policy, held: number): StepResult {
-  return ALGORITHM_BY_NAME[policy.algorithm].step(state, now, cost, held > 0 ? heldPolicy(policy, held) : policy)
+function step(state: State | undefined, now: number, cost: number, policy: Policy, held: number, out?: StepResult): StepResult {
+  return ALGORITHM_BY_NAME[policy.algorithm].step(state, now, cost, held > 0 ? heldPolicy(policy, held) : policy, out)
 }
+
+// The result leaseKey's peeks write into, whose numbers are read before the next step: a step's
+// result is two allocations, and Redis's Lua (lease.lua's twin of this) pays dearly for each.
+const peek = createStepResult()
 
 /**
  * The state after a lease of `leased` units ends at `at` with `unused` of them coming back;

@@ -125,6 +125,11 @@ export interface LeaseRequest extends LeaseAsk {
   policies: readonly Policy[]
   /** As `EvaluateRequest.now`: omitted, the store's clock (Redis: the server's) decides. */
   now?: number
+  /**
+   * As `EvaluateRequest.deadline`: when the decision waiting for this call stops waiting. Redis
+   * neither grants nor charges anything once past it, and answers STORE_TIMEOUT.
+   */
+  deadline?: number
 }
 
 export interface LeaseResponse {

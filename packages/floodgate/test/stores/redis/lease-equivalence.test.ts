@@ -8,10 +8,21 @@ import fc from 'fast-check'
 import { createPolicy, type AlgorithmName, type Policy } from '../../../src/core/policy.js'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
 import type { LeaseRequest } from '../../../src/stores/store.js'
+import { leaseScript } from '../../../src/stores/redis/scripts.js'
 import { LeaseModelStore } from '../../core/lease-model.js'
 import { useRedisStore } from '../../support/redis-store.js'
 
+/**
+ * SHA1 of the lease script (prelude, algorithm twins, record.lua, lease.lua, lease-runner.lua). A
+ * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
+ */
+const PINNED_LEASE_SHA = 'cb988e03af0fee0ac955d4841a8139abe854cbc5'
+
 const redis = useRedisStore()
+
+test('the lease script is the one pinned', () => {
+  assert.equal(leaseScript().sha, PINNED_LEASE_SHA, 'a .lua file changed: review it, then update PINNED_LEASE_SHA')
+})
 
 const LEASED: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'concurrency']
 

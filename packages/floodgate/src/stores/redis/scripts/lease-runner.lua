@@ -5,8 +5,10 @@
 -- ARGV[1]: the call's deadline on the server clock (ms; '' = none): past it, nothing is read or
 --   written and the reply is the clock and 'expired', as runner.lua does.
 -- ARGV[2]: policy count, then per policy: algorithm, limit, periodMs, burst;
---   then the request count, and per request: now ('' = server clock), policy count, policy indexes
---   (0-based), id, want, need, leaseMs, returnId, returnUnused.
+--   then the request count, and one binary string of the requests' numbers (little-endian doubles,
+--   unpacked with one call each: tonumber of a text costs several times more), per request: now
+--   (NaN = server clock), policy count, policy indexes (0-based), id, want, need, leaseMs, returnId,
+--   returnUnused.
 -- KEYS: per request, its policies' record keys, then their ledger keys (record key .. '#l').
 -- Returns one binary string: the server's clock (ms) as a little-endian double; per request the now
 --   it was decided at, granted and expiresAt (doubles), returned and allowed (bytes); per policy a byte allowed and remaining,
@@ -35,36 +37,48 @@ end
 local texts = {}
 for from = 1, #KEYS, 1000 do readRecords(KEYS, from, min(#KEYS, from + 999), texts) end
 
-local reply = { struct.pack('<d', serverNow) }
+local reply = { structPack('<d', serverNow) }
 local keyAt = 0
 local requestCount = tonumber(ARGV[arg])
-arg = arg + 1
+local numbers = ARGV[arg + 1]
+local at = 1
+-- One request's inputs, refilled for every request (leaseKey only reads them): its policies, its
+-- ask, its records and ledgers (nil when absent; else the position's record, whose state is the
+-- position's buffer) and the expiries they carry.
+local policies, records, ledgers, expiries = {}, {}, {}, {}
+local ask = { id = 0, want = 0, need = 0, leaseMs = 0, returnId = 0, returnUnused = 0 }
+local recordBuffers, stateBuffers = {}, {}
 for _ = 1, requestCount do
-  local now = ARGV[arg] == '' and serverNow or tonumber(ARGV[arg])
-  local count = tonumber(ARGV[arg + 1])
-  arg = arg + 2
-  local policies = {}
-  for i = 1, count do policies[i] = leasePolicies[tonumber(ARGV[arg + i - 1]) + 1] end
-  arg = arg + count
-  local ask = {
-    id = tonumber(ARGV[arg]),
-    want = tonumber(ARGV[arg + 1]),
-    need = tonumber(ARGV[arg + 2]),
-    leaseMs = tonumber(ARGV[arg + 3]),
-    returnId = tonumber(ARGV[arg + 4]),
-    returnUnused = tonumber(ARGV[arg + 5]),
-  }
-  arg = arg + 6
+  local now, count = structUnpack('<dd', numbers, at)
+  at = at + 16
+  -- NaN (the only number unequal to itself): the server's clock.
+  if now ~= now then now = serverNow end
+  for i = 1, count do
+    policies[i] = leasePolicies[structUnpack('<d', numbers, at) + 1]
+    at = at + 8
+  end
+  for i = count + 1, #policies do policies[i] = nil end
+  ask.id, ask.want, ask.need, ask.leaseMs, ask.returnId, ask.returnUnused = structUnpack('<dddddd', numbers, at)
+  at = at + 48
   -- A `now` ahead of the server's keeps records that much longer, as runner.lua does.
   local lead = max(0, now - serverNow)
-  local records, ledgers, expiries = {}, {}, {}
   for i = 1, 2 * count do
     local text = texts[KEYS[keyAt + i]]
+    local record = false
     expiries[i] = false
     if text then
-      local record = { blockedUntil = 0, state = nil }
-      expiries[i] = decodeRecordInto(text, record, {})
-      if i <= count then records[i] = record else ledgers[i - count] = record.state end
+      record = recordBuffers[i]
+      if record == nil then
+        record = { blockedUntil = 0, state = nil }
+        recordBuffers[i] = record
+        stateBuffers[i] = {}
+      end
+      expiries[i] = decodeRecordInto(text, record, stateBuffers[i])
+    end
+    if i <= count then
+      records[i] = record or nil
+    else
+      ledgers[i - count] = record and record.state or nil
     end
   end
   local lease = leaseKey(records, ledgers, now, ask, policies)
@@ -74,10 +88,10 @@ for _ = 1, requestCount do
     texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, lease.ttlMs[i] + lead, serverNow)
   end
   keyAt = keyAt + 2 * count
-  reply[#reply + 1] = struct.pack('<dddBB', now, lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)
+  reply[#reply + 1] = structPack('<dddBB', now, lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)
   for i = 1, count do
     local result = lease.results[i]
-    reply[#reply + 1] = struct.pack('<Bddd', result.allowed and 1 or 0, result.remaining, result.resetMs, result.retryAfterMs)
+    reply[#reply + 1] = structPack('<Bddd', result.allowed and 1 or 0, result.remaining, result.resetMs, result.retryAfterMs)
   end
 end
 return table.concat(reply)

@@ -14,18 +14,41 @@ local LEASE_KIND = {
   gcra = 'reserved',
 }
 
--- The policy with `held` units of its burst out on leases, and one without a tolerance.
+local heldPolicies = {}
+
+-- The policy with `held` units of its burst out on leases (cached by policy and held units, as the
+-- TypeScript does; the cache lives for one call), and one without a tolerance.
 local function heldPolicy(p, held)
-  return { algorithm = p.algorithm, limit = p.limit, periodMs = p.periodMs, burst = p.burst - held, shaping = p.shaping }
+  local byHeld = heldPolicies[p]
+  if byHeld == nil then
+    byHeld = {}
+    heldPolicies[p] = byHeld
+  end
+  local shrunk = byHeld[held]
+  if shrunk == nil then
+    shrunk = { algorithm = p.algorithm, limit = p.limit, periodMs = p.periodMs, burst = p.burst - held, shaping = p.shaping }
+    byHeld[held] = shrunk
+  end
+  return shrunk
 end
+
+local unbounded = {}
 
 local function unboundedPolicy(p)
-  return { algorithm = p.algorithm, limit = p.limit, periodMs = p.periodMs, burst = math.huge, shaping = p.shaping }
+  local open = unbounded[p]
+  if open == nil then
+    open = { algorithm = p.algorithm, limit = p.limit, periodMs = p.periodMs, burst = math.huge, shaping = p.shaping }
+    unbounded[p] = open
+  end
+  return open
 end
 
-local function leaseStep(state, now, cost, p, held)
-  return ALGORITHMS[p.algorithm].step(state, now, cost, held > 0 and heldPolicy(p, held) or p, nil)
+local function leaseStep(state, now, cost, p, held, out)
+  return ALGORITHMS[p.algorithm].step(state, now, cost, held > 0 and heldPolicy(p, held) or p, out)
 end
+
+-- The result leaseKey's peeks write into (see lease.ts).
+local peek = createStepResult()
 
 local function leaseCapacity(p)
   if p.algorithm == 'token-bucket' or p.algorithm == 'gcra' then return p.burst end
@@ -147,7 +170,7 @@ local function leaseKey(records, ledgers, now, ask, policies)
     grant = keep and ask.want or ask.need
     for i = 1, #policies do
       local p = policies[i]
-      local spare = leaseStep(states[i] or nil, now, 0, p, held[i]).remaining
+      local spare = leaseStep(states[i] or nil, now, 0, p, held[i], peek).remaining
       local share = max(1, floor(leaseCapacity(p) / (#lives[i] / 3 + 1)))
       grant = min(grant, spare, max(ask.need, share))
     end
@@ -173,8 +196,8 @@ local function leaseKey(records, ledgers, now, ask, policies)
     elseif ask.need < 0 and not keep then
       state = leaseStep(state, now, ask.need, p, held[i]).state
     end
-    local result = leaseStep(state, now, allowed and 0 or ask.need, p, held[i])
-    if not allowed and result.allowed then result = leaseStep(state, now, 0, p, held[i]) end
+    local result = leaseStep(state, now, allowed and 0 or ask.need, p, held[i], peek)
+    if not allowed and result.allowed then result = leaseStep(state, now, 0, p, held[i], peek) end
     local denied = not allowed and not result.allowed
     local retryAfterMs = result.retryAfterMs
     if denied and held[i] > 0 then retryAfterMs = max(retryAfterMs, 1) end
