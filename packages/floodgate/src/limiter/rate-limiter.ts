@@ -85,7 +85,13 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         return this.writeBack
       },
       leaseEngines: () => {
-        this.leaseEngines ??= createLeaseEngines(this.store, this.clock, () => this.options.timers.now(), this.options.syncMaxKeys)
+        this.leaseEngines ??= createLeaseEngines(
+          this.store,
+          this.clock,
+          this.options.timers,
+          this.options.timeoutMs,
+          this.options.syncMaxKeys,
+        )
         return this.leaseEngines
       },
     }

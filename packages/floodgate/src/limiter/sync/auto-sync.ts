@@ -69,11 +69,14 @@ export class AutoSync {
     return this.warm(key, policies) ? this.leases.tryLocal(key, policies, cost) : undefined
   }
 
-  /** The store part (after `tryLocal`): the lease engine for a hot key, an exact lease call for a cold one. */
-  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
-    if (this.isHot(key, policies)) return this.leases.enqueue(key, policies, cost, done)
+  /**
+   * The store part (after `tryLocal`): the lease engine for a hot key, an exact lease call for a cold
+   * one; either carries `deadline` (see LeaseRequest.deadline).
+   */
+  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback, deadline?: number): () => void {
+    if (this.isHot(key, policies)) return this.leases.enqueue(key, policies, cost, done, deadline)
     let cancelled = false
-    const request = { key, policies, id: 0, want: 0, need: cost, leaseMs: 0, returnId: 0, returnUnused: 0 }
+    const request = { key, policies, id: 0, want: 0, need: cost, leaseMs: 0, returnId: 0, returnUnused: 0, deadline }
     this.store.lease([request]).then(
       ([answer]) => {
         if (!cancelled) done(null, { allowed: answer.allowed, results: answer.results, now: answer.now }, 'store')

@@ -21,7 +21,8 @@ type Engine = Pick<LeaseSync | AutoSync, 'tryLocal' | 'enqueue'>
  * Decides on a lease engine. A decision the held lease covers is answered synchronously, with no
  * store call, timeout or breaker: held leases keep serving through an outage. Otherwise the engine's
  * store call goes through `GuardedStore.callVia`, so it is bounded by the limiter's timeout (which
- * abandons it: the caller's units then stay in the lease) and counted by its breaker.
+ * abandons it: the caller's units then stay in the lease) and counted by its breaker, and it carries
+ * the decision's deadline, so a store that gets it later grants and charges nothing.
  */
 export class LeaseBackend implements Backend {
   readonly source: DecisionSource = 'store'
@@ -56,8 +57,14 @@ export class LeaseBackend implements Backend {
   }
 
   private readonly start: Starter = (request, done) =>
-    this.engine.enqueue(request.key, request.policies, request.cost, (error, response, source) => {
-      if (response !== undefined) (response as SourcedResponse).source = source === 'lease' ? 'lease' : 'store'
-      done(error, response)
-    })
+    this.engine.enqueue(
+      request.key,
+      request.policies,
+      request.cost,
+      (error, response, source) => {
+        if (response !== undefined) (response as SourcedResponse).source = source === 'lease' ? 'lease' : 'store'
+        done(error, response)
+      },
+      request.deadline,
+    )
 }

@@ -2,6 +2,7 @@
 
 import type { LeaseStore, Store } from '../../stores/store.js'
 import { FloodgateError } from '../../core/errors.js'
+import type { Timers } from '../timeout.js'
 import { AutoSync } from './auto-sync.js'
 import { LeaseSync } from './lease-sync.js'
 
@@ -12,12 +13,19 @@ export interface LeaseEngines {
 }
 
 /**
- * Makes the engines for `store`, its sweep started: lease expiry, demand and heat on `clock` (the
- * limiter's `timers.now`, monotonic), concurrency releases stamped on `epochClock` (its `clock`),
- * at most `maxKeys` keys followed (the limiter's `sync.maxKeys`). A store without the lease primitive (a custom
- * Store) cannot serve `sync: 'lease'` or `'auto'`: refused with a reason rather than decided inexactly.
+ * Makes the engines for `store`, its sweep started: lease expiry, demand and heat on `timers.now`
+ * (the limiter's, monotonic), concurrency releases stamped on `epochClock` (its `clock`), every
+ * lease given back within `timeoutMs` on `timers` (its timeout), at most `maxKeys` keys followed
+ * (the limiter's `sync.maxKeys`). A store without the lease primitive (a custom Store) cannot serve
+ * `sync: 'lease'` or `'auto'`: refused with a reason rather than decided inexactly.
  */
-export function createLeaseEngines(store: Store, epochClock: () => number, clock: () => number, maxKeys?: number): LeaseEngines {
+export function createLeaseEngines(
+  store: Store,
+  epochClock: () => number,
+  timers: Timers,
+  timeoutMs: number,
+  maxKeys?: number,
+): LeaseEngines {
   if (typeof (store as Partial<LeaseStore>).lease !== 'function') {
     throw new FloodgateError(
       'INVALID_OPTION',
@@ -26,7 +34,9 @@ export function createLeaseEngines(store: Store, epochClock: () => number, clock
     )
   }
   const leaseStore = store as LeaseStore
-  const leases = new LeaseSync({ store: leaseStore, epochClock, clock, maxKeys })
+  const clock = () => timers.now()
+  const giveBackTimeout = { ms: timeoutMs, setTimeout: (callback: () => void, ms: number) => timers.setTimeout(callback, ms) }
+  const leases = new LeaseSync({ store: leaseStore, epochClock, clock, maxKeys, giveBackTimeout })
   leases.start()
   return { leases, auto: new AutoSync({ store: leaseStore, leases, clock, maxKeys }) }
 }

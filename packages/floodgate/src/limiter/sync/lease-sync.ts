@@ -34,12 +34,21 @@ export interface LeaseSyncOptions {
   timers?: SweepTimers
   /** Most keys followed at once (default 10 000): past it the quietest key's lease goes back. */
   maxKeys?: number
+  /**
+   * Longest wait (ms) for the store's answers when every lease goes back (`giveBackAll`, `close`),
+   * with the timer that ends it (the limiter's timeout and timers); default no bound. A paused
+   * store then cannot hold up a shutdown: a return it applies later is applied once, and one it
+   * never applies comes back by itself when its lease expires.
+   */
+  giveBackTimeout?: { ms: number; setTimeout(callback: () => void, ms: number): { unref?(): unknown } }
 }
 
 // One decision waiting for a store call.
 interface Waiter {
   readonly cost: number
   readonly done: LeaseCallback
+  /** When its caller stops waiting (performance.now() terms), if it has a timeout: see LeaseRequest.deadline. */
+  readonly deadline: number | undefined
   /** The caller stopped waiting (its timeout answered it): its units stay in the lease. */
   cancelled: boolean
 }
@@ -105,6 +114,7 @@ export class LeaseSync {
   private readonly sweepMs: number
   private readonly maxKeys: number
   private readonly timers: SweepTimers
+  private readonly giveBackTimeout: LeaseSyncOptions['giveBackTimeout']
   // Every holding, oldest first (eviction and the sweep walk it); found by policy set, then key.
   private readonly holdings = new Set<Holding>()
   private readonly bySet = new Map<string, Map<string, Holding>>()
@@ -121,6 +131,7 @@ export class LeaseSync {
     this.sweepMs = options.sweepMs ?? 100
     this.maxKeys = options.maxKeys ?? 10_000
     this.timers = options.timers ?? (globalThis as unknown as SweepTimers)
+    this.giveBackTimeout = options.giveBackTimeout
   }
 
   /** Keys followed now (holding a lease, waiting, or recently used). */
@@ -181,10 +192,13 @@ export class LeaseSync {
     return this.localResponse(holding, now, holding.scratch)
   }
 
-  /** The store part of `decide` (after `tryLocal` answered undefined): waits for the next store call. */
-  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback): () => void {
+  /**
+   * The store part of `decide` (after `tryLocal` answered undefined): waits for the next store call,
+   * which carries the first waiter's `deadline` (the store grants and charges nothing past it).
+   */
+  enqueue(key: string, policies: readonly Policy[], cost: number, done: LeaseCallback, deadline?: number): () => void {
     const holding = this.holding(key, policies, this.clock())
-    const waiter: Waiter = { cost, done, cancelled: false }
+    const waiter: Waiter = { cost, done, deadline, cancelled: false }
     holding.waiting.push(waiter)
     if (!holding.busy) this.call(holding)
     return () => {
@@ -258,11 +272,20 @@ export class LeaseSync {
     return Math.min(holding.leaseMax, Math.ceil(holding.demand.estimate(now) * holding.leaseMs * 1.25))
   }
 
-  /** Gives back every lease held now (their unused units return to the store); later decisions take new ones. */
+  /**
+   * Gives back every lease held now (their unused units return to the store); later decisions take
+   * new ones. Waits for the store's answers at most `giveBackTimeout` when one is set.
+   */
   async giveBackAll(): Promise<void> {
-    await Promise.all(
+    const returns = Promise.all(
       [...this.holdings.values()].filter((holding) => holding.id !== 0 && !holding.busy).map((holding) => this.giveBack(holding)),
     )
+    const bound = this.giveBackTimeout
+    if (bound === undefined) return void (await returns)
+    await new Promise<void>((resolve) => {
+      returns.then(() => resolve())
+      bound.setTimeout(resolve, bound.ms).unref?.()
+    })
   }
 
   /** Starts the sweep timer (unref'd: it never keeps a process alive). */
@@ -371,6 +394,7 @@ export class LeaseSync {
       leaseMs: holding.leaseMs,
       returnId: live ? holding.id : 0,
       returnUnused: live ? holding.balance : 0,
+      deadline: first.deadline,
     }
     // The old lease is being ended: nothing more is admitted from it, whatever the answer.
     if (live) this.stats.returned++
