@@ -6,7 +6,7 @@ import type { Policy } from '../../core/policy.js'
 import type { LeaseRequest, LeaseResponse } from '../store.js'
 import { pastDeadline, readServerClock } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
-import type { Connection, ScriptArgument } from './connection.js'
+import type { Connection, ScriptArgument, Unsubscribe } from './connection.js'
 import { ConnectionGate } from './connection-gate.js'
 import { policyKey } from './keys.js'
 import { runLeaseRunner } from './scripts.js'
@@ -42,6 +42,7 @@ export class LeaseCaller {
   private readonly batcher = new TickBatcher<Item>((items) => this.gate.pass(items))
   // Each server's clock (Cluster: by master), learnt from the replies.
   private readonly clocks = new Map<string, ServerClock>()
+  private readonly unsubscribe: Unsubscribe
 
   constructor(
     private readonly connection: Connection,
@@ -55,11 +56,14 @@ export class LeaseCaller {
         for (const item of items) item.reject(error)
       },
     )
+    // A new connection may reach another server (a Sentinel failover), with a clock of its own.
+    this.unsubscribe = connection.onReady(() => this.clocks.forEach((clock) => clock.forget()))
   }
 
-  /** Refuses what still waits for a first connection (the store is closing). */
+  /** Refuses what still waits for a first connection, and stops listening to the client (the store is closing). */
   detach(): void {
     this.gate.detach()
+    this.unsubscribe()
   }
 
   lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]> {
