@@ -53,7 +53,8 @@ function instanceWithLimiter(
  * has been given back (their returns are in its time and its Redis CPU, not the next contender's).
  */
 export function leaseContenders(context: LeaseBenchContext): Contender[] {
-  const policy: PolicyOptions = { algorithm: 'gcra', limit: context.limit, period: `${context.periodS}s`, sync: 'lease' }
+  // The exact gcra row's policy (live state between a key's visits, see benchPolicy in redis.ts).
+  const policy: PolicyOptions = { algorithm: 'gcra', limit: 1_000, burst: context.limit, period: `${context.periodS}s`, sync: 'lease' }
   const contender = (name: string, keyOf: (i: number) => string, options: Partial<PolicyOptions> = {}, warm = false): Contender => {
     const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options })
     return syncContender(context, name, keyOf, decide, () => limiter.flush(), warm)
