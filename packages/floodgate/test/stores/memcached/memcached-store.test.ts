@@ -259,7 +259,7 @@ describe('memcached stopped and started again', () => {
     })
     try {
       assert.equal((await untilFromStore(limiter, 'p')).source, 'store')
-      server.pause()
+      await server.pause()
       const paused = await limiter.limit('p')
       assert.equal(paused.source, 'fallback-open')
       server.resume()
