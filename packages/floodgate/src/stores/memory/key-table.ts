@@ -197,11 +197,10 @@ export class KeyTable {
   insert(key: string, shape: Shape, evaluation: KeyEvaluation, now: number): void {
     const layout = shape.layout
     const bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER + layout.words * BYTES_PER_WORD
-    // Within both bounds, a new key sheds one dead key first (the oldest open one, else the oldest
-    // protected one: day windows end too), whose block it then takes, so a store whose keys lapse
-    // between visits (sparse clients) recycles blocks instead of growing.
+    // Dead keys stay until their room is needed (makeRoom drops them first). Shed as soon as a new
+    // key came, a key whose state lapses between its visits (a big limit, a sparse client) was gone
+    // by its next visit, so every visit paid a Map delete and insert instead of an update in place.
     const within = this.size < this.maxKeys && this.bytes + bytes <= this.maxBytes
-    if (within && !this.dropOldestIfDead(this.openOldest, now)) this.dropOldestIfDead(this.guardedOldest, now)
     const at = this.slab.alloc(layout.words)
     this.clearBlock(at, layout)
     this.bytes += bytes
@@ -422,8 +421,8 @@ export class KeyTable {
     }
   }
 
-  // Opportunistic and O(1): the least recently used key is the likeliest to have expired, so a
-  // new key checks it; a store under steady load sheds dead keys without a sweeper timer.
+  // O(1): the least recently used key is the likeliest to have expired, so making room checks it
+  // first; a store at its bound sheds dead keys without a sweeper timer.
   private dropOldestIfDead(cursor: OldestCursor<number>, now: number): boolean {
     const oldest = cursor.first()
     if (oldest === undefined || now < this.deadAt(oldest[1])) return false

@@ -25,11 +25,12 @@ export interface MemoryStoreOptions {
    *   than half the capacity of one of their policies. Forgetting one would hand its owner a reset.
    * - open: every other key; forgetting one gives back less than half a limit.
    *
-   * A key whose records have all expired goes first (it holds nothing), then the least recently used
-   * open key, and a protected key only when protected keys alone fill the store: then the least
-   * recently used of them is forgiven. A flood of fresh keys therefore never resets a limited key;
-   * an attacker must bring maxKeys keys of their own to their limits to force one out. Size
-   * maxKeys above the number of keys you expect to be limited at once.
+   * A key whose records have all expired stays until its room is needed (a key that lapses between
+   * visits is updated in place when it returns), and then goes first (it holds nothing); then the
+   * least recently used open key, and a protected key only when protected keys alone fill the
+   * store: then the least recently used of them is forgiven. A flood of fresh keys therefore never
+   * resets a limited key; an attacker must bring maxKeys keys of their own to their limits to force
+   * one out. Size maxKeys above the number of keys you expect to be limited at once.
    */
   maxKeys?: number
   /**

@@ -182,34 +182,39 @@ describe('MemoryStore bounds', () => {
     assert.equal((await charge(store, 'flood:0', policies, 0, T0)).results[0].remaining, 1)
   })
 
-  it('drops the oldest entry once it is dead when new keys arrive, without a timer', async () => {
-    const store = new MemoryStore({ maxKeys: 100 })
-    const policies = [fixed(5, '1s')]
-    for (let i = 0; i < 50; i++) await charge(store, `old:${i}`, policies, 1, T0)
-    assert.equal(store.size, 50)
-    // A second later every old key is dead; each new key sheds one dead one, so the size stays flat.
-    for (let i = 0; i < 50; i++) await charge(store, `new:${i}`, policies, 1, T0 + 1_000)
-    assert.equal(store.size, 50)
+  it('keeps a dead key until its room is needed, then drops it before a live one, without a timer', async () => {
+    const store = new MemoryStore({ maxKeys: 60 })
+    const second = [fixed(5, '1s')]
+    const hour = [fixed(5, '1h')]
+    for (let i = 0; i < 50; i++) await charge(store, `old:${i}`, second, 1, T0)
+    for (let i = 0; i < 10; i++) await charge(store, `live:${i}`, hour, 1, T0)
+    // A second later every old key is dead but still held: one that comes back is updated in place.
+    await charge(store, 'old:0', second, 1, T0 + 1_000)
+    assert.equal(store.size, 60)
+    // At the bound each new key drops one dead key (the oldest), never a live one.
+    for (let i = 0; i < 49; i++) await charge(store, `new:${i}`, second, 1, T0 + 1_000)
+    assert.equal(store.size, 60)
+    for (let i = 0; i < 10; i++) assert.equal((await charge(store, `live:${i}`, hour, 0, T0 + 1_000)).results[0].remaining, 4)
+    assert.equal((await charge(store, 'old:0', second, 0, T0 + 1_000)).results[0].remaining, 4)
+    assert.equal((await charge(store, 'old:1', second, 0, T0 + 1_000)).results[0].remaining, 5)
   })
 
-  it("a new key that takes over a dead key's objects shares nothing with it and counts the same bytes", async () => {
-    const store = new MemoryStore({ maxKeys: 100 })
-    const fresh = new MemoryStore({ maxKeys: 100 })
+  it("a new key that takes over a dead key's room shares nothing with it and counts the same bytes", async () => {
+    const store = new MemoryStore({ maxKeys: 1 })
+    const fresh = new MemoryStore({ maxKeys: 1 })
     const log = [createPolicy({ algorithm: 'sliding-log', limit: 5, period: '1s' })]
     for (let i = 0; i < 4; i++) await charge(store, 'old', log, 1, T0)
-    // 'old' is dead a second later; 'new' sheds it (and reuses its entry), then 'old' comes back fresh.
+    // 'old' is dead a second later; 'new' drops it for its room, then 'old' comes back fresh.
     const first = await charge(store, 'new', log, 1, T0 + 1_000)
-    const back = await charge(store, 'old', log, 1, T0 + 1_000)
-    const again = await charge(store, 'new', log, 1, T0 + 1_000)
-    assert.deepEqual([first.results[0].remaining, back.results[0].remaining, again.results[0].remaining], [4, 4, 3])
-    await charge(fresh, 'new', log, 2, T0 + 1_000)
-    await charge(fresh, 'old', log, 1, T0 + 1_000)
-    assert.equal(store.size, 2)
+    assert.equal(store.size, 1)
+    await charge(fresh, 'new', log, 1, T0 + 1_000)
     assert.equal(store.sizeBytes, fresh.sizeBytes)
+    const back = await charge(store, 'old', log, 1, T0 + 1_000)
+    assert.deepEqual([first.results[0].remaining, back.results[0].remaining], [4, 4])
   })
 
   it('sheds dead protected keys the same way', async () => {
-    const store = new MemoryStore({ maxKeys: 100 })
+    const store = new MemoryStore({ maxKeys: 20 })
     const policies = [fixed(1, '1s')]
     for (let i = 0; i < 20; i++) await charge(store, `limited:${i}`, policies, 1, T0)
     assert.equal(store.protectedSize, 20)
