@@ -122,19 +122,16 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
       breaker: { failures: 1, cooldown: '1h' },
       clock: frozen,
     })
-    const admin = new Redis(server.port, server.host)
-    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
     try {
       assert.equal((await limiter.limit('k')).source, 'store')
-      process.kill(pid, 'SIGSTOP')
+      await server.pause()
       assert.equal((await limiter.limit('k')).source, 'fallback-open', 'timed out: the breaker opens')
       const available = once(store, 'available')
-      process.kill(pid, 'SIGCONT')
+      server.resume()
       await available
       assert.equal((await limiter.limit('k')).source, 'store')
     } finally {
-      process.kill(pid, 'SIGCONT')
-      admin.disconnect()
+      server.resume()
       await limiter.close()
       await store.close()
       await server.stop()

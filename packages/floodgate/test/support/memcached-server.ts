@@ -1,8 +1,7 @@
 // Starts a throwaway memcached on a free loopback port for a test (TCP only, no UDP), and stops it afterwards.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
-import { freePort, stopProcess, waitForPort } from './ports.js'
+import { freePort, pauseProcess, stopProcess, waitForPort } from './ports.js'
 
 export interface MemcachedProcess {
   readonly host: string
@@ -13,11 +12,7 @@ export interface MemcachedProcess {
   stop(): Promise<void>
   /** Starts it again on the same port (after `stop`), empty. */
   restart(): Promise<void>
-  /**
-   * Freezes the process (SIGSTOP): connections stay open and nothing answers. Resolves once every
-   * thread is stopped: the signal lands asynchronously, and on a busy machine a thread may still
-   * answer a request sent just after kill() returns.
-   */
+  /** Freezes the process (SIGSTOP); resolves once every thread is stopped (see `pauseProcess`). */
   pause(): Promise<void>
   /** Lets a paused process run again (SIGCONT). */
   resume(): void
@@ -57,11 +52,7 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
       await launch()
     },
     async pause() {
-      const pid = child?.pid
-      if (pid === undefined) return
-      process.kill(pid, 'SIGSTOP')
-      for (let i = 0; i < 500 && !stopped(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-      if (!stopped(pid)) throw new Error(`memcached (pid ${pid}) was not stopped 5 s after SIGSTOP`)
+      await pauseProcess('memcached', child)
     },
     resume() {
       child?.kill('SIGCONT')
@@ -69,13 +60,4 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
   }
   process.once('exit', () => child?.kill('SIGKILL'))
   return handle
-}
-
-/** Whether every thread of `pid` is stopped (state T in /proc/PID/task/TID/stat). */
-function stopped(pid: number): boolean {
-  return readdirSync(`/proc/${pid}/task`).every((task) => {
-    const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')
-    const state = stat.charAt(stat.lastIndexOf(')') + 2)
-    return state === 'T' || state === 't'
-  })
 }

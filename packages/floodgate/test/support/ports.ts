@@ -1,7 +1,8 @@
 // What the throwaway servers of the tests (redis-server, memcached) share: a free loopback port,
-// waiting for a server to listen on it, and stopping its process.
+// waiting for a server to listen on it, freezing its process, and stopping it.
 
 import type { ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 
 /** A free TCP port on 127.0.0.1, as the OS hands it out (never 6379). */
@@ -47,5 +48,49 @@ export async function stopProcess(child: ChildProcess | undefined): Promise<void
     child.ref()
     child.kill('SIGCONT')
     child.kill('SIGTERM')
+  })
+}
+
+/**
+ * Freezes a server's process (SIGSTOP): its connections stay open and nothing answers. Resolves once
+ * every thread is stopped: the signal lands asynchronously, and on a busy machine a thread (memcached's
+ * workers, redis-server's io and bio threads) may still answer a request sent just after kill()
+ * returns. Throws, naming `what`, when the process is not running or is not stopped within 5 s.
+ */
+export async function pauseProcess(what: string, child: ChildProcess | undefined): Promise<void> {
+  const pid = child?.pid
+  if (child === undefined || pid === undefined || child.exitCode !== null || child.signalCode !== null) {
+    throw new Error(`${what} is not running: there is nothing to pause`)
+  }
+  child.kill('SIGSTOP')
+  const deadline = performance.now() + 5_000
+  for (;;) {
+    const states = threadStates(what, pid)
+    if (states.every(({ state }) => state === 'T' || state === 't')) return
+    if (performance.now() > deadline) {
+      const listed = states.map(({ tid, state }) => `${tid}:${state}`).join(' ')
+      throw new Error(`${what} (pid ${pid}) was not stopped 5 s after SIGSTOP; its threads' states: ${listed}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+/** The state letter of each thread of `pid` (R, S, D, T...), from /proc/PID/task/TID/stat. */
+function threadStates(what: string, pid: number): { tid: string; state: string }[] {
+  let tids: string[]
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch (error) {
+    throw new Error(`${what} (pid ${pid}) exited while being paused: ${(error as Error).message}`)
+  }
+  return tids.flatMap((tid) => {
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+    } catch {
+      return [] // the thread ended since the listing: it can answer nothing
+    }
+    // The name in parentheses may hold spaces and parentheses; the state follows the last ')'.
+    return [{ tid, state: stat.charAt(stat.lastIndexOf(')') + 2) }]
   })
 }

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, stopProcess, waitForPort } from './ports.js'
+import { freePort, pauseProcess, stopProcess, waitForPort } from './ports.js'
 
 export { freePort } from './ports.js'
 
@@ -14,6 +14,15 @@ export interface RedisProcess {
   readonly port: number
   readonly url: string
   readonly dir: string
+  /** The running server's process id (a new one after `restart`), e.g. to SIGKILL it. */
+  readonly pid: number
+  /**
+   * Freezes the server (SIGSTOP): connections stay open and nothing answers. Resolves once every
+   * thread (the io and bio threads too) is stopped, so a request sent next is not answered.
+   */
+  pause(): Promise<void>
+  /** Lets a paused server run again (SIGCONT). */
+  resume(): void
   /** Stops the server (SIGTERM) and waits for it to exit. */
   stop(): Promise<void>
   /** Starts it again on the same port (after `stop`), empty. */
@@ -43,6 +52,16 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     port: chosen,
     url: `redis://${host}:${chosen}`,
     dir,
+    get pid() {
+      if (child?.pid === undefined) throw new Error(`redis-server on port ${chosen} is not running: it has no pid`)
+      return child.pid
+    },
+    async pause() {
+      await pauseProcess(`redis-server on port ${chosen}`, child)
+    },
+    resume() {
+      child?.kill('SIGCONT')
+    },
     async stop() {
       const current = child
       child = undefined

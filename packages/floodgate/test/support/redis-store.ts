@@ -1,9 +1,52 @@
-// A throwaway redis-server with an ioredis client and a RedisStore on that client, for one test file.
+// A throwaway redis-server for one test file (or one describe block): with an admin client
+// (useRedis), or with a client and a RedisStore on that client (useRedisStore).
 
 import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
 import { RedisStore } from '../../src/stores/redis/redis-store.js'
 import { startRedis, type RedisProcess } from './redis-server.js'
+
+/** What `useRedis` makes; its fields exist only inside the tests of the scope that called it. */
+export interface RedisFixture {
+  /** The server: its url and port for the clients under test; pause/resume/pid to hang or kill it. */
+  readonly server: RedisProcess
+  /**
+   * A client of the tests' own, to look at the server (records, INFO, FLUSHALL) and to CLIENT PAUSE
+   * it. Its connection errors are swallowed, since tests take the server away under it; a command
+   * that fails still rejects.
+   */
+  readonly admin: Redis
+}
+
+/**
+ * Starts a redis-server (`args` passed through, e.g. an AOF) and an admin client before the tests of
+ * the calling scope, and closes both after them (resuming the server first, if a test left it paused).
+ */
+export function useRedis(args: string[] = []): RedisFixture {
+  let made: RedisFixture | undefined
+  before(async () => {
+    const server = await startRedis(args)
+    const admin = new Redis(server.port, server.host)
+    admin.on('error', () => {})
+    made = { server, admin }
+  })
+  after(async () => {
+    made?.admin.disconnect()
+    await made?.server.stop()
+  })
+  const get = (): RedisFixture => {
+    if (made === undefined) throw new Error('useRedis: the server and its admin client exist only inside tests')
+    return made
+  }
+  return {
+    get server() {
+      return get().server
+    },
+    get admin() {
+      return get().admin
+    },
+  }
+}
 
 /** What `useRedisStore` makes; its fields exist only inside the file's tests. */
 export interface RedisStoreFixture {

@@ -3,32 +3,17 @@
 // callers the fallback already answered; and giving every lease back (close, flush) waits for a hung
 // Redis no longer than the limiter's timeout.
 
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Redis } from 'ioredis'
 import { createPolicies, type PolicyOptions } from '../../../src/core/policy.js'
 import { RateLimiter } from '../../../src/index.js'
 import { RedisStore } from '../../../src/redis.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { useRedis } from '../../support/redis-store.js'
 import { Clock, nextTurn } from '../fixtures.js'
 
 const LIMIT = 100
 
-let server: RedisProcess
-let admin: Redis
-let pid: number
-
-before(async () => {
-  server = await startRedis()
-  admin = new Redis(server.port, server.host)
-  pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
-})
-
-after(async () => {
-  process.kill(pid, 'SIGCONT')
-  admin.disconnect()
-  await server.stop()
-})
+const redis = useRedis()
 
 // A cold key's decisions (auto), and a fresh key's first one (lease: no demand yet, so decided
 // exactly), are lease calls that charge the request in hand.
@@ -37,19 +22,19 @@ for (const sync of ['auto', 'lease'] as const) {
     test('callers answered by the fallback while it hung are not charged when it resumes', async () => {
       const options: PolicyOptions = { name: 'day', algorithm: 'fixed-window', limit: LIMIT, period: '1d', sync }
       const policies = createPolicies([options])
-      const store = new RedisStore({ url: server.url })
+      const store = new RedisStore({ url: redis.server.url })
       const limiter = new RateLimiter({ store, policies: [options], timeout: '200ms', onStoreError: 'open', breaker: { failures: 1000 } })
       const key = `hung-${sync}`
       try {
         // The store learns the server's clock from a first reply.
         assert.equal((await limiter.limit(`warm-${sync}`)).source, 'store')
-        process.kill(pid, 'SIGSTOP')
+        await redis.server.pause()
         const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit(key)))
         assert.ok(
           decisions.every((decision) => decision.source === 'fallback-open'),
           decisions.map((d) => d.source).join(),
         )
-        process.kill(pid, 'SIGCONT')
+        redis.server.resume()
         // Through the same connection, so it runs after every call queued before it.
         const [peek] = await store.lease([{ key, policies, id: 0, want: 0, need: 0, leaseMs: 0, returnId: 0, returnUnused: 0 }])
         assert.equal(peek.results[0].remaining, LIMIT, 'nothing was charged')
@@ -57,7 +42,7 @@ for (const sync of ['auto', 'lease'] as const) {
         const later = await limiter.limit(key)
         assert.ok(later.allowed && (later.source === 'store' || later.source === 'lease'), later.source)
       } finally {
-        process.kill(pid, 'SIGCONT')
+        redis.server.resume()
         await limiter.close()
         await store.close()
       }
@@ -67,24 +52,24 @@ for (const sync of ['auto', 'lease'] as const) {
 
 test('a lease request past its deadline is not sent, and one that reaches Redis late is not applied', async () => {
   const policies = createPolicies([{ name: 'day', algorithm: 'fixed-window', limit: LIMIT, period: '1d', sync: 'lease' }])
-  const store = new RedisStore({ url: server.url })
+  const store = new RedisStore({ url: redis.server.url })
   const ask = { policies, id: 0, want: 0, need: 1, leaseMs: 0, returnId: 0, returnUnused: 0 }
   try {
     const passed = store.lease([{ ...ask, key: 'passed', deadline: performance.now() - 1 }])
     await assert.rejects(passed, (error: { code?: string }) => error.code === 'STORE_TIMEOUT')
     await store.lease([{ ...ask, key: 'warm', need: 0 }])
-    process.kill(pid, 'SIGSTOP')
+    await redis.server.pause()
     const late = store.lease([{ ...ask, key: 'late', deadline: performance.now() + 20 }])
     late.catch(() => {})
     // Until the deadline has passed on every clock: the server's is at least as late as ours.
     const passedAt = performance.now() + 20
     while (performance.now() <= passedAt + 5) await new Promise((resolve) => setTimeout(resolve, 10))
-    process.kill(pid, 'SIGCONT')
+    redis.server.resume()
     await assert.rejects(late, (error: { code?: string }) => error.code === 'STORE_TIMEOUT')
     const [peek] = await store.lease([{ ...ask, key: 'late', need: 0 }])
     assert.equal(peek.results[0].remaining, LIMIT)
   } finally {
-    process.kill(pid, 'SIGCONT')
+    redis.server.resume()
     await store.close()
   }
 })
@@ -92,7 +77,7 @@ test('a lease request past its deadline is not sent, and one that reaches Redis 
 test('close() gives every lease back within the timeout while Redis is stopped (injected timers)', async () => {
   const clock = new Clock()
   const options: PolicyOptions = { name: 'day', algorithm: 'fixed-window', limit: LIMIT, period: '1d', sync: 'lease', leaseMs: '1h' }
-  const store = new RedisStore({ url: server.url })
+  const store = new RedisStore({ url: redis.server.url })
   const limiter = new RateLimiter({ store, policies: [options], timeout: '100ms', clock: clock.read, timers: clock.timers })
   try {
     // Demand, then a lease: its units are what close() gives back.
@@ -101,7 +86,7 @@ test('close() gives every lease back within the timeout while Redis is stopped (
       clock.advance(10)
     }
     assert.equal(limiter.syncState().leases!.leases, 1)
-    process.kill(pid, 'SIGSTOP')
+    await redis.server.pause()
     const closing = limiter.close().then(() => 'closed')
     const turns = async (): Promise<string> => {
       for (let i = 0; i < 20; i++) await nextTurn()
@@ -111,7 +96,7 @@ test('close() gives every lease back within the timeout while Redis is stopped (
     clock.advance(100)
     assert.equal(await Promise.race([closing, turns()]), 'closed')
   } finally {
-    process.kill(pid, 'SIGCONT')
+    redis.server.resume()
     await limiter.close()
     await store.close()
   }

@@ -81,18 +81,16 @@ describe('leases while Redis fails', () => {
     const server = await startRedis()
     const store = new RedisStore({ url: server.url })
     const leases = new LeaseSync({ store })
-    const admin = new Redis(server.port, server.host)
-    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
     try {
       let admitted = await warm(leases, 'k')
       const held = leases.held('k', policies)
-      process.kill(pid, 'SIGSTOP')
+      await server.pause()
       const served = await Promise.all(Array.from({ length: held }, () => decide(leases, 'k').outcome))
       assert.ok(served.every((outcome) => outcome.allowed === true && outcome.source === 'lease'))
       admitted += held
       // The next decision needs the store, which hangs: its caller gives up (its timeout answered it).
       decide(leases, 'k').cancel()
-      process.kill(pid, 'SIGCONT')
+      server.resume()
       // The late answer grants a lease whose units, the cancelled caller's included, stay usable.
       await until(() => leases.held('k', policies) > 0)
       const late = leases.held('k', policies)
@@ -104,8 +102,7 @@ describe('leases while Redis fails', () => {
       // close() returned the unused units, once: the key has exactly what was not admitted.
       assert.equal(await remaining(store, 'k'), LIMIT - admitted)
     } finally {
-      process.kill(pid, 'SIGCONT')
-      admin.disconnect()
+      server.resume()
       await leases.close()
       await store.close()
       await server.stop()

@@ -2,13 +2,12 @@
 // fsync-always AOF so the server comes back with what it acknowledged): decisions go on locally, and
 // once the server answers again the store holds every admitted unit exactly once.
 
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { Redis } from 'ioredis'
 import { createPolicies } from '../../../src/core/policy.js'
 import { RedisStore } from '../../../src/redis.js'
 import { WriteBack } from '../../../src/limiter/sync/write-back.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { useRedis } from '../../support/redis-store.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 // A day's window: no run straddles its end (a test never depends on the wall clock's position).
@@ -35,45 +34,30 @@ async function drain(writeBack: WriteBack): Promise<void> {
 }
 
 describe('write-back when the store is paused or killed', () => {
-  let server: RedisProcess
-  let admin: Redis
-
-  before(async () => {
-    server = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always'])
-    admin = new Redis(server.port, server.host, { maxRetriesPerRequest: null })
-    admin.on('error', () => {}) // the kill test takes the server away under it
-  })
-
-  after(async () => {
-    admin.disconnect()
-    await server.stop()
-  })
-
-  const pid = async (): Promise<number> => Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
+  const redis = useRedis(['--appendonly', 'yes', '--appendfsync', 'always'])
 
   for (const pause of ['SIGSTOP', 'CLIENT PAUSE'] as const) {
     it(`${pause}: a flush that times out while its request waits in the server is applied once`, async () => {
-      const store = new RedisStore({ url: server.url, prefix: `pause-${pause === 'SIGSTOP' ? 's' : 'c'}:` })
+      const store = new RedisStore({ url: redis.server.url, prefix: `pause-${pause === 'SIGSTOP' ? 's' : 'c'}:` })
       const writeBack = new WriteBack({ store, timeoutMs: 50 })
-      const redisPid = await pid()
       let admitted = 0
       try {
         for (let i = 0; i < 20; i++) if (await decide(writeBack, 'k')) admitted++
         await drain(writeBack)
-        if (pause === 'SIGSTOP') process.kill(redisPid, 'SIGSTOP')
-        else await admin.call('CLIENT', 'PAUSE', '400', 'ALL')
+        if (pause === 'SIGSTOP') await redis.server.pause()
+        else await redis.admin.call('CLIENT', 'PAUSE', '400', 'ALL')
         // Decisions go on from the local copy; flushes time out, their requests queued in the server.
         for (let round = 0; round < 10; round++) {
           for (let i = 0; i < 7; i++) if (await decide(writeBack, 'k')) admitted++
           await writeBack.flush()
         }
         assert.ok(writeBack.stats.failed > 0, 'flushes timed out during the pause')
-        if (pause === 'SIGSTOP') process.kill(redisPid, 'SIGCONT')
+        if (pause === 'SIGSTOP') redis.server.resume()
         await drain(writeBack)
         assert.equal(await storedCount(store, 'k'), admitted, 'every admitted unit once: none lost, none doubled')
         assert.ok(writeBack.stats.replays > 0, 'a resent flush was recognised as applied already')
       } finally {
-        process.kill(redisPid, 'SIGCONT')
+        redis.server.resume()
         await writeBack.close()
         await store.close()
       }
@@ -81,20 +65,20 @@ describe('write-back when the store is paused or killed', () => {
   }
 
   it('SIGKILL and restart: decisions go on locally, and the units go once the server is back', async () => {
-    const store = new RedisStore({ url: server.url, prefix: 'kill:' })
+    const store = new RedisStore({ url: redis.server.url, prefix: 'kill:' })
     const writeBack = new WriteBack({ store, timeoutMs: 50 })
     let admitted = 0
     try {
       for (const key of ['a', 'b', 'c']) for (let i = 0; i < 10; i++) if (await decide(writeBack, key)) admitted++
       await drain(writeBack)
-      process.kill(await pid(), 'SIGKILL')
+      process.kill(redis.server.pid, 'SIGKILL')
       for (let round = 0; round < 10; round++) {
         for (const key of ['a', 'b', 'c', 'new']) if (await decide(writeBack, key)) admitted++
         await writeBack.flush()
       }
       assert.equal(admitted, 70, 'every decision was made locally while the server was down')
       assert.ok(writeBack.stats.failed > 0)
-      await server.restart()
+      await redis.server.restart()
       await drain(writeBack)
       let stored = 0
       for (const key of ['a', 'b', 'c', 'new']) stored += await storedCount(store, key)

@@ -1,7 +1,7 @@
 // A hung Redis (SIGSTOP, CLIENT PAUSE) runs the calls queued meanwhile when it resumes: those whose
 // callers were already answered by the fallback must charge nothing.
 
-import { after, before, beforeEach, describe, test } from 'node:test'
+import { beforeEach, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
@@ -10,7 +10,7 @@ import { FloodgateError } from '../../../src/core/errors.js'
 import { RateLimiter } from '../../../src/index.js'
 import { RedisStore } from '../../../src/redis.js'
 import { readRecord } from './records.js'
-import { startRedis, type RedisProcess } from '../../support/redis-server.js'
+import { useRedis } from '../../support/redis-store.js'
 import { startCluster } from '../../support/redis-cluster.js'
 import { policyId } from '../../../src/stores/redis/keys.js'
 
@@ -20,23 +20,10 @@ const LIMIT = 100
 const policyOptions = [{ name: 'day', algorithm: 'fixed-window' as const, limit: LIMIT, period: '1d' as const }]
 const policies = createPolicies(policyOptions)
 
-let server: RedisProcess
-let admin: Redis
-let pid: number
-
-before(async () => {
-  server = await startRedis()
-  admin = new Redis(server.port, server.host)
-  pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))![1])
-})
-
-after(async () => {
-  admin.disconnect()
-  await server.stop()
-})
+const redis = useRedis()
 
 beforeEach(async () => {
-  await admin.flushall()
+  await redis.admin.flushall()
 })
 
 /** A way to hang the server and to let it go again. */
@@ -49,20 +36,20 @@ interface Hang {
 const HANGS: Hang[] = [
   {
     name: 'SIGSTOP',
-    hang: async () => void process.kill(pid, 'SIGSTOP'),
-    resume: async () => void process.kill(pid, 'SIGCONT'),
+    hang: () => redis.server.pause(),
+    resume: async () => redis.server.resume(),
   },
   {
     // WRITE: scripts wait, while the admin's CLIENT UNPAUSE (not a write) still goes through.
     name: 'CLIENT PAUSE',
-    hang: async () => void (await admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')),
-    resume: async () => void (await admin.call('CLIENT', 'UNPAUSE')),
+    hang: async () => void (await redis.admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')),
+    resume: async () => void (await redis.admin.call('CLIENT', 'UNPAUSE')),
   },
 ]
 
 /** What the store charged `key` (0 when it holds no record). */
 async function charged(key: string): Promise<number> {
-  const record = await readRecord(admin, `fg:{${key}}:${policyId('day')}:fw`)
+  const record = await readRecord(redis.admin, `fg:{${key}}:${policyId('day')}:fw`)
   return record === null ? 0 : record.state![1]
 }
 
@@ -74,7 +61,7 @@ function closedLimiter(store: RedisStore): RateLimiter {
 for (const { name, hang, resume } of HANGS) {
   describe(`a server hung by ${name}`, () => {
     test('a call reaching it past its deadline charges nothing and is answered STORE_TIMEOUT; one within it is charged', async () => {
-      const store = new RedisStore({ url: server.url })
+      const store = new RedisStore({ url: redis.server.url })
       try {
         await store.evaluate([{ key: 'warm', policies, cost: 1 }]) // the store learns the server's clock from the reply
         await hang()
@@ -97,7 +84,7 @@ for (const { name, hang, resume } of HANGS) {
 
     for (const mode of ['open', 'local'] as const) {
       test(`callers answered by the '${mode}' fallback while it hung are not charged in Redis when it resumes`, async () => {
-        const store = new RedisStore({ url: server.url })
+        const store = new RedisStore({ url: redis.server.url })
         const limiter = new RateLimiter({ store, policies: policyOptions, timeout: '1s', onStoreError: mode, breaker: { failures: 1000 } })
         try {
           assert.equal((await limiter.limit('k')).source, 'store')
@@ -120,7 +107,7 @@ for (const { name, hang, resume } of HANGS) {
     // Before its first reply the store does not know the server's clock, so it cannot give a call
     // a deadline on it: the store learns the clock first, and drops what expired while it waited.
     test("callers denied by the 'closed' fallback before the store's first reply are not charged when it resumes", async () => {
-      const store = new RedisStore({ url: server.url })
+      const store = new RedisStore({ url: redis.server.url })
       const limiter = closedLimiter(store)
       try {
         while (!store.connected) await sleep(5)
@@ -144,14 +131,14 @@ describe('a server stopped (SIGSTOP) while the store makes its first connection'
   // The connection's socket opens (the kernel accepts it) but its handshake waits: the store holds
   // its calls until the connection is ready, and must not send then those its callers gave up on.
   test("callers denied by the 'closed' fallback meanwhile are not charged once it connects; later ones are", async () => {
-    process.kill(pid, 'SIGSTOP')
-    const store = new RedisStore({ url: server.url })
+    await redis.server.pause()
+    const store = new RedisStore({ url: redis.server.url })
     const limiter = closedLimiter(store)
     try {
       const decisions = await Promise.all(Array.from({ length: 5 }, () => limiter.limit('k')))
       assert.ok(decisions.every((decision) => decision.source === 'fallback-closed' && !decision.allowed))
       assert.equal(store.connected, false)
-      process.kill(pid, 'SIGCONT')
+      redis.server.resume()
       // Queued behind the held calls: answered once they have been dropped (or, wrongly, charged).
       const [peek] = await store.evaluate([{ key: 'k', policies, cost: 0 }])
       assert.equal(peek.results[0].remaining, LIMIT, 'nothing was charged')
@@ -160,7 +147,7 @@ describe('a server stopped (SIGSTOP) while the store makes its first connection'
       assert.deepEqual([after.source, after.remaining], ['store', LIMIT - 1])
       assert.equal(await charged('k'), 1)
     } finally {
-      process.kill(pid, 'SIGCONT')
+      redis.server.resume()
       await limiter.close()
       await store.close()
     }
