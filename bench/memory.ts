@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/index.js'
 import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
+import { copyState } from '../packages/floodgate/src/core/algorithms/types.js'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing. Children
@@ -164,11 +165,44 @@ const coreOnly: Contender = {
         scratch[0] = record
         const next = evaluateKeyInto(scratch, now, 1, policies, evaluation).records[0]
         record.blockedUntil = next.blockedUntil
-        if (next.state !== undefined && next.state !== record.state) record.state = next.state.slice()
+        if (next.state === undefined) continue
+        if (record.state === undefined) record.state = next.state.slice()
+        else copyState(record.state, next.state)
       }
       return Promise.resolve((OPS * 1000) / (performance.now() - start))
     }
   }),
+}
+
+/** The floors' work per call: count, and a new decision as complete as Floodgate's (one policy part). */
+function floorDecision(entry: { count: number }, now: number) {
+  entry.count++
+  const part = {
+    name: '',
+    limit: 0,
+    periodMs: 0,
+    allowed: true,
+    remaining: entry.count,
+    resetMs: now,
+    retryAfterMs: 0,
+    delayMs: 0,
+    blocked: false,
+    over: false,
+    shadow: false,
+  }
+  return {
+    allowed: true,
+    limit: 0,
+    remaining: entry.count,
+    resetMs: now,
+    retryAfterMs: 0,
+    delayMs: 0,
+    policy: '',
+    over: false,
+    shadow: false,
+    source: 'store',
+    policies: [part],
+  }
 }
 
 // A diagnostic floor for any limiter with this API, not a product path: what every call of an
@@ -180,38 +214,20 @@ const apiFloor: Contender = {
   measure: longLived(() => {
     const counts = new Map<string, { count: number }>()
     for (let i = 0; i < KEYS; i++) counts.set(`user:${i}`, { count: 0 })
-    const hit = async (key: string) => {
-      const entry = counts.get(key)!
-      const now = Date.now()
-      entry.count++
-      const part = {
-        name: '',
-        limit: 0,
-        periodMs: 0,
-        allowed: true,
-        remaining: entry.count,
-        resetMs: now,
-        retryAfterMs: 0,
-        delayMs: 0,
-        blocked: false,
-        over: false,
-        shadow: false,
-      }
-      return {
-        allowed: true,
-        limit: 0,
-        remaining: entry.count,
-        resetMs: now,
-        retryAfterMs: 0,
-        delayMs: 0,
-        policy: '',
-        over: false,
-        shadow: false,
-        source: 'store',
-        policies: [part],
-      }
-    }
+    const hit = async (key: string) => floorDecision(counts.get(key)!, Date.now())
     return () => awaitLoop(hit)
+  }),
+}
+
+// The synchronous counterpart of the floor, for limitSync: the same Map read, clock reading and
+// decision object, with no async call and no await.
+const syncFloor: Contender = {
+  name: 'sync floor: Map + Date.now + decision object',
+  measure: longLived(() => {
+    const counts = new Map<string, { count: number }>()
+    for (let i = 0; i < KEYS; i++) counts.set(`user:${i}`, { count: 0 })
+    const hit = (key: string) => floorDecision(counts.get(key)!, Date.now())
+    return () => Promise.resolve(syncLoop(hit))
   }),
 }
 
@@ -316,6 +332,7 @@ function allContenders(): Contender[] {
     floodgateSync('gcra'),
     coreOnly,
     apiFloor,
+    syncFloor,
     rateLimiterFlexible,
     bareMap,
   ]
@@ -360,9 +377,17 @@ async function main(): Promise<void> {
   const rlf = results.find((r) => r.name === rateLimiterFlexible.name)!.median
   const map = results.find((r) => r.name === bareMap.name)!.median
   const floor = results.find((r) => r.name === apiFloor.name)!.median
+  const syncFloorRate = results.find((r) => r.name === syncFloor.name)!.median
   printTable(
-    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs bare Map', 'vs floor'],
-    results.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlf), ratio(r.median, map), ratio(r.median, floor)]),
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs bare Map', 'vs floor', 'vs sync floor'],
+    results.map((r) => [
+      r.name,
+      formatCount(r.median),
+      ratio(r.median, rlf),
+      ratio(r.median, map),
+      ratio(r.median, floor),
+      ratio(r.median, syncFloorRate),
+    ]),
     'Throughput (median; targets: limit() ≥ 0.80x the floor, limitSync ≥ 3x rate-limiter-flexible)',
   )
   const heap: [string, number][] = []

@@ -278,7 +278,7 @@ ${table(['component', 'version'], versions)}
 rounds: ${memory.rounds}; each contender made once in a process of its own, warmed by a discarded round and kept for
 every round; each request builds its key string, as a server does; every request admitted. The floors are not products:
 the core alone, and what any in-process limiter call costs at least (an async call, a Map read, the clock, a decision
-object).
+object; the sync floor is the same without the async call, for \`limitSync\`).
 
 ${link('memory-throughput.svg', 'Embedded store decisions per second')}
 
