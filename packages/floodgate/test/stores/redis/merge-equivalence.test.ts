@@ -19,7 +19,7 @@ import { useRedisStore } from '../../support/redis-store.js'
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
  * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
  */
-const PINNED_MERGER_SHA = '2b848a6299748b7d4b41e40dcd3e10445afc046f'
+const PINNED_MERGER_SHA = '87f94ca4b989abe96c12a418419f68582dc39b96'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 

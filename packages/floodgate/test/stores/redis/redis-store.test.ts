@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis } from 'ioredis'
-import { ALGORITHMS, createPolicies, createPolicy, type PolicyOptions } from '../../../src/core/policy.js'
+import { ALGORITHMS, createPolicies, createPolicy, type Policy, type PolicyOptions } from '../../../src/core/policy.js'
 import { evaluateKey, type PolicyRecord } from '../../../src/core/evaluate.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
@@ -182,12 +182,15 @@ test('a record expires once its padded expiry has passed, so Redis holds only ac
   assert.equal(await redis.client.exists(key), 0)
 })
 
-/** The most a record's expiry is padded past its ttl (see paddedExpiry in scripts/record.lua). */
-function maxPadMs(ttlMs: number): number {
-  return Math.max(1_000, ttlMs / 16)
+/**
+ * The most a record's expiry is padded past its ttl (see paddedExpiry in scripts/record.lua and the
+ * pad in runner.lua): 1 s, a sixteenth of the ttl, or 16 units' refill up to a sixteenth of the period.
+ */
+function maxPadMs(ttlMs: number, policy: Policy): number {
+  return Math.max(1_000, ttlMs / 16, Math.min((16 * policy.periodMs) / policy.limit, policy.periodMs / 16))
 }
 
-test('every record carries its expiry: at least its ttl away, padded by at most max(1 s, ttl / 16)', async () => {
+test('every record carries its expiry: at least its ttl away, padded by at most maxPadMs', async () => {
   const cases: PolicyOptions[] = [
     ...ALGORITHMS.map((algorithm): PolicyOptions => ({ algorithm, limit: 10, period: '1h' })),
     ...ALGORITHMS.map((algorithm): PolicyOptions => ({ algorithm, limit: 2, period: '100ms' })),
@@ -204,7 +207,7 @@ test('every record carries its expiry: at least its ttl away, padded by at most 
     const after = await serverTime()
     const label = `${options.algorithm} ${options.limit}/${options.period}: ttl ${ttl}, expiry ${expiry - response.now} ms ahead`
     assert.ok(expiry >= response.now + ttl, label)
-    assert.ok(expiry < response.now + ttl + maxPadMs(ttl), label)
+    assert.ok(expiry < response.now + ttl + maxPadMs(ttl, policies[0]), label)
     assert.ok(pttl <= expiry - response.now && pttl >= expiry - after, `${label}, pttl ${pttl}: the key has the expiry its record says`)
   }
 })
@@ -330,7 +333,7 @@ test('a write whose record needs no later expiry keeps the key TTL', async () =>
   const [first] = await redis.store.evaluate([{ key: 'kept', policies, cost: 1 }])
   const windowEnd = Math.floor(first.now / 3_600_000) * 3_600_000 + 3_600_000
   const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
-  assert.ok(expiry >= windowEnd && expiry < windowEnd + maxPadMs(windowEnd - first.now), 'kept to the window end, padded')
+  assert.ok(expiry >= windowEnd && expiry < windowEnd + maxPadMs(windowEnd - first.now, policies[0]), 'kept to the window end, padded')
   // A longer TTL set behind the store's back survives the next write only if that write keeps it.
   await redis.client.pexpire(key, 3 * 3_600_000)
   await redis.store.evaluate([{ key: 'kept', policies, cost: 1 }])
@@ -354,7 +357,7 @@ test('a GCRA key charged again before its padded expiry keeps it; one charged pa
   await redis.store.evaluate([{ key: 'busy', policies, cost: 5_000, now: start + 300 }])
   const later = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(later > expiry, `${later} > ${expiry}`)
-  assert.ok((await redis.client.pttl(key)) < 30_000, 'PXAT')
+  assert.ok((await redis.client.pttl(key)) < 30_000, 'a new expiry')
 })
 
 test('a window record in a later window gets a new expiry', async () => {
@@ -366,13 +369,16 @@ test('a window record in a later window gets a new expiry', async () => {
   const before = await serverTime()
   await redis.store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + 10 }])
   const first = storedExpiry((await redis.client.getBuffer(key))!)!
-  assert.ok(first >= start + hour && first < start + hour + maxPadMs(start + hour - before), `${first - start - hour} ms past the window`)
+  assert.ok(
+    first >= start + hour && first < start + hour + maxPadMs(start + hour - before, policies[0]),
+    `${first - start - hour} ms past the window`,
+  )
   const beforeNext = await serverTime()
   await redis.store.evaluate([{ key: 'next-window', policies, cost: 1, now: start + hour + 10 }])
   assert.deepEqual((await readRecord(redis.client, key))?.state, [start + hour, 1])
   const second = storedExpiry((await redis.client.getBuffer(key))!)!
   assert.ok(
-    second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext),
+    second >= start + 2 * hour && second < start + 2 * hour + maxPadMs(start + 2 * hour - beforeNext, policies[0]),
     `${second - start - 2 * hour} ms past the window`,
   )
   const ttl = await redis.client.pttl(key)

@@ -1,6 +1,7 @@
 // How the runner (scripts/record.lua) writes a record that keeps its key's expiry: in place (SETRANGE) when the new
 // record has the stored one's length, SET ... KEEPTTL when it does not; either way the key keeps
-// its TTL and holds exactly the new record.
+// its TTL and holds exactly the new record. A record that needs a later expiry is written in place
+// and given it with PEXPIREAT, and a bucket's expiry is padded so that it lasts for several units.
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -77,3 +78,56 @@ test('a record whose length changes (a block starts, then ends) is SET with KEEP
     assert.equal(await calls(client, 'set'), sets + 2)
     assert.equal(await calls(client, 'setrange'), 0)
   }))
+
+test('a record of the same length that needs a later expiry is written in place, then PEXPIREAT', () =>
+  onOwnServer(async (client, store) => {
+    const policies = createPolicies([{ name: 'hourly', algorithm: 'fixed-window', limit: 100, period: '1h' }])
+    const key = policyKey('w:', 'later', policies[0])
+    const start = (Math.floor(Date.now() / HOUR) + 2) * HOUR
+    await store.evaluate([{ key: 'later', policies, cost: 1, now: start + 10 }])
+    const sets = await calls(client, 'set')
+    // The next window's record: as long as the last, kept until that window's end.
+    const serverNow = async () => {
+      const [seconds, micros] = await client.time()
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+    }
+    const before = await serverNow()
+    await store.evaluate([{ key: 'later', policies, cost: 1, now: start + HOUR + 10 }])
+    const bytes = (await client.getBuffer(key))!
+    assert.deepEqual((await readRecord(client, key))?.state, [start + HOUR, 1])
+    const expiry = storedExpiry(bytes)
+    assert.ok(expiry >= start + 2 * HOUR, `expiry ${expiry - start} ms after start`)
+    const pttl = await client.pttl(key)
+    const after = await serverNow()
+    assert.ok(pttl <= expiry - before && pttl >= expiry - after, `pttl ${pttl}: the key has the expiry its record says`)
+    assert.deepEqual([await calls(client, 'set'), await calls(client, 'setrange'), await calls(client, 'pexpireat')], [sets, 1, 1])
+  }))
+
+// 32 s: the largest grid (1 s doubled) within 16 units of 1000 per hour, 16 * 3.6 s.
+const BUCKET_GRID_MS = 32_000
+
+for (const options of [
+  { algorithm: 'gcra' },
+  { algorithm: 'token-bucket' },
+  { algorithm: 'leaky-bucket' },
+  { algorithm: 'leaky-bucket', shaping: true },
+] as const) {
+  const name = `${options.algorithm}${'shaping' in options ? ' (shaping)' : ''}`
+  test(`a ${name} record taking units faster than it refills keeps one expiry for 8 of them`, () =>
+    onOwnServer(async (client, store) => {
+      const policies = createPolicies([{ name: 'bucket', ...options, limit: 1_000, burst: 1_000, period: '1h' }])
+      const key = policyKey('w:', 'burst', policies[0])
+      // On the grid and a little ahead of the server clock, so the first write's expiry is now + 32 s.
+      const now = Math.ceil((Date.now() + 5_000) / BUCKET_GRID_MS) * BUCKET_GRID_MS
+      const expirySets = async () => (await calls(client, 'set')) + (await calls(client, 'pexpireat'))
+      const expiries: number[] = []
+      for (let unit = 1; unit <= 9; unit++) {
+        const [response] = await store.evaluate([{ key: 'burst', policies, cost: 1, now }])
+        assert.equal(response.allowed, true)
+        expiries.push(storedExpiry((await client.getBuffer(key))!))
+        // Each unit puts the state's lapse 3.6 s later: 8 units fit in the first expiry, the 9th does not.
+        assert.equal(await expirySets(), unit <= 8 ? 1 : 2, `unit ${unit}`)
+      }
+      assert.deepEqual(expiries, [...Array(8).fill(now + BUCKET_GRID_MS), now + 2 * BUCKET_GRID_MS])
+    }))
+}

@@ -14,7 +14,7 @@ import { useRedis } from '../../support/redis-store.js'
  * SHA1 of prelude + every algorithm twin + runner. A failure here means a .lua file changed: check
  * the change is meant (and its TypeScript twin changed with it), then update this value.
  */
-const PINNED_SHA = '4dfbcd3d8c1baa9eec6b2ebe26ea6eaa1cabf4cb'
+const PINNED_SHA = '286d075336d0a5c3c4212f87f3b5050cbd26c2ce'
 
 const redis = useRedis()
 

@@ -129,18 +129,20 @@ end
 
 -- A record's expiry is padded: the time it must be kept until, rounded up to a grid of
 -- EXPIRY_GRID_MS doubled while it stays within a sixteenth of the record's ttl (1 s for ttls under
--- 32 s, 128 s for an hour). Setting a key's expiry costs about as much as the rest of its SET, so a
--- write whose record need not be kept past the stored expiry keeps it: with the pad, most writes of
--- a busy key do, and a window's record needs one expiry all window long. Keeping a record longer is
--- harmless: stepping a state after its ttl is the same as stepping no state.
+-- 32 s, 128 s for an hour) or within the writer's `padMs`. Setting a key's expiry costs about as
+-- much as the rest of its SET, so a write whose record need not be kept past the stored expiry keeps
+-- it: with the pad, most writes of a busy key do, and a window's record needs one expiry all window
+-- long. A bucket's state lapses later with every unit it admits, however short its ttl, which is
+-- what `padMs` is for (see runner.lua). Keeping a record longer is harmless: stepping a state after
+-- its ttl is the same as stepping no state.
 local EXPIRY_GRID_MS = 1000
 -- PXAT texts by expiry: a number argument to redis.call is converted to text on every call.
 local expiryTexts = {}
 
 -- The expiry for a record kept until `at` (server ms), `ttl` ms from now.
-local function paddedExpiry(at, ttl)
+local function paddedExpiry(at, ttl, padMs)
   local grid = EXPIRY_GRID_MS
-  while grid * 32 <= ttl do grid = grid * 2 end
+  while grid * 32 <= ttl or grid * 2 <= padMs do grid = grid * 2 end
   return ceil(at / grid) * grid
 end
 
@@ -154,9 +156,10 @@ local function expiryText(expiresAt)
 end
 
 -- Writes a record under `key`, which holds `stored` (false or nil: nothing) carrying `expiresAt`,
--- to be kept `ttl` ms from the server's `serverNow`; no state and no block deletes it. Returns the
--- text the key now holds (false: none).
-local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, serverNow)
+-- to be kept `ttl` ms from the server's `serverNow` and padded by less than max(grid, `padMs`)
+-- (nil: 0; see paddedExpiry); no state and no block deletes it. Returns the text the key now holds
+-- (false: none).
+local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, serverNow, padMs)
   if state == nil and blockedUntil == 0 then
     if stored then call('DEL', key) end
     return false
@@ -165,7 +168,7 @@ local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, ser
   local keepsExpiry = expiresAt and expiresAt >= serverNow + ttl
   if not keepsExpiry then
     ttl = ceil(ttl)
-    expiresAt = paddedExpiry(serverNow + ttl, ttl)
+    expiresAt = paddedExpiry(serverNow + ttl, ttl, padMs or 0)
   end
   -- encodeRecord's usual record without the call.
   local format = blockedUntil == 0 and state and SHORT_RECORDS[#state]
@@ -176,7 +179,15 @@ local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, ser
     text = encodeRecord(blockedUntil, state, expiresAt)
   end
   if not keepsExpiry then
-    call('SET', key, text, 'PXAT', expiryText(expiresAt))
+    -- A record of the stored one's length is overwritten in place and given its new expiry:
+    -- PEXPIREAT updates the key's entry in the table of expiries, where SET ... PXAT removes and
+    -- re-adds it and rewrites the command for propagation.
+    if stored and #text == #stored then
+      call('SETRANGE', key, '0', text)
+      call('PEXPIREAT', key, expiryText(expiresAt))
+    else
+      call('SET', key, text, 'PXAT', expiryText(expiresAt))
+    end
   elseif text ~= stored then
     -- One of the same length (the usual case) is overwritten in place: SETRANGE keeps the expiry as
     -- KEEPTTL does but answers an integer (SET's status reply costs Lua a table) and reuses the

@@ -28,6 +28,16 @@ if ARGV[1] ~= '' and serverNow > tonumber(ARGV[1]) then return struct.pack('<d',
 local keys, arg = readBatchKeys(2)
 local policies
 policies, arg = readPolicies(arg)
+-- How far past its state's lapse each policy's record may be kept (writeRecord's padMs): the time
+-- 16 units take to refill, at most a sixteenth of the period. A bucket's state (GCRA, token or
+-- leaky bucket) lapses one emission interval (periodMs / limit) later with every unit it admits, so
+-- with a pad of a sixteenth of its ttl alone, a key taking units faster than it refills needs a new
+-- expiry on nearly every write; with this one, once in 8 to 16 units. The price, a key kept up to 16
+-- emission intervals past its lapse, is small beside a window's record, kept to its window's end.
+for i = 1, #policies do
+  local policy = policies[i]
+  policy.padMs = min(16 * policy.periodMs / policy.limit, policy.periodMs / 16)
+end
 
 -- Read phase: every key's record, one MGET per read group (keys of one slot; on a standalone
 -- server all keys), in chunks so no call has too many arguments. Everything is read and checked
@@ -163,7 +173,7 @@ for run = 1, runCount do
         ttl = state == nil and 1 or ttlOf(state, now, policy)
         if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
       end
-      texts[key] = writeRecord(key, stored, expiresAt, blockedUntil, state, ttl + lead, serverNow)
+      texts[key] = writeRecord(key, stored, expiresAt, blockedUntil, state, ttl + lead, serverNow, policy.padMs)
       n = n + 1
       out[n] = structPack('<BBdddd', allowed and 1 or 0, flags, remaining, resetMs, retryAfterMs, delayMs)
     end
@@ -192,7 +202,8 @@ for run = 1, runCount do
       for i = 1, count do
         local key = requestKeys[i]
         local record = records[i]
-        texts[key] = writeRecord(key, texts[key], requestExpiries[i], record.blockedUntil, record.state, ttlMs[i] + lead, serverNow)
+        local padMs = requestPolicies[i].padMs
+        texts[key] = writeRecord(key, texts[key], requestExpiries[i], record.blockedUntil, record.state, ttlMs[i] + lead, serverNow, padMs)
       end
 
       n = n + 1
