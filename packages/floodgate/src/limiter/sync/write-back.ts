@@ -199,6 +199,10 @@ export class WriteBack {
       batch.push(entry)
     }
     if (batch.length === 0) return Promise.resolve()
+    // A flush called outside the timer (limiter.flush()) took every key the pending tick would have:
+    // the next tick is due one interval after it, not at the old time with next to nothing to send
+    // (a tick sends every key touched since, however few its units, at a merge's cost each).
+    if (this.timer !== 0 && !this.closed) this.arm(this.clock() + this.tickMs)
     this.flushing = this.send(batch).finally(() => {
       this.flushing = undefined
     })
