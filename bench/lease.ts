@@ -7,7 +7,7 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { formatCount, printTable, type Contender } from './support.js'
-import { hammerHotKey, syncContender } from './sync-rows.js'
+import { hammerHotKey, StoreTally, syncContender } from './sync-rows.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
@@ -28,8 +28,17 @@ function instanceWithLimiter(
   context: LeaseBenchContext,
   policy: PolicyOptions,
   denyCache = true,
+  tally?: StoreTally,
 ): { decide: (key: string) => Promise<boolean>; limiter: RateLimiter } {
   const store = new RedisStore({ client: context.newClient() })
+  if (tally !== undefined) {
+    const lease = store.lease.bind(store)
+    store.lease = (batch) => {
+      tally.requests += batch.length
+      tally.calls++
+      return lease(batch)
+    }
+  }
   // The timeout is generous so that a busy machine measures throughput, not fallbacks.
   const limiter = new RateLimiter({ store, policies: [policy], timeout: '5s', ...(denyCache ? {} : { denyCache: false }) })
   context.onClose(async () => {
@@ -56,8 +65,10 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
   // The exact gcra row's policy (live state between a key's visits, see benchPolicy in redis.ts).
   const policy: PolicyOptions = { algorithm: 'gcra', limit: 1_000, burst: context.limit, period: `${context.periodS}s`, sync: 'lease' }
   const contender = (name: string, keyOf: (i: number) => string, options: Partial<PolicyOptions> = {}, warm = false): Contender => {
-    const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options })
-    return syncContender(context, name, keyOf, decide, () => limiter.flush(), warm)
+    const tally = new StoreTally(false)
+    context.storeTallies.push({ name, tally })
+    const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options }, true, tally)
+    return syncContender(context, name, keyOf, decide, () => limiter.flush(), warm, undefined, tally)
   }
   const key10k = (i: number) => `lease:${(i * 7919) % context.keys}`
   return [

@@ -30,7 +30,7 @@ import {
 } from './support.js'
 import { printWriteBackOverAdmission, WRITE_BACK_ROWS, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
 import { LEASE_ROWS, leaseContenders, printLeaseUnderAdmission } from './lease.js'
-import { printSyncSummary } from './sync-rows.js'
+import { keyWriteFloor, printSyncFloor, printSyncSummary } from './sync-rows.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
       newClient,
       counted: (name, op, isDenied) => tallies.counted(name, op, isDenied),
       onClose: (close) => closers.push(close),
+      storeTallies: [],
     }
     const contenders = [
       ...FLOODGATE_ALGORITHMS.map((algorithm) => floodgateContender(algorithm, newClient())),
@@ -152,6 +153,7 @@ async function main(): Promise<void> {
     await printWriteBackOverAdmission(writeBack, ROUND_MS)
     printSyncSummary('Lease', LEASE_ROWS, results, redisCpu, 'floodgate gcra', 'rate-limiter-flexible')
     await printLeaseUnderAdmission(writeBack, ROUND_MS)
+    printSyncFloor(writeBack.storeTallies, results, redisCpu, await keyWriteFloor(newClient(), admin, KEYS))
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
       results.map((r) => {

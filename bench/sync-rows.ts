@@ -2,16 +2,23 @@
 // exact mode and rate-limiter-flexible, their rows under the bench's load, and a fleet of instances
 // saturating one hot key.
 
+import type { Redis } from 'ioredis'
 import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
-/** The load before each measured round of a 10k-key row, outside the measurement (keys in use). */
-export const WARM_MS = 1000
+/**
+ * The load before each measured round of a 10k-key row, outside the measurement (keys in use). Long
+ * enough that a lease sized from a key's first requests after the other contenders' rounds (its
+ * demand forgotten meanwhile) has run short and been renewed at the key's demand before the round.
+ */
+export const WARM_MS = 2000
 
 /**
  * A row of a sync mode: `decide` under the bench's load over `keyOf`'s keys, after WARM_MS of it when
- * `warm`. The round ends once `settle` has handed the store what the instance holds (a flush, leases
- * given back), so that work is in this row's time and Redis CPU, not the next contender's.
+ * `warm`, then `endWarm` (write-back flushes what the warm-up admitted: its units are not this
+ * round's work; the copies, like held leases, stay). The round ends once `settle` has handed the
+ * store what the instance holds (a flush, leases given back), so that work is in this row's time and
+ * Redis CPU, not the next contender's.
  */
 export function syncContender(
   context: WriteBackBenchContext,
@@ -20,6 +27,8 @@ export function syncContender(
   decide: (key: string) => Promise<boolean>,
   settle: () => Promise<void>,
   warm: boolean,
+  endWarm: () => Promise<void> = async () => {},
+  tally?: StoreTally,
 ): Contender {
   const load = (durationMs: number) =>
     runLoad({
@@ -34,12 +43,16 @@ export function syncContender(
     })
   return {
     name,
-    before: warm ? () => load(WARM_MS).then(() => undefined) : undefined,
+    before: warm ? () => load(WARM_MS).then(endWarm) : undefined,
     async measure() {
+      const requests = tally?.requests ?? 0
+      const calls = tally?.calls ?? 0
       const started = performance.now()
       const result = await load(context.roundMs)
       await settle()
-      return (result.ops * 1000) / (performance.now() - started)
+      const ms = performance.now() - started
+      tally?.rounds.push({ requests: tally.requests - requests, calls: tally.calls - calls, decisions: result.ops, ms })
+      return (result.ops * 1000) / ms
     },
   }
 }
@@ -105,4 +118,102 @@ export async function hammerHotKey(
     ),
   )
   return { decisions, admitted }
+}
+
+/**
+ * What a sync row asked of the store: requests (each reads and writes one key: a merge, a lease call)
+ * and calls (write-back: flushes, each one `merge` of every key touched since the last), counted by
+ * the row's store, and per measured round (the settle included, the warm-up not).
+ */
+export class StoreTally {
+  /** Whether `calls` are flushes (write-back); a lease row's are its engine's calls of one key each. */
+  constructor(readonly flushes: boolean) {}
+  requests = 0
+  calls = 0
+  readonly rounds: { requests: number; calls: number; decisions: number; ms: number }[] = []
+}
+
+/**
+ * Redis CPU (µs, INFO cpu user + sys, as the rows are measured) per key written by the cheapest
+ * script that writes a batch of keys and keeps them alive: HINCRBY and PEXPIRE per key, 500 keys per
+ * call, over `keys` keys; the least of five trials. A flush (or a lease call) must at least do that
+ * for every key it carries.
+ */
+export async function keyWriteFloor(client: Redis, admin: Redis, keys: number): Promise<number> {
+  const script = "for i = 1, #KEYS do redis.call('HINCRBY', KEYS[i], 'n', ARGV[1]) redis.call('PEXPIRE', KEYS[i], ARGV[2]) end return #KEYS"
+  const sha = String(await admin.script('LOAD', script))
+  const pass = async (): Promise<void> => {
+    const calls: Promise<unknown>[] = []
+    for (let from = 0; from < keys; from += 500) {
+      const batch = Array.from({ length: Math.min(500, keys - from) }, (_, j) => `floor:${from + j}`)
+      calls.push(client.evalsha(sha, batch.length, ...batch, '3', '3600000'))
+    }
+    await Promise.all(calls)
+  }
+  const cpu = async (): Promise<number> => {
+    const info = await admin.info('cpu')
+    const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0)
+    return field('used_cpu_user') + field('used_cpu_sys')
+  }
+  await pass()
+  let least = Infinity
+  for (let trial = 0; trial < 5; trial++) {
+    const before = await cpu()
+    for (let i = 0; i < 4; i++) await pass()
+    least = Math.min(least, ((await cpu()) - before) / (4 * keys))
+  }
+  await admin.eval("for i = 0, tonumber(ARGV[1]) - 1 do redis.call('DEL', 'floor:' .. i) end", 0, String(keys))
+  return least * 1e6
+}
+
+/**
+ * Each tallied row's Redis CPU per decision beside its floor: the floor per key written × the keys
+ * its store calls carried ÷ its decisions, in the same rounds (write-back: keys per flush × flushes/s
+ * ÷ decisions/s). What the sync mode cannot go below without writing fewer keys.
+ */
+export function printSyncFloor(
+  rows: readonly { name: string; tally: StoreTally }[],
+  results: readonly SyncResult[],
+  redisCpu: (name: string) => number[],
+  floorUs: number,
+): void {
+  const table = rows
+    .filter((row) => row.tally.rounds.length > 0 && results.some((r) => r.name === row.name))
+    .map(({ name, tally }) => {
+      const result = results.find((r) => r.name === name)!
+      const cpu = redisCpu(name)
+      const measured = median(cpu.map((busy, i) => busy / result.samples[i])) * 1e6
+      const perDecision = median(tally.rounds.map((round) => round.requests / round.decisions))
+      const perFlush = median(tally.rounds.map((round) => (round.calls > 0 ? round.requests / round.calls : 0)))
+      const flushesPerS = median(tally.rounds.map((round) => (round.calls * 1000) / round.ms))
+      const floor = floorUs * perDecision
+      return [
+        name,
+        formatCount(result.median),
+        formatCount(median(tally.rounds.map((round) => round.requests))),
+        tally.flushes ? formatCount(perFlush) : '-',
+        tally.flushes ? flushesPerS.toFixed(2) : '-',
+        (perDecision * 1000).toFixed(2),
+        floor.toFixed(3),
+        measured.toFixed(3),
+        floor > 0 ? `${(measured / floor).toFixed(1)}x` : '-',
+      ]
+    })
+  printTable(
+    [
+      'contender',
+      'median decisions/s',
+      'keys written/round',
+      'keys per flush',
+      'flushes/s',
+      'keys per 1k decisions',
+      'floor µs/decision',
+      'redis µs/decision',
+      'vs floor',
+    ],
+    table,
+    `Sync rows beside their floor: ${floorUs.toFixed(2)} µs of Redis CPU per key written (HINCRBY+PEXPIRE in a script, 500 keys\n` +
+      "per call, measured in this run) × keys the row's store calls wrote ÷ its decisions (medians of the measured rounds,\n" +
+      'settle included; write-back calls are flushes: keys per flush × flushes/s ÷ decisions/s)',
+  )
 }

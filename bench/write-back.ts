@@ -8,7 +8,7 @@ import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
 import { formatCount, printTable, type Contender } from './support.js'
-import { hammerHotKey, syncContender } from './sync-rows.js'
+import { hammerHotKey, StoreTally, syncContender } from './sync-rows.js'
 
 /** What the main bench hands this section: its shape of load and its client factory. */
 export interface WriteBackBenchContext {
@@ -23,6 +23,8 @@ export interface WriteBackBenchContext {
   onClose: (close: () => Promise<void>) => void
   /** Wraps an op to count its calls, denials and failures under `name` (the main bench's tally). */
   counted: <T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean) => (i: number) => Promise<void>
+  /** Where the sync rows put what their stores were asked, for the floor table (printSyncFloor). */
+  storeTallies: { name: string; tally: StoreTally }[]
 }
 
 export const WRITE_BACK_10K = 'write-back gcra, 10k keys'
@@ -40,10 +42,16 @@ function instance(
   policy: PolicyOptions,
   instances = 1,
   onCall: (ms: number) => void = () => {},
+  tally?: StoreTally,
 ): { decide: (key: string) => Promise<boolean>; flush: () => Promise<void> } {
   const redisStore = new RedisStore({ client: context.newClient() })
   const store: Store = {
     merge(batch: readonly MergeRequest[]) {
+      if (tally !== undefined) {
+        tally.requests += batch.length
+        // A flush carries units (with this instance's origin); a call of reads only is a key's first read.
+        if (batch.some((request) => request.origin !== undefined)) tally.calls++
+      }
       const started = performance.now()
       return redisStore.merge(batch).finally(() => onCall(performance.now() - started))
     },
@@ -81,8 +89,10 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
   // The exact gcra row's policy (live state between a key's visits, see benchPolicy in redis.ts).
   const policy: PolicyOptions = { algorithm: 'gcra', limit: 1_000, burst: context.limit, period: `${context.periodS}s`, sync: 'write-back' }
   const contender = (name: string, keyOf: (i: number) => string, flushMs?: number, warm = false): Contender => {
-    const { decide, flush } = instance(context, flushMs === undefined ? policy : { ...policy, flushMs })
-    return syncContender(context, name, keyOf, decide, flush, warm)
+    const tally = new StoreTally(true)
+    context.storeTallies.push({ name, tally })
+    const { decide, flush } = instance(context, flushMs === undefined ? policy : { ...policy, flushMs }, 1, undefined, tally)
+    return syncContender(context, name, keyOf, decide, flush, warm, flush, tally)
   }
   return [
     contender(WRITE_BACK_10K, (i) => `wb:${(i * 7919) % context.keys}`, undefined, true),

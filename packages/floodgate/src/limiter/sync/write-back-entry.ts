@@ -41,6 +41,8 @@ export interface Entry {
   waiters: (() => void)[] | undefined
   /** Read or charged since the last flush: the next flush refreshes it even with no units to send. */
   touched: boolean
+  /** In WriteBack's set of keys for the next flush (kept with it: a flag is cheaper to test than the set). */
+  queued: boolean
 }
 
 export function createEntry(key: string, policies: readonly Policy[]): Entry {
@@ -59,6 +61,7 @@ export function createEntry(key: string, policies: readonly Policy[]): Entry {
     provisional: undefined,
     waiters: undefined,
     touched: false,
+    queued: false,
   }
 }
 

@@ -168,7 +168,9 @@ export class WriteBack {
     }
     // A copy long out of date is read again; a merely stale one decides at once, and the decision
     // (touching the key) has the next flush bring it up to date.
-    if (this.clock() - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) {
+    // One clock read serves the whole decision (a clock read is a fair part of a local decision's cost).
+    const localNow = this.clock()
+    if (localNow - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) {
       entry.provisional = provisionalUnits(entry.policies, entry.flushMs, this.instances)
       this.read(entry)
     }
@@ -178,7 +180,7 @@ export class WriteBack {
       entry.waiters = [() => done(null, this.answer(entry, cost, true))]
       return
     }
-    done(null, this.answer(entry, cost, false))
+    done(null, this.answer(entry, cost, false, localNow))
   }
 
   /** Sends every held unit now (and waits for the answer, at most `timeoutMs`); what failed stays for the next flush. */
@@ -193,12 +195,17 @@ export class WriteBack {
       }
       if (entry.outbox === undefined && !entry.touched) {
         this.dirty.delete(entry)
+        entry.queued = false
         continue
       }
       entry.touched = false
       batch.push(entry)
     }
     if (batch.length === 0) return Promise.resolve()
+    // A flush called outside the timer (limiter.flush()) took every key the pending tick would have:
+    // the next tick is due one interval after it, not at the old time with next to nothing to send
+    // (a tick sends every key touched since, however few its units, at a merge's cost each).
+    if (this.timer !== 0 && !this.closed) this.arm(this.clock() + this.tickMs)
     this.flushing = this.send(batch).finally(() => {
       this.flushing = undefined
     })
@@ -222,8 +229,8 @@ export class WriteBack {
 
   // A synchronous answer may hand out the scratch results (the caller reads them before deciding
   // again, as with Store.evaluateSync); waiters woken together get copies.
-  private answer(entry: Entry, cost: number, copy: boolean): WriteBackResponse {
-    const now = this.now()
+  private answer(entry: Entry, cost: number, copy: boolean, localNow = this.clock()): WriteBackResponse {
+    const now = localNow + this.offset
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
     if (evaluation.allowed && cost > 0 && entry.provisional !== undefined) entry.provisional -= cost
     if (entry.touched) this.markDirty(entry)
@@ -344,7 +351,11 @@ export class WriteBack {
 
   // Puts the entry in the next flush, and makes sure a flush is scheduled within its interval.
   private markDirty(entry: Entry): void {
-    this.dirty.add(entry)
+    // Every admission of a key lands here: the flag spares a Set lookup when it is already queued.
+    if (!entry.queued) {
+      entry.queued = true
+      this.dirty.add(entry)
+    }
     if (this.closed || (this.timer !== 0 && entry.flushMs >= this.tickMs)) return
     if (entry.flushMs < this.tickMs) this.tickMs = entry.flushMs
     const dueAt = this.clock() + this.tickMs
@@ -372,6 +383,7 @@ export class WriteBack {
     this.entries.get(entry.policies)?.delete(entry.key)
     this.order.delete(entry)
     this.dirty.delete(entry)
+    entry.queued = false
   }
 }
 

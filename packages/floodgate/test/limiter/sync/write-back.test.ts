@@ -266,6 +266,28 @@ describe('write-back sync', () => {
     await decide(f.instances[0], policies, 1, 'd')
   })
 
+  it('a flush called outside the timer moves the next timed flush one interval after it', async () => {
+    const policies = createPolicies([{ algorithm: 'gcra', limit: 1000, period: '1s', sync: 'write-back', flushMs: 50 }])
+    const f = fleet(1)
+    await decide(f.instances[0], policies, 1)
+    await settle() // the key's read
+    await decide(f.instances[0], policies, 1) // a unit: the timer is armed for 50 ms from here
+    const calls = f.links[0].calls
+    f.time.advance(30)
+    await f.instances[0].flush()
+    assert.equal(f.links[0].calls, calls + 1)
+    await decide(f.instances[0], policies, 1)
+    // The old tick's time passes: everything it would have sent went 20 ms ago, but for one unit.
+    f.time.advance(25)
+    await settle()
+    assert.equal(f.links[0].calls, calls + 1)
+    // One interval after the manual flush, the unit goes.
+    f.time.advance(30)
+    await settle()
+    assert.equal(f.links[0].calls, calls + 2)
+    assert.equal(f.instances[0].unsynced, 0)
+  })
+
   it('close() flushes what is held', async () => {
     const policies = createPolicies([{ algorithm: 'token-bucket', limit: 10, period: '1s', sync: 'write-back' }])
     const f = fleet(1)

@@ -19,7 +19,7 @@ import { useRedisStore } from '../../support/redis-store.js'
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
  * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
  */
-const PINNED_MERGER_SHA = '87f94ca4b989abe96c12a418419f68582dc39b96'
+const PINNED_MERGER_SHA = '0d2bb4ffc8391c68ea9be3fc7c3f6405dbed26b5'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 
@@ -157,6 +157,20 @@ test('the merge script keeps the last seq per origin beside the record, with its
   assert.deepEqual([origins?.readDoubleLE(0), origins?.readUInt16LE(8), origins?.subarray(10).toString()], [3, 4, 'east'])
   const ttl = await redis.client.pttl(`${record}:wo`)
   assert.ok(ttl > 0 && Math.abs(ttl - (await redis.client.pttl(record))) < 50, `origins expire with their record (pttl ${ttl})`)
+  // A known origin's next seq is written where the last stands; a merge that moves the record's
+  // expiry (GCRA units owed an hour ahead) moves the origins' with it.
+  const slow = [createPolicy({ name: 's', algorithm: 'gcra', limit: 1, period: '1m', sync: 'write-back' })]
+  const slowRecord = policyKey('fg:', 'k', slow[0])
+  await redis.store.merge([{ key: 'k', policies: slow, units: 1, origin: 'east', seq: 4 }])
+  const [moved] = await redis.store.merge([{ key: 'k', policies: slow, units: 60, origin: 'east', seq: 5 }])
+  assert.equal(moved.applied, true)
+  const slowOrigins = await redis.client.getBuffer(`${slowRecord}:wo`)
+  assert.deepEqual([slowOrigins?.readDoubleLE(0), slowOrigins?.length], [5, 14])
+  const slowTtl = await redis.client.pttl(`${slowRecord}:wo`)
+  const recordTtl = await redis.client.pttl(slowRecord)
+  assert.ok(recordTtl > 3_600_000 && Math.abs(slowTtl - recordTtl) < 50, `origins move with their record (${slowTtl}, ${recordTtl})`)
+  const [replay] = await redis.store.merge([{ key: 'k', policies: slow, units: 60, origin: 'east', seq: 5 }])
+  assert.equal(replay.applied, false)
   // A record is kept for its algorithm's ttl: an empty bucket of 1 per hour refills in an hour.
   const hourly = [createPolicy({ name: 'h', algorithm: 'token-bucket', limit: 1, period: '1h', sync: 'write-back' })]
   await redis.store.merge([{ key: 'k', policies: hourly, units: 1 }])

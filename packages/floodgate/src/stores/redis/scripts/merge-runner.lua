@@ -83,18 +83,16 @@ end
 local function writeOrigins(name, text, at, count, origin, seq, written, expiresAt)
   local keptUntil = structUnpack('<d', written, 2)
   if at then
-    local packed = structPack('<d', seq)
-    -- The record kept its expiry, and so does this string: only the seq changes, where it stands.
-    if keptUntil == expiresAt then
-      local offset = offsetTexts[at]
-      if not offset then
-        offset = tostring(at - 1)
-        offsetTexts[at] = offset
-      end
-      call('SETRANGE', name, offset, packed)
-      return nil
+    -- Only the seq changes, written where it stands; when the record's expiry moved, PEXPIREAT moves
+    -- this string's with it. No new string is built: two cheap commands cost no more than SET ... PXAT.
+    local offset = offsetTexts[at]
+    if not offset then
+      offset = tostring(at - 1)
+      offsetTexts[at] = offset
     end
-    text = sub(text, 1, at - 1) .. packed .. sub(text, at + 8)
+    call('SETRANGE', name, offset, structPack('<d', seq))
+    if keptUntil ~= expiresAt then call('PEXPIREAT', name, expiryText(keptUntil)) end
+    return nil
   else
     local entry = structPack(ORIGIN_HEAD, seq, #origin) .. origin
     -- A new origin: past MAX_ORIGINS the record forgets them all and starts again (key-table.ts).
@@ -153,6 +151,9 @@ local keyIndex = 0
 -- A record and its state decoded, refilled for every key: a merge reads its state and answers a new one.
 local record = { blockedUntil = 0, state = nil }
 local stateBuffer = {}
+-- The result a merge's step writes into (see MERGES): each merged state is written and answered
+-- before the next merge rewrites it.
+local mergeOut = createStepResult()
 local at = 1
 for _ = 1, requests do
   local now, units, originIndex, seq, count = structUnpack(REQUEST_HEAD, numbers, at)
@@ -194,7 +195,7 @@ for _ = 1, requests do
       end
     end
     if take ~= 0 then
-      state = MERGES[p.algorithm](state, now, take, p)
+      state = MERGES[p.algorithm](state, now, take, p, mergeOut)
       local ttl = state == nil and 1 or ALGORITHMS[p.algorithm].ttl(state, now, p)
       if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
       local written = writeRecord(key, text, expiresAt, blockedUntil, state, ttl + lead, serverNow)

@@ -1,6 +1,8 @@
 -- Merging usage into a state, ignoring the limit: the Lua twin of src/core/merge.ts (read that file
 -- for the why). Appended after prelude.lua and the algorithm files, whose steps and helpers it uses
--- (leaky_bucket_stored_level). MERGES[name](state, now, units, p) -> new state table.
+-- (leaky_bucket_stored_level). MERGES[name](state, now, units, p, out) -> new state table; `out`
+-- (optional, a createStepResult) is the result a step-based merge writes into: its state is then
+-- rewritten by the next merge given the same `out`, so a caller that passes one uses the state first.
 
 local MERGES = {}
 
@@ -9,7 +11,7 @@ local MERGES = {}
 local function step_unbounded(name, lifted)
   local step = ALGORITHMS[name].step
   local unbounded = {}
-  return function(state, now, units, p)
+  return function(state, now, units, p, out)
     local lifting = unbounded[p]
     if lifting == nil then
       lifting = {}
@@ -17,7 +19,8 @@ local function step_unbounded(name, lifted)
       lifting[lifted] = math.huge
       unbounded[p] = lifting
     end
-    return step(state, now, units, lifting).state
+    -- Without `out` a step makes a result and a state table per merge, which costs more than its arithmetic.
+    return step(state, now, units, lifting, out).state
   end
 end
 
