@@ -62,18 +62,20 @@ type Autocannon = (options: {
 }>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
-interface ServerPorts {
-  bare: number
-  memory: { http: number; grpc: number }
-  redis: { http: number; grpc: number }
-  /** Bare gRPC servers (fixed answers) and the grpc-js service path from before. */
-  grpc: { floor: number; grpcJs: number; grpcJsStatic: number; connect: number; grpcJsService: number }
-}
+/**
+ * What runs in one server process. Every contender has a process of its own: sharing one, a
+ * contender that leaves garbage behind (promoted objects) makes the next one's rounds pay for its
+ * collection, which no server running one of them sees.
+ */
+type Role = 'bare' | 'memory' | 'redis' | GrpcPeer
+/** The bare gRPC servers (fixed answers) and the grpc-js service path from before. */
+type GrpcPeer = 'floor' | 'grpcJs' | 'grpcJsStatic' | 'connect' | 'grpcJsService'
 
-/** What the server process reports when it is ready: ports, and the answer sizes of the bare route and /v1/check. */
+/** What a server process reports when it is ready: its ports, and the size of its answer where it has one. */
 interface ReadyMessage {
-  ports: ServerPorts
-  bodyBytes: { bare: number; check: number }
+  http?: number
+  grpc?: number
+  bodyBytes?: number
 }
 
 /** One measurement: the rate, and the server process's CPU time (user + system) per operation. */
@@ -82,7 +84,7 @@ interface Sample {
   cpuMicrosPerOp: number
 }
 
-/** The server child process, asked for its CPU time over IPC. */
+/** A server child process, asked for its CPU time over IPC. */
 interface Servers {
   child: ChildProcess
   ready: ReadyMessage
@@ -94,42 +96,53 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-bench-service-'))
   const rulesFile = join(dir, 'rules.yaml')
   writeFileSync(rulesFile, RULES)
-  const servers = await startServers(rulesFile, redis.url)
-  const { ports, bodyBytes } = servers.ready
+  const servers: Servers[] = []
+  const start = async (role: Role, extra: string[] = []) => {
+    const server = await startServer(role, [rulesFile, redis.url, ...extra])
+    servers.push(server)
+    return server
+  }
   const clients: LeanGrpcClient[] = []
   try {
+    const memory = await start('memory')
+    const checkBytes = memory.ready.bodyBytes!
+    // The limit: the same framework parsing the same body and sending a JSON answer of the same size.
+    const bare = await start('bare', [String(checkBytes)])
+    const redisService = await start('redis')
     const bodies = Array.from({ length: USERS }, (_, i) =>
       JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: `u${i}` }]] }),
     )
     // Each HTTP round's latency percentiles, per contender (warm-up runs left out).
     const latencies = new Map<string, Record<string, number>[]>()
     let warm = WARMUP_SECONDS === 0
-    const http = (name: string, port: number, path: string): Measured => ({
+    const http = (name: string, server: Servers, path: string): Measured => ({
       name,
+      server,
       run: async (seconds) => {
+        const port = server.ready.http!
         const result = await hammer(`http://127.0.0.1:${port}${path}`, bodies, seconds)
         if (warm) latencies.set(name, [...(latencies.get(name) ?? []), result.latency])
         return result
       },
     })
     const frames = requestFrames()
-    const grpc = async (name: string, port: number): Promise<Measured> => {
+    const grpc = async (name: string, server: Servers): Promise<Measured> => {
       // One long-lived client per contender, connected before any measuring and warmed with the rest.
-      const client = await LeanGrpcClient.connect(port, GRPC_SESSIONS)
+      const client = await LeanGrpcClient.connect(server.ready.grpc!, GRPC_SESSIONS)
       clients.push(client)
-      return { name, run: (seconds) => callLoad(client, frames, seconds) }
+      return { name, server, run: (seconds) => callLoad(client, frames, seconds) }
     }
     const all: Measured[] = [
-      http('bare Fastify route (same-sized JSON)', ports.bare, '/bare'),
-      http('POST /v1/check, embedded store', ports.memory.http, '/v1/check'),
-      http('POST /v1/check, Redis', ports.redis.http, '/v1/check'),
-      await grpc(GRPC_FLOOR, ports.grpc.floor),
-      await grpc('bare grpc-js + proto-loader', ports.grpc.grpcJs),
-      await grpc('bare grpc-js + protobufjs codecs', ports.grpc.grpcJsStatic),
-      await grpc('bare Connect-ES (connect-node)', ports.grpc.connect),
-      await grpc(GRPC_BEFORE, ports.grpc.grpcJsService),
-      await grpc('gRPC ShouldRateLimit, embedded store', ports.memory.grpc),
-      await grpc('gRPC ShouldRateLimit, Redis', ports.redis.grpc),
+      http('bare Fastify route (same-sized JSON)', bare, '/bare'),
+      http('POST /v1/check, embedded store', memory, '/v1/check'),
+      http('POST /v1/check, Redis', redisService, '/v1/check'),
+      await grpc(GRPC_FLOOR, await start('floor')),
+      await grpc('bare grpc-js + proto-loader', await start('grpcJs')),
+      await grpc('bare grpc-js + protobufjs codecs', await start('grpcJsStatic')),
+      await grpc('bare Connect-ES (connect-node)', await start('connect')),
+      await grpc(GRPC_BEFORE, await start('grpcJsService')),
+      await grpc('gRPC ShouldRateLimit, embedded store', memory),
+      await grpc('gRPC ShouldRateLimit, Redis', redisService),
     ]
     const measured = all.filter((m) => ONLY === undefined || ONLY.test(m.name))
     console.log(
@@ -137,14 +150,14 @@ async function main(): Promise<void> {
         `${CONNECTIONS} HTTP connections, ` +
         `${GRPC_CALLERS} concurrent gRPC calls over ${GRPC_SESSIONS} HTTP/2 connections`,
     )
-    console.log(`answer bodies: bare route ${bodyBytes.bare} B, /v1/check ${bodyBytes.check} B`)
+    console.log(`answer bodies: bare route ${bare.ready.bodyBytes} B, /v1/check ${checkBytes} B; one server process per contender`)
     if (WARMUP_SECONDS > 0) for (const m of measured) await m.run(WARMUP_SECONDS)
     warm = true
     const cpu = new Map<string, number[]>(measured.map((m) => [m.name, []]))
     const contenders: Contender[] = measured.map((m) => ({
       name: m.name,
       async measure() {
-        const sample = await sampleWithCpu(servers, () => m.run(SECONDS))
+        const sample = await sampleWithCpu(m.server, () => m.run(SECONDS))
         cpu.get(m.name)!.push(sample.cpuMicrosPerOp)
         return sample.perSecond
       },
@@ -179,8 +192,12 @@ async function main(): Promise<void> {
     })
   } finally {
     for (const client of clients) client.close()
-    servers.child.kill('SIGTERM')
-    await new Promise((resolve) => servers.child.once('exit', resolve))
+    await Promise.all(
+      servers.map((server) => {
+        server.child.kill('SIGTERM')
+        return new Promise((resolve) => server.child.once('exit', resolve))
+      }),
+    )
     await redis.stop()
     rmSync(dir, { recursive: true, force: true })
   }
@@ -253,6 +270,8 @@ function requestFrames(): Buffer[] {
 /** A contender before its samples are taken: runs its load for some seconds and gives operations/s and the count. */
 interface Measured {
   name: string
+  /** The server process it loads, whose CPU time is read around each round. */
+  server: Servers
   run: (seconds: number) => Promise<{ perSecond: number; ops: number }>
 }
 
@@ -308,10 +327,10 @@ async function callLoad(client: LeanGrpcClient, frames: Buffer[], seconds: numbe
   return { perSecond: result.perSecond, ops: result.ops }
 }
 
-/** Spawns this file in server mode and waits until it says it is ready. */
-function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
+/** Spawns this file in server mode for one role and waits until it says it is ready. */
+function startServer(role: Role, args: string[]): Promise<Servers> {
   // With this process's own flags: tsx from the sources, none for the test runner's compiled copy.
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', rulesFile, redisUrl], {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', role, ...args], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const cpuMicros = () =>
@@ -325,67 +344,67 @@ function startServers(rulesFile: string, redisUrl: string): Promise<Servers> {
   })
 }
 
-/** Server mode: the bare route and two services (embedded store, Redis), logging silenced. */
-async function serve(rulesFile: string, redisUrl: string): Promise<void> {
-  const { default: Fastify } = await import('fastify')
-  const { pino } = await import('pino')
-  const { startService } = await import('../packages/floodgate-server/src/service/server.js')
-  const { readSettings } = await import('../packages/floodgate-server/src/service/settings.js')
-  const logger = pino({ level: 'silent' })
-  const base = ['--config', rulesFile, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--no-watch']
-  const memory = await startService(readSettings(base, {}), { logger })
-  const redis = await startService(readSettings([...base, '--redis', redisUrl], {}), { logger })
-
-  // The limit: the same framework parsing the same body and sending a JSON answer of the same size.
-  const sample = await fetch(`${memory.httpUrl}/v1/check`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: 'u0' }]] }),
-  })
-  const size = (await sample.text()).length
-  const answer = { allowed: true, padding: '' }
-  answer.padding = 'x'.repeat(Math.max(0, size - JSON.stringify(answer).length))
-  const bare = Fastify()
-  bare.post('/bare', async (request) => (request.body === undefined ? {} : answer))
-  await bare.listen({ host: '127.0.0.1', port: 0 })
-
-  const transports = await import('./grpc-transports.js')
-  const bareGrpc = await Promise.all([
-    transports.startHttp2Floor(),
-    transports.startGrpcJsProtoLoader(),
-    transports.startGrpcJsStatic(),
-    transports.startConnectNode(),
-    transports.startGrpcJsService(rulesFile),
-  ])
-  const ports: ServerPorts = {
-    bare: (bare.server.address() as { port: number }).port,
-    memory: { http: memory.httpPort, grpc: memory.grpcPort },
-    redis: { http: redis.httpPort, grpc: redis.grpcPort },
-    grpc: {
-      floor: bareGrpc[0].port,
-      grpcJs: bareGrpc[1].port,
-      grpcJsStatic: bareGrpc[2].port,
-      connect: bareGrpc[3].port,
-      grpcJsService: bareGrpc[4].port,
-    },
-  }
-  const bareSample = await fetch(`http://127.0.0.1:${ports.bare}/bare`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: '{}',
-  })
-  const ready: ReadyMessage = { ports, bodyBytes: { bare: (await bareSample.text()).length, check: size } }
+/** Server mode: one role's server (see Role), logging silenced. */
+async function serve(role: Role, rulesFile: string, redisUrl: string, checkBytes: string | undefined): Promise<void> {
+  const { ready, close } = await startRole(role, rulesFile, redisUrl, Number(checkBytes))
   process.on('message', () => process.send!(process.cpuUsage()))
   process.send!(ready)
-  const stop = () =>
-    void Promise.all([bare.close(), memory.close(), redis.close(), ...bareGrpc.map((server) => server.close())]).then(() => process.exit(0))
+  const stop = () => void close().then(() => process.exit(0))
   process.once('SIGTERM', stop)
   // A benchmark that died without stopping its servers must not leave them running.
   process.once('disconnect', stop)
 }
 
+async function startRole(
+  role: Role,
+  rulesFile: string,
+  redisUrl: string,
+  checkBytes: number,
+): Promise<{ ready: ReadyMessage; close: () => Promise<unknown> }> {
+  if (role === 'memory' || role === 'redis') {
+    const { pino } = await import('pino')
+    const { startService } = await import('../packages/floodgate-server/src/service/server.js')
+    const { readSettings } = await import('../packages/floodgate-server/src/service/settings.js')
+    const base = ['--config', rulesFile, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--no-watch']
+    const args = role === 'redis' ? [...base, '--redis', redisUrl] : base
+    const service = await startService(readSettings(args, {}), { logger: pino({ level: 'silent' }) })
+    const sample = await fetch(`${service.httpUrl}/v1/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ domain: 'bench', descriptors: [[{ key: 'user', value: 'u0' }]] }),
+    })
+    const bodyBytes = (await sample.text()).length
+    return { ready: { http: service.httpPort, grpc: service.grpcPort, bodyBytes }, close: () => service.close() }
+  }
+  if (role === 'bare') {
+    const { default: Fastify } = await import('fastify')
+    const answer = { allowed: true, padding: '' }
+    answer.padding = 'x'.repeat(Math.max(0, checkBytes - JSON.stringify(answer).length))
+    const bare = Fastify()
+    bare.post('/bare', async (request) => (request.body === undefined ? {} : answer))
+    await bare.listen({ host: '127.0.0.1', port: 0 })
+    const port = (bare.server.address() as { port: number }).port
+    const sample = await fetch(`http://127.0.0.1:${port}/bare`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    })
+    return { ready: { http: port, bodyBytes: (await sample.text()).length }, close: () => bare.close() }
+  }
+  const transports = await import('./grpc-transports.js')
+  const starters: Record<GrpcPeer, () => Promise<{ port: number; close(): Promise<unknown> | void }>> = {
+    floor: transports.startHttp2Floor,
+    grpcJs: transports.startGrpcJsProtoLoader,
+    grpcJsStatic: transports.startGrpcJsStatic,
+    connect: transports.startConnectNode,
+    grpcJsService: () => transports.startGrpcJsService(rulesFile),
+  }
+  const server = await starters[role]()
+  return { ready: { grpc: server.port }, close: async () => server.close() }
+}
+
 if (process.argv[2] === '--serve') {
-  void serve(process.argv[3], process.argv[4])
+  void serve(process.argv[3] as Role, process.argv[4], process.argv[5], process.argv[6])
 } else {
   main().catch((error: unknown) => {
     console.error(error)
