@@ -167,10 +167,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     options.decider.decide(parseCheckRequest(request.body), { storeError: options.checkStoreError }).then(
       (result) => {
         options.metrics.observeLatency('http', (performance.now() - started) / 1000)
-        // Sent in the check phase, once the poll phase has read every request that arrived together:
-        // a burst of answers then wakes each client once rather than once per answer, a cost the
-        // server pays in its own send calls (a decision on the embedded store is ready at once).
-        setImmediate(sendCheck, reply, result)
+        // Sent at once, not deferred to the check phase: deferred, every request of a read burst
+        // stays alive until then, and the young collections that meet them promote them all.
+        sendCheck(reply, result)
       },
       (error: unknown) => reply.send(error),
     )
