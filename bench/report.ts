@@ -316,9 +316,10 @@ ${usedMemoryTable}
 
 ## Service
 
-\`bench:service\`: the service in a child process, loaded by autocannon (${service.connections} HTTP connections) and a grpc-js client
-(${service.grpcCallers} concurrent calls), rounds: ${service.rounds} of ${service.seconds} s per contender; the bare Fastify route parses
-the same body and answers a JSON body of the same size, with no limiting: the ceiling for the HTTP API.
+\`bench:service\`: each contender in a server process of its own, loaded by autocannon (${service.connections} HTTP
+connections) and a grpc-js client (${service.grpcCallers} concurrent calls), rounds: ${service.rounds} of ${service.seconds} s
+per contender; the bare Fastify route parses the same body and answers a JSON body of the same size, with no limiting:
+the ceiling for the HTTP API.
 
 ${link('service-throughput.svg', 'Service requests per second')}
 
