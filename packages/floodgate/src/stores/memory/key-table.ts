@@ -197,9 +197,10 @@ export class KeyTable {
   insert(key: string, shape: Shape, evaluation: KeyEvaluation, now: number): void {
     const layout = shape.layout
     const bytes = ENTRY_BYTES + key.length * BYTES_PER_CHARACTER + layout.words * BYTES_PER_WORD
-    // Dead keys stay until their room is needed (makeRoom drops them first). Shed as soon as a new
-    // key came, a key whose state lapses between its visits (a big limit, a sparse client) was gone
-    // by its next visit, so every visit paid a Map delete and insert instead of an update in place.
+    // Dead keys stay until their room is needed (makeRoom drops them first). Were each new key to
+    // shed one at once, a key whose state lapses between its visits (a big limit, a sparse client)
+    // would be gone by its next visit, and every visit would pay a Map delete and insert instead of
+    // an update in place.
     const within = this.size < this.maxKeys && this.bytes + bytes <= this.maxBytes
     const at = this.slab.alloc(layout.words)
     this.clearBlock(at, layout)
