@@ -7,7 +7,7 @@
 // of memory and time proportional to the requests in the window.
 
 import type { Policy } from '../policy.js'
-import { copyState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+import { createStepResult, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The sliding-log algorithm. `resetMs` is the time until the newest entry leaves the window;
@@ -20,15 +20,22 @@ export const slidingLog: Algorithm = {
 
   step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
     const { limit, periodMs } = policy
+    // The log is written straight into the result's state: a reused `out` keeps its array's room,
+    // so a long log costs one pass over the stored one, not a new array grown entry by entry and
+    // then copied.
+    const result = out ?? createStepResult()
+    const log = result.state
+    let n = 0
     let at = now
-    const log: number[] = []
     let used = 0
     if (state !== undefined) {
       // A clock that stepped back logs at the newest time seen, which keeps the log in order.
       if (state.length > 0) at = Math.max(now, state[state.length - 2])
       for (let i = 0; i < state.length; i += 2) {
         if (state[i] > at - periodMs) {
-          log.push(state[i], state[i + 1])
+          log[n] = state[i]
+          log[n + 1] = state[i + 1]
+          n = n + 2
           used = used + state[i + 1]
         }
       }
@@ -38,19 +45,24 @@ export const slidingLog: Algorithm = {
     if (cost > 0) {
       allowed = used + cost <= limit
       if (allowed) {
-        if (log.length > 0 && log[log.length - 2] === at) log[log.length - 1] = log[log.length - 1] + cost
-        else log.push(at, cost)
+        if (n > 0 && log[n - 2] === at) {
+          log[n - 1] = log[n - 1] + cost
+        } else {
+          log[n] = at
+          log[n + 1] = cost
+          n = n + 2
+        }
         used = used + cost
       }
     } else if (cost < 0) {
       let refund = -cost
-      while (refund > 0 && log.length > 0) {
-        const newest = log[log.length - 1]
+      while (refund > 0 && n > 0) {
+        const newest = log[n - 1]
         if (newest <= refund) {
           refund = refund - newest
-          log.length = log.length - 2
+          n = n - 2
         } else {
-          log[log.length - 1] = newest - refund
+          log[n - 1] = newest - refund
           refund = 0
         }
       }
@@ -58,14 +70,14 @@ export const slidingLog: Algorithm = {
     } else {
       allowed = used <= limit
     }
+    if (log.length !== n) log.length = n
 
-    const resetMs = log.length === 0 ? 0 : log[log.length - 2] + periodMs - now
+    const resetMs = n === 0 ? 0 : log[n - 2] + periodMs - now
     let retryAfterMs = 0
     if (!allowed) {
       retryAfterMs = cost > limit ? resetMs : slidingLogPassesAt(log, used, cost, policy) - now
     }
-    const result = writeStep(out, allowed, Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, 0)
-    copyState(result.state, log)
+    writeStep(result, allowed, Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, 0)
     return result
   },
 
