@@ -48,6 +48,7 @@ local at = 1
 local policies, records, ledgers, expiries = {}, {}, {}, {}
 local ask = { id = 0, want = 0, need = 0, leaseMs = 0, returnId = 0, returnUnused = 0 }
 local recordBuffers, stateBuffers = {}, {}
+local lease = createLeaseEvaluation()
 for _ = 1, requestCount do
   local now, count = structUnpack('<dd', numbers, at)
   at = at + 16
@@ -81,7 +82,7 @@ for _ = 1, requestCount do
       ledgers[i - count] = record and record.state or nil
     end
   end
-  local lease = leaseKey(records, ledgers, now, ask, policies)
+  leaseKey(records, ledgers, now, ask, policies, lease)
   for i = 1, 2 * count do
     local key = KEYS[keyAt + i]
     local record = lease.records[i]
