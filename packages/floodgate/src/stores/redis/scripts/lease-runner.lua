@@ -18,6 +18,9 @@ local time = redis.call('TIME')
 local serverNow = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 if ARGV[1] ~= '' and serverNow > tonumber(ARGV[1]) then return struct.pack('<d', serverNow) .. 'expired' end
 
+-- How many lease times a record's expiry may be padded by.
+local LEASE_PAD = 4
+
 local leasePolicies = {}
 local arg = 2
 local policyCount = tonumber(ARGV[arg])
@@ -48,6 +51,7 @@ local at = 1
 local policies, records, ledgers, expiries = {}, {}, {}, {}
 local ask = { id = 0, want = 0, need = 0, leaseMs = 0, returnId = 0, returnUnused = 0 }
 local recordBuffers, stateBuffers = {}, {}
+local lease = createLeaseEvaluation()
 for _ = 1, requestCount do
   local now, count = structUnpack('<dd', numbers, at)
   at = at + 16
@@ -81,11 +85,15 @@ for _ = 1, requestCount do
       ledgers[i - count] = record and record.state or nil
     end
   end
-  local lease = leaseKey(records, ledgers, now, ask, policies)
+  leaseKey(records, ledgers, now, ask, policies, lease)
+  -- A key's records must outlive its last lease by a settling time, so each renewal (one a lease
+  -- time) would move their expiry on by a lease time and set it anew; padded by a few lease times,
+  -- the expiry is set once in every few renewals (see writeRecord).
+  local padMs = LEASE_PAD * ask.leaseMs
   for i = 1, 2 * count do
     local key = KEYS[keyAt + i]
     local record = lease.records[i]
-    texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, lease.ttlMs[i] + lead, serverNow)
+    texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, lease.ttlMs[i] + lead, serverNow, padMs)
   end
   keyAt = keyAt + 2 * count
   reply[#reply + 1] = structPack('<dddBB', now, lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)
