@@ -94,15 +94,16 @@ export async function printLeaseUnderAdmission(context: LeaseBenchContext, durat
     // Without the deny cache, so every denial is the lease engine's own.
     const fleet = Array.from({ length: instances }, () => instance(context, policy, false))
     const key = `lease-under-${leaseMax}-${Date.now()}`
-    // From the first admission to the last: before the first lease arrives, a full bucket refills nothing.
-    let first = Infinity
+    // From before the first request to the last admission. The first admission would start the window
+    // too late: its lease was taken earlier, and the units handed out between them (20 per ms) would
+    // show as over-admission that never happened. Before the first lease arrives a full bucket refills
+    // nothing, so this counts up to one store round trip of rate too many, on the side of `under`.
     let last = 0
+    const started = performance.now()
     const { decisions, admitted } = await hammerHotKey(fleet, key, durationMs, () => {
-      const now = performance.now()
-      first = Math.min(first, now)
-      last = now
+      last = performance.now()
     })
-    const allowed = burst + (rate * Math.max(0, last - first)) / 1000
+    const allowed = burst + (rate * Math.max(0, last - started)) / 1000
     rows.push([
       String(leaseMax),
       formatCount(decisions),
@@ -119,7 +120,7 @@ export async function printLeaseUnderAdmission(context: LeaseBenchContext, durat
     ['leaseMax', 'decisions', 'denied', 'admitted', 'policy allows', 'admitted/allows', 'over', 'under', 'bound N × leaseMax'],
     rows,
     `Lease admission: 4 instances × 64 callers on one saturated hot key, gcra 20,000/s burst 2,000, ${durationMs} ms each\n` +
-      '(policy allows = burst + rate × (last admission − first), so "over" must be 0; under = allows − admitted, meaningful\n' +
+      '(policy allows = burst + rate × (last admission − first request), so "over" must be 0; under = allows − admitted, meaningful\n' +
       'when the key is saturated (denied > 0): with few denials the callers could not ask faster than a store round trip)',
   )
 }
