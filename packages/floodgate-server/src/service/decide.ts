@@ -162,6 +162,8 @@ export class Decider {
    * limiter's plan for it is built once.
    */
   readonly #counters = new Map<string, readonly [Policy]>()
+  /** The same arrays by the rule limit they count for, so a rule's descriptor finds its counter without a key. */
+  readonly #ruleCounters = new WeakMap<NonNullable<MatchedRule['envoyLimit']>, readonly [Policy]>()
   /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
   readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
@@ -271,7 +273,7 @@ export class Decider {
         storeKey: storeKeyOf(domain, descriptor.entries),
         hits,
         cost: hits,
-        limit: envoyLimitOf(override, ''),
+        limit: envoyLimitOf(override, '', undefined),
         shadow: false,
         quota: this.#globalQuota,
         outcome: undefined,
@@ -290,7 +292,7 @@ export class Decider {
         storeKey: rule.storeKey,
         hits,
         cost: hits,
-        limit: envoyLimitOf(rule.envoyLimit, rule.name ?? ''),
+        limit: envoyLimitOf(rule.envoyLimit, rule.name ?? '', rule.envoyLimit),
         shadow: rule.shadow,
         quota,
         outcome: undefined,
@@ -328,7 +330,7 @@ export class Decider {
     const envoy = plans.filter((plan): plan is EnvoyPlan => plan.kind === 'envoy' && plan.hits > 0)
     if (envoy.length === 0) return
     const counts = await Promise.all(envoy.map((plan) => this.#count(plan, 0)))
-    const goesOver = envoy.map((plan, i) => counts[i].count + plan.hits > plan.limit.requestsPerUnit)
+    const goesOver = envoy.map((plan, i) => counts[i] + plan.hits > plan.limit.requestsPerUnit)
     if (!goesOver.includes(true)) return
     envoy.forEach((plan, i) => {
       if (!goesOver[i]) plan.cost = 0
@@ -366,7 +368,9 @@ export class Decider {
   }
 
   async #runEnvoy(plan: EnvoyPlan): Promise<DescriptorOutcome> {
-    const { decision, count, policy } = await this.#count(plan, plan.cost)
+    const policies = this.#counterOf(plan.limit)
+    const decision = await this.#limiter.limit(plan.storeKey, { cost: plan.cost, policies })
+    const count = countOf(decision)
     const { requestsPerUnit } = plan.limit
     const over = count > requestsPerUnit
     const allowed = !over || plan.shadow
@@ -377,37 +381,18 @@ export class Decider {
     // same, as upstream counts every hit), with no wait to suggest.
     const never = over && plan.hits > requestsPerUnit
     const retryAfterMs = over && !never ? decision.resetMs : 0
-    // `never` is set afterwards, not spread in: a spread past an object literal's first position is
-    // a generic property copy. Key order is the same either way (`never` comes last).
-    const part: PolicyDecision = {
-      ...decision.policies[0],
-      limit: requestsPerUnit,
-      allowed: !over,
-      remaining,
-      retryAfterMs,
-      shadow: over && plan.shadow,
-    }
-    if (never) part.never = true
-    const reported: Decision = {
-      ...decision,
-      allowed: !over,
-      limit: requestsPerUnit,
-      remaining,
-      retryAfterMs,
-      shadow: over && plan.shadow,
-      policies: [part],
-    }
-    if (never) reported.never = true
+    const shadow = over && plan.shadow
+    const reported = reportedDecision(decision, requestsPerUnit, !over, remaining, retryAfterMs, shadow, never)
     const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
     const outcome: DescriptorOutcome = {
       kind: 'limited',
       ruleId: plan.ruleId,
       rule: plan.rule,
       allowed,
-      wouldDeny: over && plan.shadow,
+      wouldDeny: shadow,
       near: !over && count > nearThreshold,
       quota: plan.quota,
-      policy,
+      policy: policies[0],
       decision: reported,
       envoy: { unit: plan.limit.unit, requestsPerUnit: plan.limit.requestsPerUnit, name: plan.limit.name, count, over },
     }
@@ -435,26 +420,31 @@ export class Decider {
   }
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
-  async #count(plan: EnvoyPlan, cost: number): Promise<{ decision: Decision; count: number; policy: Policy }> {
-    const policies = this.#counterOf(plan.limit.unit, plan.limit.requestsPerUnit)
-    const policy = policies[0]
-    const decision = await this.#limiter.limit(plan.storeKey, { cost, policies })
-    // `limit` is the counter's ceiling (divided per instance when the local fallback decided).
-    return { decision, count: Math.max(0, decision.limit - decision.remaining), policy }
+  async #count(plan: EnvoyPlan, cost: number): Promise<number> {
+    return countOf(await this.#limiter.limit(plan.storeKey, { cost, policies: this.#counterOf(plan.limit) }))
   }
 
   // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
   // the rate as its nominal limit so the memory store keeps keys near their limit through a flood.
-  // Override rates come from requests: the cache is bounded, oldest first out.
-  #counterOf(unit: EnvoyUnit, requestsPerUnit: number): readonly [Policy] {
-    const id = `${unit}/${requestsPerUnit}`
+  // A rule's counter is kept with the rule's limit (no key to build per request); override rates
+  // come from requests: that cache is bounded, oldest first out.
+  #counterOf(limit: EnvoyPlan['limit']): readonly [Policy] {
+    const known = limit.of === undefined ? undefined : this.#ruleCounters.get(limit.of)
+    if (known !== undefined) return known
+    const id = `${limit.unit}/${limit.requestsPerUnit}`
     let policies = this.#counters.get(id)
     if (policies === undefined) {
-      const counter = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })
-      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: requestsPerUnit })] as [Policy])
+      const counter = createPolicy({
+        name: envoyPolicyName(limit.unit),
+        algorithm: 'fixed-window',
+        limit: COUNT_CEILING,
+        period: UNIT_MS[limit.unit],
+      })
+      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: limit.requestsPerUnit })] as [Policy])
       if (this.#counters.size >= MAX_COUNTER_POLICIES) this.#counters.delete(this.#counters.keys().next().value!)
       this.#counters.set(id, policies)
     }
+    if (limit.of !== undefined) this.#ruleCounters.set(limit.of, policies)
     return policies
   }
 
@@ -515,7 +505,7 @@ interface EnvoyPlan {
   hits: number
   /** What is added to the counter (0 when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT holds it back). */
   cost: number
-  limit: { unit: EnvoyUnit; requestsPerUnit: number; name: string }
+  limit: EnvoyLimit
   shadow: boolean
   quota: boolean
   outcome: DescriptorOutcome | undefined
@@ -535,10 +525,77 @@ interface PoliciesPlan {
   outcome: DescriptorOutcome | undefined
 }
 
+/** The limit an upstream-style descriptor counts against. */
+interface EnvoyLimit {
+  unit: EnvoyUnit
+  requestsPerUnit: number
+  name: string
+  /** The rule's own limit object, which keys its counter; undefined for a request's override. */
+  of: MatchedRule['envoyLimit']
+}
+
 // The limits and statuses of upstream-style descriptors are built field by field, not spread: V8
 // copied these spreads by its generic path, at more than the rest of a descriptor's decision costs.
-function envoyLimitOf(limit: { unit: EnvoyUnit; requestsPerUnit: number }, name: string): EnvoyPlan['limit'] {
-  return { unit: limit.unit, requestsPerUnit: limit.requestsPerUnit, name }
+function envoyLimitOf(limit: { unit: EnvoyUnit; requestsPerUnit: number }, name: string, of: MatchedRule['envoyLimit']): EnvoyLimit {
+  return { unit: limit.unit, requestsPerUnit: limit.requestsPerUnit, name, of }
+}
+
+/**
+ * The count of an upstream-style counter after a call: what its ceiling has lost (the ceiling is
+ * divided per instance when the local fallback decided).
+ */
+function countOf(decision: Decision): number {
+  return Math.max(0, decision.limit - decision.remaining)
+}
+
+/**
+ * The counter's decision as the rule's: the rule's limit and verdict in place of the ceiling's,
+ * every other field as the store gave it. Written out field by field, as spreading the decision
+ * and its policy part cost more than the rest of the descriptor's decision (V8's generic copy).
+ */
+function reportedDecision(
+  decision: Decision,
+  limit: number,
+  allowed: boolean,
+  remaining: number,
+  retryAfterMs: number,
+  shadow: boolean,
+  never: boolean,
+): Decision {
+  const counter = decision.policies[0]
+  const part: PolicyDecision = {
+    name: counter.name,
+    algorithm: counter.algorithm,
+    limit,
+    periodMs: counter.periodMs,
+    allowed,
+    remaining,
+    resetMs: counter.resetMs,
+    retryAfterMs,
+    delayMs: counter.delayMs,
+    blocked: counter.blocked,
+    over: counter.over,
+    shadow,
+  }
+  if (never) part.never = true
+  else if (counter.never !== undefined) part.never = counter.never
+  const reported: Decision = {
+    allowed,
+    limit,
+    remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs,
+    delayMs: decision.delayMs,
+    policy: decision.policy,
+    over: decision.over,
+    shadow,
+    source: decision.source,
+    policies: [part],
+  }
+  if (never) reported.never = true
+  else if (decision.never !== undefined) reported.never = decision.never
+  if (decision.lease !== undefined) reported.lease = decision.lease
+  return reported
 }
 
 /** Upstream's stats key of an override: `domain.key_value.key2_value2` (a key alone when its value is empty). */
