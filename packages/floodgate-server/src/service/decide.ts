@@ -198,9 +198,16 @@ export class Decider {
     const plans = descriptors.map((descriptor, i) => this.#plan(domain, descriptor, rules[i], knownDomain, descriptor.hits ?? input.hits))
     if (this.#stopIncrement) await this.#holdBackWithinLimit(plans)
     let outcomes: DescriptorOutcome[]
-    // The usual request has one descriptor: no Promise.all (and its extra promises) for it.
-    if (plans.length === 1) outcomes = [await this.#run(plans[0])]
-    else outcomes = await Promise.all(plans.map((plan) => this.#run(plan)))
+    // The store's answers become outcomes here, in this one async function: an async function per
+    // descriptor would add its own promise and suspended frame to every request. The usual request
+    // has one descriptor: no Promise.all (and its extra promises) for it.
+    if (plans.length === 1) {
+      const plan = plans[0]
+      outcomes = [plan.kind === 'done' ? plan.outcome : this.#outcome(plan, await this.#ask(plan))]
+    } else {
+      const decisions = await Promise.all(plans.map((plan) => (plan.kind === 'done' ? undefined : this.#ask(plan))))
+      outcomes = plans.map((plan, i) => (plan.kind === 'done' ? plan.outcome : this.#outcome(plan, decisions[i] as Decision)))
+    }
     if (options.storeError === 'error') {
       for (const outcome of outcomes) {
         if (outcome.kind === 'limited' && outcome.decision.source.startsWith('fallback')) {
@@ -264,6 +271,7 @@ export class Decider {
     if (override !== undefined) {
       // As upstream: a request-supplied limit replaces the configured one (even where no rule
       // matched), is never shadow, has no name, and counts under its descriptor's own stats key.
+      const limit = envoyLimitOf(override, '', undefined)
       return {
         kind: 'envoy',
         domain,
@@ -273,7 +281,8 @@ export class Decider {
         storeKey: storeKeyOf(domain, descriptor.entries),
         hits,
         cost: hits,
-        limit: envoyLimitOf(override, '', undefined),
+        limit,
+        counter: this.#counterOf(limit),
         shadow: false,
         quota: this.#globalQuota,
         outcome: undefined,
@@ -283,6 +292,7 @@ export class Decider {
     if (rule.unlimited) return { kind: 'done', outcome: { kind: 'unlimited', ruleId: rule.id } }
     const quota = this.#globalQuota || rule.quota
     if (rule.envoyLimit !== undefined) {
+      const limit = envoyLimitOf(rule.envoyLimit, rule.name ?? '', rule.envoyLimit)
       return {
         kind: 'envoy',
         domain,
@@ -292,7 +302,8 @@ export class Decider {
         storeKey: rule.storeKey,
         hits,
         cost: hits,
-        limit: envoyLimitOf(rule.envoyLimit, rule.name ?? '', rule.envoyLimit),
+        limit,
+        counter: this.#counterOf(limit),
         shadow: rule.shadow,
         quota,
         outcome: undefined,
@@ -337,16 +348,20 @@ export class Decider {
     })
   }
 
-  // Not async itself: an async function that returns another's promise pays two more microtask
-  // turns to adopt it, on every descriptor.
-  #run(plan: Plan): Promise<DescriptorOutcome> {
-    if (plan.kind === 'done') return Promise.resolve(plan.outcome)
-    if (plan.kind === 'envoy') return this.#runEnvoy(plan)
-    return this.#runPolicies(plan)
+  /** Asks the limiter for one descriptor's decision (charging it). */
+  #ask(plan: EnvoyPlan | PoliciesPlan): Promise<Decision> {
+    if (plan.kind === 'envoy') return this.#limiter.limit(plan.storeKey, { cost: plan.cost, policies: plan.counter })
+    return this.#limiter.limit(plan.storeKey, { cost: plan.hits, policies: plan.policies })
   }
 
-  async #runPolicies(plan: PoliciesPlan): Promise<DescriptorOutcome> {
-    const decision = await this.#limiter.limit(plan.storeKey, { cost: plan.hits, policies: plan.policies })
+  /** The outcome of one descriptor from the limiter's decision (logged when it denies). */
+  #outcome(plan: EnvoyPlan | PoliciesPlan, decision: Decision): DescriptorOutcome {
+    const outcome = plan.kind === 'envoy' ? this.#envoyOutcome(plan, decision) : this.#policiesOutcome(plan, decision)
+    plan.outcome = outcome
+    return outcome
+  }
+
+  #policiesOutcome(plan: PoliciesPlan, decision: Decision): DescriptorOutcome {
     const policy = policyNamed(plan.policies, decision.policy)
     const wouldDeny = plan.shadow ? !decision.allowed || decision.shadow : decision.shadow
     const allowed = plan.shadow || decision.allowed
@@ -363,13 +378,10 @@ export class Decider {
       decision,
     }
     if (!allowed || wouldDeny) this.#logDenial(plan, decision, allowed)
-    plan.outcome = outcome
     return outcome
   }
 
-  async #runEnvoy(plan: EnvoyPlan): Promise<DescriptorOutcome> {
-    const policies = this.#counterOf(plan.limit)
-    const decision = await this.#limiter.limit(plan.storeKey, { cost: plan.cost, policies })
+  #envoyOutcome(plan: EnvoyPlan, decision: Decision): DescriptorOutcome {
     const count = countOf(decision)
     const { requestsPerUnit } = plan.limit
     const over = count > requestsPerUnit
@@ -392,12 +404,11 @@ export class Decider {
       wouldDeny: shadow,
       near: !over && count > nearThreshold,
       quota: plan.quota,
-      policy: policies[0],
+      policy: plan.counter[0],
       decision: reported,
       envoy: { unit: plan.limit.unit, requestsPerUnit: plan.limit.requestsPerUnit, name: plan.limit.name, count, over },
     }
     if (over) this.#logDenial(plan, reported, allowed)
-    plan.outcome = outcome
     return outcome
   }
 
@@ -421,7 +432,7 @@ export class Decider {
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
   async #count(plan: EnvoyPlan, cost: number): Promise<number> {
-    return countOf(await this.#limiter.limit(plan.storeKey, { cost, policies: this.#counterOf(plan.limit) }))
+    return countOf(await this.#limiter.limit(plan.storeKey, { cost, policies: plan.counter }))
   }
 
   // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
@@ -506,6 +517,8 @@ interface EnvoyPlan {
   /** What is added to the counter (0 when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT holds it back). */
   cost: number
   limit: EnvoyLimit
+  /** The never-denying counter policy the limiter decides (see Decider.#counters). */
+  counter: readonly [Policy]
   shadow: boolean
   quota: boolean
   outcome: DescriptorOutcome | undefined
