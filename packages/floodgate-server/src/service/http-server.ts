@@ -140,7 +140,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const sendCheck = (reply: FastifyReply, result: DecideResult) => {
     try {
       const headers = checkHeaders(result, Date.now())
-      for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1])
+      for (let i = 0; i < headers.length; i++) reply.header(storedName(headers[i][0]), headers[i][1])
       reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
     } catch (error) {
       reply.send(error)
@@ -238,6 +238,22 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.dashboard !== undefined) registerDashboardRoutes(app, options.dashboard, options.adminToken)
   }
   return app
+}
+
+/** Header names as Fastify keeps them, by the names given (a handful: the rate-limit fields). */
+const storedNames = new Map<string, string>()
+
+/**
+ * A header name in lower case, as Fastify keeps it: Fastify lower-cases every name it is given, and
+ * a name already in lower case is kept as it is, with no copy to make (and intern) on every answer.
+ */
+function storedName(name: string): string {
+  let stored = storedNames.get(name)
+  if (stored === undefined) {
+    stored = name.toLowerCase()
+    storedNames.set(name, stored)
+  }
+  return stored
 }
 
 /**
