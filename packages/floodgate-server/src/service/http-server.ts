@@ -162,9 +162,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     }
   }
   const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
+  const checkOptions = { storeError: options.checkStoreError }
   app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
     const started = performance.now()
-    options.decider.decide(parseCheckRequest(request.body), { storeError: options.checkStoreError }).then(
+    options.decider.decide(parseCheckRequest(request.body), checkOptions).then(
       (result) => {
         options.metrics.observeLatency('http', (performance.now() - started) / 1000)
         // Sent at once, not deferred to the check phase: deferred, every request of a read burst
