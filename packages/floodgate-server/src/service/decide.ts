@@ -162,6 +162,8 @@ export class Decider {
    * limiter's plan for it is built once.
    */
   readonly #counters = new Map<string, readonly [Policy]>()
+  /** The same arrays by the rule limit they count for, so a rule's descriptor finds its counter without a key. */
+  readonly #ruleCounters = new WeakMap<NonNullable<MatchedRule['envoyLimit']>, readonly [Policy]>()
   /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
   readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
@@ -196,9 +198,16 @@ export class Decider {
     const plans = descriptors.map((descriptor, i) => this.#plan(domain, descriptor, rules[i], knownDomain, descriptor.hits ?? input.hits))
     if (this.#stopIncrement) await this.#holdBackWithinLimit(plans)
     let outcomes: DescriptorOutcome[]
-    // The usual request has one descriptor: no Promise.all (and its extra promises) for it.
-    if (plans.length === 1) outcomes = [await this.#run(plans[0])]
-    else outcomes = await Promise.all(plans.map((plan) => this.#run(plan)))
+    // The store's answers become outcomes here, in this one async function: an async function per
+    // descriptor would add its own promise and suspended frame to every request. The usual request
+    // has one descriptor: no Promise.all (and its extra promises) for it.
+    if (plans.length === 1) {
+      const plan = plans[0]
+      outcomes = [plan.kind === 'done' ? plan.outcome : this.#outcome(plan, await this.#ask(plan))]
+    } else {
+      const decisions = await Promise.all(plans.map((plan) => (plan.kind === 'done' ? undefined : this.#ask(plan))))
+      outcomes = plans.map((plan, i) => (plan.kind === 'done' ? plan.outcome : this.#outcome(plan, decisions[i] as Decision)))
+    }
     if (options.storeError === 'error') {
       for (const outcome of outcomes) {
         if (outcome.kind === 'limited' && outcome.decision.source.startsWith('fallback')) {
@@ -262,6 +271,7 @@ export class Decider {
     if (override !== undefined) {
       // As upstream: a request-supplied limit replaces the configured one (even where no rule
       // matched), is never shadow, has no name, and counts under its descriptor's own stats key.
+      const limit = envoyLimitOf(override, '', undefined)
       return {
         kind: 'envoy',
         domain,
@@ -271,7 +281,8 @@ export class Decider {
         storeKey: storeKeyOf(domain, descriptor.entries),
         hits,
         cost: hits,
-        limit: envoyLimitOf(override, ''),
+        limit,
+        counter: this.#counterOf(limit),
         shadow: false,
         quota: this.#globalQuota,
         outcome: undefined,
@@ -281,6 +292,7 @@ export class Decider {
     if (rule.unlimited) return { kind: 'done', outcome: { kind: 'unlimited', ruleId: rule.id } }
     const quota = this.#globalQuota || rule.quota
     if (rule.envoyLimit !== undefined) {
+      const limit = envoyLimitOf(rule.envoyLimit, rule.name ?? '', rule.envoyLimit)
       return {
         kind: 'envoy',
         domain,
@@ -290,7 +302,8 @@ export class Decider {
         storeKey: rule.storeKey,
         hits,
         cost: hits,
-        limit: envoyLimitOf(rule.envoyLimit, rule.name ?? ''),
+        limit,
+        counter: this.#counterOf(limit),
         shadow: rule.shadow,
         quota,
         outcome: undefined,
@@ -328,23 +341,27 @@ export class Decider {
     const envoy = plans.filter((plan): plan is EnvoyPlan => plan.kind === 'envoy' && plan.hits > 0)
     if (envoy.length === 0) return
     const counts = await Promise.all(envoy.map((plan) => this.#count(plan, 0)))
-    const goesOver = envoy.map((plan, i) => counts[i].count + plan.hits > plan.limit.requestsPerUnit)
+    const goesOver = envoy.map((plan, i) => counts[i] + plan.hits > plan.limit.requestsPerUnit)
     if (!goesOver.includes(true)) return
     envoy.forEach((plan, i) => {
       if (!goesOver[i]) plan.cost = 0
     })
   }
 
-  // Not async itself: an async function that returns another's promise pays two more microtask
-  // turns to adopt it, on every descriptor.
-  #run(plan: Plan): Promise<DescriptorOutcome> {
-    if (plan.kind === 'done') return Promise.resolve(plan.outcome)
-    if (plan.kind === 'envoy') return this.#runEnvoy(plan)
-    return this.#runPolicies(plan)
+  /** Asks the limiter for one descriptor's decision (charging it). */
+  #ask(plan: EnvoyPlan | PoliciesPlan): Promise<Decision> {
+    if (plan.kind === 'envoy') return this.#limiter.limit(plan.storeKey, { cost: plan.cost, policies: plan.counter })
+    return this.#limiter.limit(plan.storeKey, { cost: plan.hits, policies: plan.policies })
   }
 
-  async #runPolicies(plan: PoliciesPlan): Promise<DescriptorOutcome> {
-    const decision = await this.#limiter.limit(plan.storeKey, { cost: plan.hits, policies: plan.policies })
+  /** The outcome of one descriptor from the limiter's decision (logged when it denies). */
+  #outcome(plan: EnvoyPlan | PoliciesPlan, decision: Decision): DescriptorOutcome {
+    const outcome = plan.kind === 'envoy' ? this.#envoyOutcome(plan, decision) : this.#policiesOutcome(plan, decision)
+    plan.outcome = outcome
+    return outcome
+  }
+
+  #policiesOutcome(plan: PoliciesPlan, decision: Decision): DescriptorOutcome {
     const policy = policyNamed(plan.policies, decision.policy)
     const wouldDeny = plan.shadow ? !decision.allowed || decision.shadow : decision.shadow
     const allowed = plan.shadow || decision.allowed
@@ -361,12 +378,11 @@ export class Decider {
       decision,
     }
     if (!allowed || wouldDeny) this.#logDenial(plan, decision, allowed)
-    plan.outcome = outcome
     return outcome
   }
 
-  async #runEnvoy(plan: EnvoyPlan): Promise<DescriptorOutcome> {
-    const { decision, count, policy } = await this.#count(plan, plan.cost)
+  #envoyOutcome(plan: EnvoyPlan, decision: Decision): DescriptorOutcome {
+    const count = countOf(decision)
     const { requestsPerUnit } = plan.limit
     const over = count > requestsPerUnit
     const allowed = !over || plan.shadow
@@ -377,42 +393,22 @@ export class Decider {
     // same, as upstream counts every hit), with no wait to suggest.
     const never = over && plan.hits > requestsPerUnit
     const retryAfterMs = over && !never ? decision.resetMs : 0
-    // `never` is set afterwards, not spread in: a spread past an object literal's first position is
-    // a generic property copy. Key order is the same either way (`never` comes last).
-    const part: PolicyDecision = {
-      ...decision.policies[0],
-      limit: requestsPerUnit,
-      allowed: !over,
-      remaining,
-      retryAfterMs,
-      shadow: over && plan.shadow,
-    }
-    if (never) part.never = true
-    const reported: Decision = {
-      ...decision,
-      allowed: !over,
-      limit: requestsPerUnit,
-      remaining,
-      retryAfterMs,
-      shadow: over && plan.shadow,
-      policies: [part],
-    }
-    if (never) reported.never = true
+    const shadow = over && plan.shadow
+    const reported = reportedDecision(decision, requestsPerUnit, !over, remaining, retryAfterMs, shadow, never)
     const nearThreshold = nearLimitThreshold(requestsPerUnit, this.#nearLimitRatio)
     const outcome: DescriptorOutcome = {
       kind: 'limited',
       ruleId: plan.ruleId,
       rule: plan.rule,
       allowed,
-      wouldDeny: over && plan.shadow,
+      wouldDeny: shadow,
       near: !over && count > nearThreshold,
       quota: plan.quota,
-      policy,
+      policy: plan.counter[0],
       decision: reported,
       envoy: { unit: plan.limit.unit, requestsPerUnit: plan.limit.requestsPerUnit, name: plan.limit.name, count, over },
     }
     if (over) this.#logDenial(plan, reported, allowed)
-    plan.outcome = outcome
     return outcome
   }
 
@@ -435,26 +431,31 @@ export class Decider {
   }
 
   /** Adds `cost` to the descriptor's upstream-style counter and reads the count after it. */
-  async #count(plan: EnvoyPlan, cost: number): Promise<{ decision: Decision; count: number; policy: Policy }> {
-    const policies = this.#counterOf(plan.limit.unit, plan.limit.requestsPerUnit)
-    const policy = policies[0]
-    const decision = await this.#limiter.limit(plan.storeKey, { cost, policies })
-    // `limit` is the counter's ceiling (divided per instance when the local fallback decided).
-    return { decision, count: Math.max(0, decision.limit - decision.remaining), policy }
+  async #count(plan: EnvoyPlan, cost: number): Promise<number> {
+    return countOf(await this.#limiter.limit(plan.storeKey, { cost, policies: plan.counter }))
   }
 
   // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
   // the rate as its nominal limit so the memory store keeps keys near their limit through a flood.
-  // Override rates come from requests: the cache is bounded, oldest first out.
-  #counterOf(unit: EnvoyUnit, requestsPerUnit: number): readonly [Policy] {
-    const id = `${unit}/${requestsPerUnit}`
+  // A rule's counter is kept with the rule's limit (no key to build per request); override rates
+  // come from requests: that cache is bounded, oldest first out.
+  #counterOf(limit: EnvoyPlan['limit']): readonly [Policy] {
+    const known = limit.of === undefined ? undefined : this.#ruleCounters.get(limit.of)
+    if (known !== undefined) return known
+    const id = `${limit.unit}/${limit.requestsPerUnit}`
     let policies = this.#counters.get(id)
     if (policies === undefined) {
-      const counter = createPolicy({ name: envoyPolicyName(unit), algorithm: 'fixed-window', limit: COUNT_CEILING, period: UNIT_MS[unit] })
-      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: requestsPerUnit })] as [Policy])
+      const counter = createPolicy({
+        name: envoyPolicyName(limit.unit),
+        algorithm: 'fixed-window',
+        limit: COUNT_CEILING,
+        period: UNIT_MS[limit.unit],
+      })
+      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: limit.requestsPerUnit })] as [Policy])
       if (this.#counters.size >= MAX_COUNTER_POLICIES) this.#counters.delete(this.#counters.keys().next().value!)
       this.#counters.set(id, policies)
     }
+    if (limit.of !== undefined) this.#ruleCounters.set(limit.of, policies)
     return policies
   }
 
@@ -515,7 +516,9 @@ interface EnvoyPlan {
   hits: number
   /** What is added to the counter (0 when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT holds it back). */
   cost: number
-  limit: { unit: EnvoyUnit; requestsPerUnit: number; name: string }
+  limit: EnvoyLimit
+  /** The never-denying counter policy the limiter decides (see Decider.#counters). */
+  counter: readonly [Policy]
   shadow: boolean
   quota: boolean
   outcome: DescriptorOutcome | undefined
@@ -535,10 +538,77 @@ interface PoliciesPlan {
   outcome: DescriptorOutcome | undefined
 }
 
+/** The limit an upstream-style descriptor counts against. */
+interface EnvoyLimit {
+  unit: EnvoyUnit
+  requestsPerUnit: number
+  name: string
+  /** The rule's own limit object, which keys its counter; undefined for a request's override. */
+  of: MatchedRule['envoyLimit']
+}
+
 // The limits and statuses of upstream-style descriptors are built field by field, not spread: V8
 // copied these spreads by its generic path, at more than the rest of a descriptor's decision costs.
-function envoyLimitOf(limit: { unit: EnvoyUnit; requestsPerUnit: number }, name: string): EnvoyPlan['limit'] {
-  return { unit: limit.unit, requestsPerUnit: limit.requestsPerUnit, name }
+function envoyLimitOf(limit: { unit: EnvoyUnit; requestsPerUnit: number }, name: string, of: MatchedRule['envoyLimit']): EnvoyLimit {
+  return { unit: limit.unit, requestsPerUnit: limit.requestsPerUnit, name, of }
+}
+
+/**
+ * The count of an upstream-style counter after a call: what its ceiling has lost (the ceiling is
+ * divided per instance when the local fallback decided).
+ */
+function countOf(decision: Decision): number {
+  return Math.max(0, decision.limit - decision.remaining)
+}
+
+/**
+ * The counter's decision as the rule's: the rule's limit and verdict in place of the ceiling's,
+ * every other field as the store gave it. Written out field by field, as spreading the decision
+ * and its policy part cost more than the rest of the descriptor's decision (V8's generic copy).
+ */
+function reportedDecision(
+  decision: Decision,
+  limit: number,
+  allowed: boolean,
+  remaining: number,
+  retryAfterMs: number,
+  shadow: boolean,
+  never: boolean,
+): Decision {
+  const counter = decision.policies[0]
+  const part: PolicyDecision = {
+    name: counter.name,
+    algorithm: counter.algorithm,
+    limit,
+    periodMs: counter.periodMs,
+    allowed,
+    remaining,
+    resetMs: counter.resetMs,
+    retryAfterMs,
+    delayMs: counter.delayMs,
+    blocked: counter.blocked,
+    over: counter.over,
+    shadow,
+  }
+  if (never) part.never = true
+  else if (counter.never !== undefined) part.never = counter.never
+  const reported: Decision = {
+    allowed,
+    limit,
+    remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs,
+    delayMs: decision.delayMs,
+    policy: decision.policy,
+    over: decision.over,
+    shadow,
+    source: decision.source,
+    policies: [part],
+  }
+  if (never) reported.never = true
+  else if (decision.never !== undefined) reported.never = decision.never
+  if (decision.lease !== undefined) reported.lease = decision.lease
+  return reported
 }
 
 /** Upstream's stats key of an override: `domain.key_value.key2_value2` (a key alone when its value is empty). */

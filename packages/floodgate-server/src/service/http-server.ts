@@ -140,7 +140,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const sendCheck = (reply: FastifyReply, result: DecideResult) => {
     try {
       const headers = checkHeaders(result, Date.now())
-      for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1])
+      for (let i = 0; i < headers.length; i++) reply.header(storedName(headers[i][0]), headers[i][1])
       reply.code(result.allowed ? 200 : 429).send(toCheckResponse(result))
     } catch (error) {
       reply.send(error)
@@ -162,9 +162,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     }
   }
   const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
+  const checkOptions = { storeError: options.checkStoreError }
   app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
     const started = performance.now()
-    options.decider.decide(parseCheckRequest(request.body), { storeError: options.checkStoreError }).then(
+    options.decider.decide(parseCheckRequest(request.body), checkOptions).then(
       (result) => {
         options.metrics.observeLatency('http', (performance.now() - started) / 1000)
         // Sent at once, not deferred to the check phase: deferred, every request of a read burst
@@ -238,6 +239,22 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.dashboard !== undefined) registerDashboardRoutes(app, options.dashboard, options.adminToken)
   }
   return app
+}
+
+/** Header names as Fastify keeps them, by the names given (a handful: the rate-limit fields). */
+const storedNames = new Map<string, string>()
+
+/**
+ * A header name in lower case, as Fastify keeps it: Fastify lower-cases every name it is given, and
+ * a name already in lower case is kept as it is, with no copy to make (and intern) on every answer.
+ */
+function storedName(name: string): string {
+  let stored = storedNames.get(name)
+  if (stored === undefined) {
+    stored = name.toLowerCase()
+    storedNames.set(name, stored)
+  }
+  return stored
 }
 
 /**

@@ -28,6 +28,12 @@ export class ConnectionTracker {
   #draining = false
 
   constructor(server: Server) {
+    const tracker = this
+    // One listener for every answer's `close` (the answer is `this`), not a closure and a `once`
+    // wrapper per request; the request still holds its socket when the answer closes.
+    function onResponseClose(this: ServerResponse): void {
+      tracker.#ended(this.req.socket, this)
+    }
     server.on('connection', (socket: Socket) => {
       // One accepted between the start of a drain and the listener's close has no request yet.
       if (this.#draining) {
@@ -46,7 +52,7 @@ export class ConnectionTracker {
       // While draining every answer says the connection ends with it (Node then closes the socket).
       if (this.#draining) response.setHeader('Connection', 'close')
       this.#responses.add(response)
-      response.once('close', () => this.#ended(socket, response))
+      response.on('close', onResponseClose)
     })
   }
 

@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { checkBody, parseMetrics, postJson, scrape, startTestService, type TestService } from './helpers.js'
 import { createPolicies, MemoryStore, RateLimiter } from 'floodgate'
-import { ServiceMetrics, OTHER_RULE } from '../../src/service/metrics.js'
+import { Histogram, Registry } from 'prom-client'
+import { LatencyHistogram } from '../../src/service/latency-histogram.js'
+import { LATENCY_BUCKETS, ServiceMetrics, OTHER_RULE } from '../../src/service/metrics.js'
 import { nearLimitThreshold, upstreamCounts } from '../../src/service/hit-counts.js'
 
 describe('/metrics', () => {
@@ -39,6 +41,48 @@ describe('/metrics', () => {
     for (let i = 0; i < 6; i++) await postJson(url, checkBody('test', [{ burst: 'dc' }]))
     const metrics = await scrape(service.httpUrl)
     assert.ok((metrics.get('floodgate_deny_cache_hits{rule="test.burst"}') ?? 0) >= 1)
+  })
+})
+
+describe('LatencyHistogram', () => {
+  it("exposes what prom-client's Histogram exposes for the same observations, and resets as it does", async () => {
+    const ours = new Registry()
+    const reference = new Registry()
+    const histogram = new LatencyHistogram({
+      name: 'test_duration_seconds',
+      help: 'Time taken.',
+      labelName: 'transport',
+      labelValues: ['http', 'grpc'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [ours],
+    })
+    const theirs = new Histogram({
+      name: 'test_duration_seconds',
+      help: 'Time taken.',
+      labelNames: ['transport'] as const,
+      buckets: [...LATENCY_BUCKETS],
+      registers: [reference],
+    })
+    assert.equal(await ours.metrics(), await reference.metrics(), 'nothing observed yet')
+    const observations: ['http' | 'grpc', number][] = [
+      ['grpc', 0.0003],
+      ['http', 0.00005],
+      ['http', 2],
+      ['grpc', 0.01],
+      ['http', 0.001],
+      ['http', 0.0001],
+    ]
+    for (const [transport, seconds] of observations) {
+      histogram.observe(transport, seconds)
+      theirs.observe({ transport }, seconds)
+    }
+    assert.equal(await ours.metrics(), await reference.metrics())
+    assert.deepEqual(await ours.getMetricsAsJSON(), await reference.getMetricsAsJSON())
+    ours.resetMetrics()
+    reference.resetMetrics()
+    histogram.observe('http', 0.004)
+    theirs.observe({ transport: 'http' }, 0.004)
+    assert.equal(await ours.metrics(), await reference.metrics(), 'after a reset')
   })
 })
 

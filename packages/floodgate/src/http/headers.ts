@@ -68,12 +68,18 @@ function windowSeconds(view: QuotaView): number {
 
 /** `X-RateLimit-Limit/Remaining/Reset` (Reset in Unix epoch seconds), as GitHub and Twitter send them. */
 export function legacyHeaders(decision: Decision, nowMs: number): HeaderList {
-  const view = decidingView(decision)
-  return [
-    ['X-RateLimit-Limit', String(view.limit)],
-    ['X-RateLimit-Remaining', String(view.remaining)],
-    ['X-RateLimit-Reset', String(Math.ceil(nowMs / 1000) + secondsUntilQuota(view))],
-  ]
+  const headers: HeaderList = []
+  addLegacyHeaders(headers, decision, nowMs)
+  return headers
+}
+
+// The deciding policy's numbers are the decision's own: no view to build.
+function addLegacyHeaders(headers: HeaderList, decision: Decision, nowMs: number): void {
+  headers.push(
+    ['X-RateLimit-Limit', String(decision.limit)],
+    ['X-RateLimit-Remaining', String(decision.remaining)],
+    ['X-RateLimit-Reset', String(Math.ceil(nowMs / 1000) + secondsUntilQuota(decision))],
+  )
 }
 
 /** Draft-6: every policy in `RateLimit-Policy` (`100;w=60, 1000;w=86400`), the deciding one in separate fields. */
@@ -117,11 +123,42 @@ function quotaUnitParameter(view: QuotaView): string {
  * a concurrency policy adds `qu="concurrent-requests"`.
  */
 export function draft8Headers(decision: Decision): HeaderList {
+  const headers: HeaderList = []
+  addDraft8Headers(headers, decision)
+  return headers
+}
+
+// Lists written by a loop, not map and join: these run on every answer of a busy service.
+function addDraft8Headers(headers: HeaderList, decision: Decision): void {
   const views = policyViews(decision)
-  return [
-    ['RateLimit-Policy', views.map((p) => `${sfString(p.name)};q=${p.limit}${quotaUnitParameter(p)};w=${windowSeconds(p)}`).join(', ')],
-    ['RateLimit', views.map((p) => `${sfString(p.name)};r=${p.remaining};t=${secondsUntilQuota(p)}`).join(', ')],
-  ]
+  let policy = policyMember(views[0])
+  let quota = `${sfString(views[0].name)};r=${views[0].remaining};t=${secondsUntilQuota(views[0])}`
+  for (let i = 1; i < views.length; i++) {
+    const view = views[i]
+    policy += `, ${policyMember(view)}`
+    quota += `, ${sfString(view.name)};r=${view.remaining};t=${secondsUntilQuota(view)}`
+  }
+  headers.push(['RateLimit-Policy', policy], ['RateLimit', quota])
+}
+
+/** The last policy's `RateLimit-Policy` member: a service answers for the same few policies over and over. */
+let lastMember: { name: string; limit: number; periodMs: number; algorithm: AlgorithmName | undefined; text: string } | undefined
+
+/** One policy's `RateLimit-Policy` member: `"name";q=100;w=60`. */
+function policyMember(view: QuotaView): string {
+  const last = lastMember
+  if (
+    last !== undefined &&
+    last.name === view.name &&
+    last.limit === view.limit &&
+    last.periodMs === view.periodMs &&
+    last.algorithm === view.algorithm
+  ) {
+    return last.text
+  }
+  const text = `${sfString(view.name)};q=${view.limit}${quotaUnitParameter(view)};w=${windowSeconds(view)}`
+  lastMember = { name: view.name, limit: view.limit, periodMs: view.periodMs, algorithm: view.algorithm, text }
+  return text
 }
 
 /**
@@ -139,20 +176,25 @@ export function retryAfterSeconds(decision: Pick<Decision, 'retryAfterMs'>): num
   return Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
 }
 
-const STYLE_WRITERS: Record<HeaderStyle, (decision: Decision, nowMs: number) => HeaderList> = {
-  legacy: legacyHeaders,
-  'draft-6': draft6Headers,
-  'draft-7': draft7Headers,
-  'draft-8': draft8Headers,
+/** Each style's headers, appended to the list being built. */
+const STYLE_WRITERS: Record<HeaderStyle, (headers: HeaderList, decision: Decision, nowMs: number) => void> = {
+  legacy: addLegacyHeaders,
+  'draft-6': (headers, decision) => headers.push(...draft6Headers(decision)),
+  'draft-7': (headers, decision) => headers.push(...draft7Headers(decision)),
+  'draft-8': addDraft8Headers,
 }
 
 /** Every header for a decision in the chosen styles, plus `Retry-After` when it was denied. */
 export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyle[], nowMs: number): HeaderList {
   const headers: HeaderList = []
-  for (const style of styles) headers.push(...STYLE_WRITERS[style](decision, nowMs))
-  headers.push(...retryAfterHeader(decision))
+  for (let i = 0; i < styles.length; i++) STYLE_WRITERS[styles[i]](headers, decision, nowMs)
+  if (!decision.allowed && decision.never !== true) headers.push(['Retry-After', String(retryAfterSeconds(decision))])
   return headers
 }
+
+// The last plain name quoted: the usual answer names the same policy as the one before.
+let lastPlain: string | undefined
+let lastQuoted = ''
 
 // Printable ASCII but `"` and `\`: the usual policy name, quoted as it is (a test instead of a loop per character).
 const PLAIN_SF_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
@@ -162,7 +204,12 @@ const PLAIN_SF_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
  * a String cannot hold) become `?`, so a policy name can never break the header.
  */
 export function sfString(text: string): string {
-  if (PLAIN_SF_STRING.test(text)) return `"${text}"`
+  if (text === lastPlain) return lastQuoted
+  if (PLAIN_SF_STRING.test(text)) {
+    lastQuoted = `"${text}"`
+    lastPlain = text
+    return lastQuoted
+  }
   let out = '"'
   for (const char of text) {
     const code = char.codePointAt(0)!

@@ -111,6 +111,14 @@ describe('draft-8 structured headers', () => {
     ])
   })
 
+  it('describes each policy by its own numbers when the same name comes back with others', () => {
+    const one = decisionOf([part('api', { limit: 10, periodMs: 1_000 })])
+    const other = decisionOf([part('api', { limit: 20, periodMs: 60_000 })])
+    assert.equal(draft8Headers(one)[0][1], '"api";q=10;w=1')
+    assert.equal(draft8Headers(other)[0][1], '"api";q=20;w=60')
+    assert.equal(draft8Headers(one)[0][1], '"api";q=10;w=1')
+  })
+
   it('parses with an independent RFC 8941 parser for any policy names and numbers', () => {
     const name = fc.string({ unit: 'binary', minLength: 1, maxLength: 20 })
     const policy = fc.record({
