@@ -3,11 +3,11 @@
 // key across four instances, what leases admit beside what the policy allows (never more; the gap is
 // the under-admission, printed beside its bound from docs/sync.md).
 
-import { RateLimiter } from '../packages/floodgate/src/index.js'
+import { RateLimiter, type Decision } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { formatCount, printTable, type Contender } from './support.js'
-import { hammerHotKey, StoreTally, syncContender } from './sync-rows.js'
+import { hammerHotKey, StoreTally, syncContender, type SyncInstance } from './sync-rows.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /** The same context as the write-back rows: the main bench's load shape, clients and tallies. */
@@ -29,7 +29,7 @@ function instanceWithLimiter(
   policy: PolicyOptions,
   denyCache = true,
   tally?: StoreTally,
-): { decide: (key: string) => Promise<boolean>; limiter: RateLimiter } {
+): SyncInstance & { limiter: RateLimiter } {
   const store = new RedisStore({ client: context.newClient() })
   if (tally !== undefined) {
     const lease = store.lease.bind(store)
@@ -45,13 +45,12 @@ function instanceWithLimiter(
     await limiter.close()
     await store.close()
   })
-  const decide = async (key: string): Promise<boolean> => {
-    const decision = await limiter.limit(key)
+  const denied = (decision: Decision): boolean => {
     // A decision the failure mode made would flatter the row.
     if (decision.source !== 'lease' && decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-    return decision.allowed
+    return !decision.allowed
   }
-  return { decide, limiter }
+  return { limit: (key) => limiter.limit(key), denied, decide: async (key) => !denied(await limiter.limit(key)), limiter }
 }
 
 /**
@@ -67,8 +66,8 @@ export function leaseContenders(context: LeaseBenchContext): Contender[] {
   const contender = (name: string, keyOf: (i: number) => string, options: Partial<PolicyOptions> = {}, warm = false): Contender => {
     const tally = new StoreTally(false)
     context.storeTallies.push({ name, tally })
-    const { decide, limiter } = instanceWithLimiter(context, { ...policy, ...options }, true, tally)
-    return syncContender(context, name, keyOf, decide, () => limiter.flush(), warm, undefined, tally)
+    const row = instanceWithLimiter(context, { ...policy, ...options }, true, tally)
+    return syncContender(context, name, keyOf, row, () => row.limiter.flush(), warm, undefined, tally)
   }
   const key10k = (i: number) => `lease:${(i * 7919) % context.keys}`
   return [

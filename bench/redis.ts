@@ -222,13 +222,12 @@ function floodgateContender(algorithm: AlgorithmName, client: Redis): Contender 
     LOAD,
     tallies,
     `fg-${algorithm}`,
-    async (prefix, i) => {
-      const decision = await limiter.limit(keyOf(prefix, i))
+    (prefix, i) => limiter.limit(keyOf(prefix, i)),
+    (decision) => {
       // A decision the store did not make (timeout, store error) is the limiter's fallback.
       if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-      return decision
+      return !decision.allowed
     },
-    (decision) => !decision.allowed,
   )
 }
 
@@ -255,17 +254,11 @@ function rateLimiterFlexibleContender(client: Redis): Contender {
       const result = await runLoad({
         ...LOAD,
         // consume() rejects with a RateLimiterRes on a denial and with an Error on a failure.
-        op: tallies.counted(
+        ...tallies.counted(
           'rate-limiter-flexible',
-          (i) =>
-            limiter.consume(keyOf('k', i)).then(
-              () => false,
-              (reason: unknown) => {
-                if (reason instanceof RateLimiterRes) return true
-                throw reason
-              },
-            ),
-          (denied) => denied,
+          (i) => limiter.consume(keyOf('k', i)),
+          () => false,
+          (reason) => reason instanceof RateLimiterRes,
         ),
       })
       return result.perSecond

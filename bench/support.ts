@@ -11,7 +11,7 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-export interface LoadOptions {
+export interface LoadOptions<T = unknown> {
   /** Callers running concurrently, each awaiting its previous call before the next (closed loop). */
   callers: number
   /** Stop starting new calls after this long (ms). */
@@ -19,7 +19,15 @@ export interface LoadOptions {
   /** …or after this many calls in total, whichever comes first. */
   maxOps: number
   /** The operation; `i` is the global call number (0-based), e.g. to pick a key. */
-  op: (i: number) => Promise<unknown>
+  op: (i: number) => Promise<T>
+  /**
+   * Hears each answer in the caller's own loop. A wrapper around `op` that awaited it would add a
+   * promise and a suspended frame to every call: a microsecond-scale contender would pay a share of
+   * its own time for it that a slow one does not notice, which skews every ratio between them.
+   */
+  answered?: (answer: T) => void
+  /** Hears each failure (a rejection of `op`, or a throw of `answered`); without it a failure ends the run. */
+  failed?: (error: unknown) => void
 }
 
 /** Calls per caller between turns of the event loop (see runLoad). */
@@ -37,8 +45,8 @@ export interface LoadResult {
  * throughput. A closed loop (each caller waits for its answer) measures what callers actually
  * get, not how fast requests can be queued.
  */
-export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const { callers, durationMs, maxOps, op } = options
+export async function runLoad<T>(options: LoadOptions<T>): Promise<LoadResult> {
+  const { callers, durationMs, maxOps, op, answered, failed } = options
   let next = 0
   let done = 0
   const start = performance.now()
@@ -46,7 +54,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   async function caller(): Promise<void> {
     let sinceYield = 0
     while (next < maxOps && performance.now() < deadline) {
-      await op(next++)
+      try {
+        const answer = await op(next++)
+        answered?.(answer)
+      } catch (error) {
+        if (failed === undefined) throw error
+        failed(error)
+      }
       done++
       // An op that answers without I/O (a decision from a lease or a local copy) resolves in a
       // microtask: callers that never yield would starve timers and sockets for the whole run (no
@@ -158,6 +172,9 @@ export interface Tally {
  * a denial is cheaper work than an admission and a failure is no work, so either would flatter
  * the contender. Failures are counted instead of thrown so one bad call does not end the bench.
  */
+/** An op for runLoad with its answers and failures counted (see Tallies.counted). */
+export type CountedOp<T> = Required<Pick<LoadOptions<T>, 'op' | 'answered' | 'failed'>>
+
 export class Tallies {
   readonly byName = new Map<string, Tally>()
 
@@ -170,17 +187,34 @@ export class Tallies {
     return tally
   }
 
-  /** Wraps `op` to count its calls, denials (`isDenied` of its answer) and failures into `name`'s tally. */
-  counted<T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean): (i: number) => Promise<void> {
+  /**
+   * `op` for runLoad, counting its calls, denials (`isDenied` of its answer, or `deniedBy` of its
+   * rejection for an API that denies by rejecting) and failures (a rejection, or a throw of
+   * `isDenied`) into `name`'s tally. Spread it into runLoad's options.
+   */
+  counted<T>(
+    name: string,
+    op: (i: number) => Promise<T>,
+    isDenied: (answer: T) => boolean,
+    deniedBy: (reason: unknown) => boolean = () => false,
+  ): CountedOp<T> {
     const tally = this.of(name)
-    return async (i) => {
-      tally.calls++
-      try {
-        if (isDenied(await op(i))) tally.denied++
-      } catch (error) {
+    return {
+      op: (i) => {
+        tally.calls++
+        return op(i)
+      },
+      answered: (answer) => {
+        if (isDenied(answer)) tally.denied++
+      },
+      failed: (reason) => {
+        if (deniedBy(reason)) {
+          tally.denied++
+          return
+        }
         tally.failed++
-        tally.firstError ??= String(error)
-      }
+        tally.firstError ??= String(reason)
+      },
     }
   }
 
@@ -221,7 +255,7 @@ export function roundsContender<T>(
     name,
     async measure() {
       const roundPrefix = `${prefix}-${round++}`
-      const result = await runLoad({ ...load, op: tallies.counted(name, (i) => op(roundPrefix, i), isDenied) })
+      const result = await runLoad({ ...load, ...tallies.counted(name, (i) => op(roundPrefix, i), isDenied) })
       return result.perSecond
     },
   }

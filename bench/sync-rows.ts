@@ -4,6 +4,7 @@
 
 import type { Redis } from 'ioredis'
 import { formatCount, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import type { Decision } from '../packages/floodgate/src/index.js'
 import type { WriteBackBenchContext } from './write-back.js'
 
 /**
@@ -13,8 +14,18 @@ import type { WriteBackBenchContext } from './write-back.js'
  */
 export const WARM_MS = 2000
 
+/** One limiter instance of a sync row. */
+export interface SyncInstance {
+  /** A decision, as an application awaits it (the throughput rows count it as it comes). */
+  limit: (key: string) => Promise<Decision>
+  /** Whether a decision denied; throws for one the mode did not make (a fallback would flatter the row). */
+  denied: (decision: Decision) => boolean
+  /** limit then denied, as one call: whether the request was admitted (for the admission tables). */
+  decide: (key: string) => Promise<boolean>
+}
+
 /**
- * A row of a sync mode: `decide` under the bench's load over `keyOf`'s keys, after WARM_MS of it when
+ * A row of a sync mode: `row.limit` under the bench's load over `keyOf`'s keys, after WARM_MS of it when
  * `warm`, then `endWarm` (write-back flushes what the warm-up admitted: its units are not this
  * round's work; the copies, like held leases, stay). The round ends once `settle` has handed the
  * store what the instance holds (a flush, leases given back), so that work is in this row's time and
@@ -24,7 +35,7 @@ export function syncContender(
   context: WriteBackBenchContext,
   name: string,
   keyOf: (i: number) => string,
-  decide: (key: string) => Promise<boolean>,
+  row: SyncInstance,
   settle: () => Promise<void>,
   warm: boolean,
   endWarm: () => Promise<void> = async () => {},
@@ -35,11 +46,7 @@ export function syncContender(
       callers: context.callers,
       durationMs,
       maxOps: context.maxOpsPerRound,
-      op: context.counted(
-        name,
-        (i) => decide(keyOf(i)),
-        (allowed) => !allowed,
-      ),
+      ...context.counted(name, (i) => row.limit(keyOf(i)), row.denied),
     })
   return {
     name,

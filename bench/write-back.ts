@@ -3,12 +3,12 @@
 // over-admission on one hot key across four instances measured beside the bound of docs/sync.md.
 
 import type { Redis } from 'ioredis'
-import { RateLimiter } from '../packages/floodgate/src/index.js'
+import { RateLimiter, type Decision } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import type { MergeRequest, Store } from '../packages/floodgate/src/stores/store.js'
-import { formatCount, printTable, type Contender } from './support.js'
-import { hammerHotKey, StoreTally, syncContender } from './sync-rows.js'
+import { formatCount, printTable, type Contender, type CountedOp } from './support.js'
+import { hammerHotKey, StoreTally, syncContender, type SyncInstance } from './sync-rows.js'
 
 /** What the main bench hands this section: its shape of load and its client factory. */
 export interface WriteBackBenchContext {
@@ -21,8 +21,8 @@ export interface WriteBackBenchContext {
   newClient: () => Redis
   /** Called with each instance's close, which the main bench runs at its end. */
   onClose: (close: () => Promise<void>) => void
-  /** Wraps an op to count its calls, denials and failures under `name` (the main bench's tally). */
-  counted: <T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean) => (i: number) => Promise<void>
+  /** An op for runLoad that counts its calls, denials and failures under `name` (the main bench's tally). */
+  counted: <T>(name: string, op: (i: number) => Promise<T>, isDenied: (answer: T) => boolean) => CountedOp<T>
   /** Where the sync rows put what their stores were asked, for the floor table (printSyncFloor). */
   storeTallies: { name: string; tally: StoreTally }[]
 }
@@ -43,7 +43,7 @@ function instance(
   instances = 1,
   onCall: (ms: number) => void = () => {},
   tally?: StoreTally,
-): { decide: (key: string) => Promise<boolean>; flush: () => Promise<void> } {
+): SyncInstance & { flush: () => Promise<void> } {
   const redisStore = new RedisStore({ client: context.newClient() })
   const store: Store = {
     merge(batch: readonly MergeRequest[]) {
@@ -70,13 +70,12 @@ function instance(
     await limiter.flush()
     await limiter.flush()
   }
-  const decide = async (key: string): Promise<boolean> => {
-    const decision = await limiter.limit(key)
+  const denied = (decision: Decision): boolean => {
     // A decision write-back did not make (a refused key, a fallback) would flatter the row.
     if (decision.source !== 'write-back') throw new Error(`decision came from ${decision.source}`)
-    return decision.allowed
+    return !decision.allowed
   }
-  return { decide, flush }
+  return { limit: (key) => limiter.limit(key), denied, decide: async (key) => !denied(await limiter.limit(key)), flush }
 }
 
 /**
@@ -91,8 +90,8 @@ export function writeBackContenders(context: WriteBackBenchContext): Contender[]
   const contender = (name: string, keyOf: (i: number) => string, flushMs?: number, warm = false): Contender => {
     const tally = new StoreTally(true)
     context.storeTallies.push({ name, tally })
-    const { decide, flush } = instance(context, flushMs === undefined ? policy : { ...policy, flushMs }, 1, undefined, tally)
-    return syncContender(context, name, keyOf, decide, flush, warm, flush, tally)
+    const row = instance(context, flushMs === undefined ? policy : { ...policy, flushMs }, 1, undefined, tally)
+    return syncContender(context, name, keyOf, row, row.flush, warm, row.flush, tally)
   }
   return [
     contender(WRITE_BACK_10K, (i) => `wb:${(i * 7919) % context.keys}`, undefined, true),
