@@ -73,8 +73,6 @@ interface Holding {
   results: readonly PolicyResult[]
   lastUsed: number
   readonly demand: Demand
-  /** The in-process answer, rewritten by each synchronous decision (see localResponse). */
-  readonly scratch: EvaluateResponse
   readonly waiting: Waiter[]
   /** A store call for this key is in flight. */
   busy: boolean
@@ -132,6 +130,9 @@ export class LeaseSync {
   private readonly byArray = new WeakMap<readonly Policy[], Map<string, Holding>>()
   private sweeper: unknown
   private closed = false
+  // The in-process answer, rewritten by each synchronous decision (see localResponse). One for all
+  // keys, not one per key: a decision then writes to memory the previous one left in the cache.
+  private readonly scratch: EvaluateResponse = { allowed: true, results: [], now: 0 }
   readonly stats: LeaseStats = { acquired: 0, returned: 0 }
 
   constructor(options: LeaseSyncOptions) {
@@ -195,11 +196,11 @@ export class LeaseSync {
     if (cost <= 0) {
       // A refund goes back into the lease it most likely came from; a peek needs nothing.
       if (cost < 0) holding.balance = Math.min(holding.granted, holding.balance - cost)
-      return this.localResponse(holding, now, holding.scratch)
+      return this.localResponse(holding, now, this.scratch)
     }
     if (holding.balance < cost || holding.waiting.length > 0) return undefined
     holding.balance -= cost
-    return this.localResponse(holding, now, holding.scratch)
+    return this.localResponse(holding, now, this.scratch)
   }
 
   /**
@@ -360,7 +361,6 @@ export class LeaseSync {
         results: [],
         lastUsed: now,
         demand: new Demand(leaseMs),
-        scratch: { allowed: true, results: [], now: 0 },
         waiting: [],
         busy: false,
       }
@@ -523,7 +523,7 @@ export class LeaseSync {
   // An in-process answer: what this instance can still admit plus what the key had left at the
   // grant (others may have taken some since), and the resets as they were then, counted down.
   //
-  // `into` (the holding's scratch) is rewritten in place: an answer given synchronously is read
+  // `into` (the engine's scratch) is rewritten in place: an answer given synchronously is read
   // before the next decision, as Store.evaluateSync's are; waiters answered together get their own.
   private localResponse(holding: Holding, now: number, into?: EvaluateResponse): EvaluateResponse {
     const elapsed = Math.max(0, Math.floor(now - holding.startedAt))
@@ -539,6 +539,8 @@ export class LeaseSync {
       result.delayMs = 0
       result.blocked = false
     }
+    // The scratch answers every policy set in turn: no results of a longer one may stay behind.
+    if (results.length !== holding.policies.length) results.length = holding.policies.length
     response.allowed = true
     response.now = this.epochClock()
     return response

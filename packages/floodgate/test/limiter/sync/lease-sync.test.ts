@@ -171,6 +171,31 @@ describe('LeaseSync: sizing, returns and sources', () => {
     assert.equal(peek[0].results[0].remaining, 10_000 - 2000, 'every unused unit came back')
   })
 
+  it('an in-process answer holds one result per policy of its own set, after a longer set was answered', async () => {
+    const clock = () => START
+    const store = new MemoryStore({ clock })
+    const minute = createPolicy({ name: 'minute', algorithm: 'fixed-window', limit: 1000, period: '1m', sync: 'lease' })
+    const hour = createPolicy({ name: 'hour', algorithm: 'fixed-window', limit: 5000, period: '1h', sync: 'lease' })
+    const leases = new LeaseSync({ store, clock })
+    const answer = async (key: string, policies: Policy[]) => {
+      let got: { results: number[]; source: LeaseSource | undefined } | undefined
+      leases.decide(key, policies, 1, (_, response, source) => {
+        got = { results: response!.results.map((result) => result.remaining), source }
+      })
+      await settle()
+      return got!
+    }
+    // Twice each: the first takes the lease from the store, the second is answered from it.
+    for (let i = 0; i < 2; i++) await answer('both', [minute, hour])
+    const both = await answer('both', [minute, hour])
+    assert.equal(both.source, 'lease')
+    assert.equal(both.results.length, 2)
+    for (let i = 0; i < 2; i++) await answer('one', [minute])
+    const one = await answer('one', [minute])
+    assert.equal(one.source, 'lease')
+    assert.equal(one.results.length, 1, 'no result of the two-policy set stays behind')
+  })
+
   it('a key asked every 20 ms gets a lease covering it from its second request; the sweep renews it while in use', async () => {
     let now = START
     const clock = () => now
