@@ -167,14 +167,14 @@ export interface Tally {
   firstError?: string
 }
 
+/** An op for runLoad with its answers and failures counted (see Tallies.counted). */
+export type CountedOp<T> = Required<Pick<LoadOptions<T>, 'op' | 'answered' | 'failed'>>
+
 /**
  * Denials and failures per contender over all rounds. Every contender should show zero of both:
  * a denial is cheaper work than an admission and a failure is no work, so either would flatter
  * the contender. Failures are counted instead of thrown so one bad call does not end the bench.
  */
-/** An op for runLoad with its answers and failures counted (see Tallies.counted). */
-export type CountedOp<T> = Required<Pick<LoadOptions<T>, 'op' | 'answered' | 'failed'>>
-
 export class Tallies {
   readonly byName = new Map<string, Tally>()
 
