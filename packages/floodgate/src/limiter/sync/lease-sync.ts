@@ -128,11 +128,17 @@ export class LeaseSync {
   private readonly bySet = new Map<string, Map<string, Holding>>()
   // The same maps by policy array, so a decision finds its holding with no text built per call.
   private readonly byArray = new WeakMap<readonly Policy[], Map<string, Holding>>()
+  // The last array looked up and its map: a limiter asks for one set nearly always.
+  private lastArray: readonly Policy[] | undefined
+  private lastKeys: Map<string, Holding> | undefined
   private sweeper: unknown
   private closed = false
   // The in-process answer, rewritten by each synchronous decision (see localResponse). One for all
   // keys, not one per key: a decision then writes to memory the previous one left in the cache.
   private readonly scratch: EvaluateResponse = { allowed: true, results: [], now: 0 }
+  // epochClock() − clock(), read again by every sweep and grant: an in-process answer stamps its
+  // `now` from the clock read it decided at, not from a second clock read per decision.
+  private epochOffset: number
   readonly stats: LeaseStats = { acquired: 0, returned: 0 }
 
   constructor(options: LeaseSyncOptions) {
@@ -143,6 +149,7 @@ export class LeaseSync {
     this.maxKeys = options.maxKeys ?? 10_000
     this.timers = options.timers ?? (globalThis as unknown as SweepTimers)
     this.giveBackTimeout = options.giveBackTimeout
+    this.epochOffset = this.epochClock() - this.clock()
   }
 
   /** Keys followed now (holding a lease, waiting, or recently used). */
@@ -247,6 +254,7 @@ export class LeaseSync {
    */
   sweep(): Promise<void> {
     const now = this.clock()
+    this.epochOffset = this.epochClock() - now
     const returns: Promise<void>[] = []
     for (const holding of this.holdings) {
       if (holding.busy || holding.waiting.length > 0) continue
@@ -322,6 +330,7 @@ export class LeaseSync {
 
   // The holdings of one policy set by key (equal sets share them, whatever the array).
   private keysOf(policies: readonly Policy[]): Map<string, Holding> {
+    if (policies === this.lastArray) return this.lastKeys!
     let keys = this.byArray.get(policies)
     if (keys === undefined) {
       const id = policySetId(policies)
@@ -332,6 +341,8 @@ export class LeaseSync {
       }
       this.byArray.set(policies, keys)
     }
+    this.lastArray = policies
+    this.lastKeys = keys
     return keys
   }
 
@@ -458,6 +469,7 @@ export class LeaseSync {
       holding.expiresAt = sentAt + (answer.expiresAt - answer.now)
       holding.startedAt = sentAt
       holding.grantedAt = this.epochClock()
+      this.epochOffset = holding.grantedAt - this.clock()
       holding.results = answer.results
     }
     const now = this.clock()
@@ -542,7 +554,7 @@ export class LeaseSync {
     // The scratch answers every policy set in turn: no results of a longer one may stay behind.
     if (results.length !== holding.policies.length) results.length = holding.policies.length
     response.allowed = true
-    response.now = this.epochClock()
+    response.now = Math.floor(now + this.epochOffset)
     return response
   }
 }

@@ -25,6 +25,10 @@ export class WriteBackBackend implements Backend {
   }
 
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer {
+    // Most decisions are answered from a fresh local copy: without the callback below, which
+    // allocates its closure and context on every call.
+    const local = this.writeBack.tryLocal(key, policies, cost)
+    if (local !== undefined) return local
     let answer: EvaluateResponse | undefined
     let answered = false
     let later: ((response: EvaluateResponse | undefined) => void) | undefined

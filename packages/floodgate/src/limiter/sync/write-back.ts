@@ -82,6 +82,9 @@ export class WriteBack {
   private readonly timers: WriteBackTimers
   // Entries by policy set (by identity) and key: two sets for one key are two entries.
   private readonly entries = new WeakMap<readonly Policy[], Map<string, Entry>>()
+  // The last array a decision looked up and its map: a limiter asks for one set nearly always.
+  private lastArray: readonly Policy[] | undefined
+  private lastEntries: Map<string, Entry> | undefined
   // Every entry, oldest first: what a new key looks through for one to replace.
   private readonly order = new Set<Entry>()
   // Entries with something for the next flush: units, an unconfirmed outbox, or a read to refresh.
@@ -144,11 +147,32 @@ export class WriteBack {
   }
 
   /**
+   * `decide`'s usual case, answered here: the key is held, fresh, and nobody waits for its read.
+   * Otherwise undefined, with nothing changed, and the caller goes on with `decide`. The answer's
+   * results are valid until the next decision, as `decide`'s synchronous ones.
+   */
+  tryLocal(key: string, policies: readonly Policy[], cost: number): WriteBackResponse | undefined {
+    if (this.closed) return undefined
+    if (policies !== this.lastArray) {
+      this.lastArray = policies
+      this.lastEntries = this.entries.get(policies)
+    }
+    const entry = this.lastEntries?.get(key)
+    if (entry === undefined || entry.waiters !== undefined) return undefined
+    const localNow = this.clock()
+    if (localNow - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) return undefined
+    if (entry.provisional !== undefined && cost > entry.provisional) return undefined
+    return this.answer(entry, cost, false, localNow)
+  }
+
+  /**
    * Decides `cost` for `key` (> 0 charges, 0 peeks, < 0 refunds) and calls `done` once, synchronously
    * when the key is held and fresh (then its results are valid until the next decision: copy them to
    * keep them). `done(error)` only for WRITE_BACK_FULL or a closed instance.
    */
   decide(key: string, policies: readonly Policy[], cost: number, done: (error: unknown, response?: WriteBackResponse) => void): void {
+    const local = this.tryLocal(key, policies, cost)
+    if (local !== undefined) return done(null, local)
     if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
     const entry = this.entries.get(policies)?.get(key) ?? this.admitKey(key, policies)
     if (entry === undefined) {
@@ -246,6 +270,8 @@ export class WriteBack {
     if (byKey === undefined) {
       byKey = new Map()
       this.entries.set(policies, byKey)
+      // tryLocal may have cached that this set had no map yet.
+      this.lastArray = undefined
     }
     byKey.set(key, entry)
     this.order.add(entry)

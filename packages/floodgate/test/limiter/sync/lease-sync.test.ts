@@ -196,6 +196,37 @@ describe('LeaseSync: sizing, returns and sources', () => {
     assert.equal(one.results.length, 1, 'no result of the two-policy set stays behind')
   })
 
+  it("an in-process answer's now is the epoch clock at the decision, though it reads only the monotonic one", async () => {
+    // The monotonic clock starts near 0, the epoch clock at START; the epoch clock drifts 3 ms ahead
+    // and the next sweep catches up with it.
+    let mono = 5.25
+    let drift = 0
+    const clock = () => mono
+    const epochClock = () => Math.floor(START + mono + drift)
+    const store = new MemoryStore({ clock: epochClock })
+    const policy = createPolicy({ algorithm: 'fixed-window', limit: 10_000, period: '1m', sync: 'lease' })
+    const leases = new LeaseSync({ store, clock, epochClock })
+    const answer = async () => {
+      let got: { now: number; source: LeaseSource | undefined } | undefined
+      leases.decide('k', [policy], 1, (_, response, source) => {
+        got = { now: response!.now, source }
+      })
+      await settle()
+      return got!
+    }
+    for (let i = 0; i < 3; i++) await answer()
+    mono += 40.5
+    const local = await answer()
+    assert.equal(local.source, 'lease')
+    assert.equal(local.now, epochClock())
+    drift = 3
+    await leases.sweep()
+    mono += 10
+    const later = await answer()
+    assert.equal(later.source, 'lease')
+    assert.equal(later.now, epochClock())
+  })
+
   it('a key asked every 20 ms gets a lease covering it from its second request; the sweep renews it while in use', async () => {
     let now = START
     const clock = () => now
