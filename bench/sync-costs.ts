@@ -38,10 +38,30 @@ const floor = (i: number): Promise<unknown> => {
 
 // As long as a write-back instance's own (`wb-` and 12 random characters).
 const ORIGIN = 'wb-0123456789ab'
+
+// The floor of a merge that counts a resent flush once: per key, read the units and the sender's
+// last seq, and write both back (HMGET + HSET in a script, 500 keys per call), answering the units;
+// still none of Floodgate's work (no algorithm, no expiry kept, no record format).
+const IDEMPOTENT =
+  "local out = {} for i = 1, #KEYS do local k = KEYS[i] local got = redis.call('HMGET', k, 'n', ARGV[1]) " +
+  "local n = tonumber(got[1] or '0') if tonumber(got[2] or '-1') < tonumber(ARGV[2]) then n = n + tonumber(ARGV[3]) " +
+  "redis.call('HSET', k, 'n', n, ARGV[1], ARGV[2]) end out[i] = n end return out"
+const idempotentSha = String(await admin.script('LOAD', IDEMPOTENT))
+let idempotentTurn: string[] = []
+let idempotentSeq = 1
+const idempotentFloor = (i: number): Promise<unknown> => {
+  idempotentTurn.push(`fg:{i${i}}:floor`)
+  if (idempotentTurn.length < 500) return Promise.resolve()
+  const keys = idempotentTurn
+  idempotentTurn = []
+  return client.evalsha(idempotentSha, keys.length, ...keys, ORIGIN, String(idempotentSeq++), '3')
+}
+
 let id = 1
 const held = new Map<number, number>()
 const single: Record<string, (i: number) => Promise<unknown>> = {
   'floor (HINCRBY+PEXPIRE)': floor,
+  'floor, idempotent (HMGET+HSET)': idempotentFloor,
   'exact evaluate': (i) => store.evaluate([{ key: `e${i}`, policies, cost: 1 }]),
   'lease exact (id 0)': (i) =>
     store.lease([{ key: `x${i}`, policies, id: 0, want: 0, need: 1, leaseMs: 1000, returnId: 0, returnUnused: 0 }]),
