@@ -227,6 +227,49 @@ describe('LeaseSync: sizing, returns and sources', () => {
     assert.equal(later.now, epochClock())
   })
 
+  it("a decision made in a waiter's callback queues behind the other waiters, and the key keeps one store call", async () => {
+    let now = START
+    const clock = () => now
+    const store = new MemoryStore({ clock })
+    let calls = 0
+    const counting = {
+      lease: (batch: Parameters<MemoryStore['lease']>[0]) => {
+        calls++
+        return store.lease(batch)
+      },
+    }
+    const leases = new LeaseSync({ store: counting as unknown as MemoryStore, clock })
+    const policy = createPolicy({ algorithm: 'fixed-window', limit: 1000, period: '1h', sync: 'lease', leaseMax: 5 })
+    const order: string[] = []
+    const ask = (name: string, then?: () => void) =>
+      leases.decide('k', [policy], 1, (error, response, source) => {
+        assert.equal(error, null)
+        assert.equal(response!.allowed, true)
+        order.push(`${name}:${source}`)
+        then?.()
+      })
+    // Decided exactly, then a lease of leaseMax (5) whose first unit is the second decision; four more spend it.
+    ask('w1')
+    await settle()
+    now += 20
+    for (let i = 2; i <= 6; i++) {
+      ask(`w${i}`)
+      await settle()
+    }
+    assert.equal(leases.held('k', [policy]), 0)
+    order.length = 0
+    calls = 0
+    // Three callers wait for the next lease; the first one's callback asks again at once.
+    ask('a', () => ask('d'))
+    ask('b')
+    ask('c')
+    await settle()
+    await settle()
+    assert.deepEqual(order, ['a:lease', 'b:lease', 'c:lease', 'd:lease'])
+    assert.equal(calls, 1, 'one lease call served all four')
+    await leases.close()
+  })
+
   it('a key asked every 20 ms gets a lease covering it from its second request; the sweep renews it while in use', async () => {
     let now = START
     const clock = () => now
