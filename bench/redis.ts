@@ -30,7 +30,7 @@ import {
 } from './support.js'
 import { printWriteBackOverAdmission, WRITE_BACK_ROWS, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
 import { LEASE_ROWS, leaseContenders, printLeaseUnderAdmission } from './lease.js'
-import { keyWriteFloor, printSyncFloor, printSyncSummary } from './sync-rows.js'
+import { IDEMPOTENT_MERGE_FLOOR, keyWriteFloor, printSyncFloor, printSyncSummary } from './sync-rows.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -153,7 +153,13 @@ async function main(): Promise<void> {
     await printWriteBackOverAdmission(writeBack, ROUND_MS)
     printSyncSummary('Lease', LEASE_ROWS, results, redisCpu, 'floodgate gcra', 'rate-limiter-flexible')
     await printLeaseUnderAdmission(writeBack, ROUND_MS)
-    printSyncFloor(writeBack.storeTallies, results, redisCpu, await keyWriteFloor(newClient(), admin, KEYS))
+    printSyncFloor(
+      writeBack.storeTallies,
+      results,
+      redisCpu,
+      await keyWriteFloor(newClient(), admin, KEYS),
+      await keyWriteFloor(newClient(), admin, KEYS, IDEMPOTENT_MERGE_FLOOR),
+    )
     printTable(
       ['contender', 'calls', 'denied', 'failed', 'first failure'],
       results.map((r) => {

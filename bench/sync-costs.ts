@@ -11,6 +11,7 @@ import { Redis } from 'ioredis'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies } from '../packages/floodgate/src/core/policy.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
+import { IDEMPOTENT_MERGE_FLOOR, KEY_WRITE_FLOOR } from './sync-rows.js'
 
 const server = await startRedis(['--maxmemory', '0'])
 const client = new Redis({ host: server.host, port: server.port, enableAutoPipelining: true })
@@ -23,45 +24,28 @@ const usec = async (): Promise<number> => {
   return (seconds('used_cpu_sys_main_thread') + seconds('used_cpu_user_main_thread')) * 1e6
 }
 
-// The floor: one script call for a turn's keys that adds to each and sets its expiry, the least a
-// merge must do per key (read-modify-write and keep the key alive), with none of Floodgate's work.
-const FLOOR = "for i = 1, #KEYS do redis.call('HINCRBY', KEYS[i], 'n', ARGV[1]) redis.call('PEXPIRE', KEYS[i], ARGV[2]) end return #KEYS"
-const floorSha = String(await admin.script('LOAD', FLOOR))
-let turn: string[] = []
-const floor = (i: number): Promise<unknown> => {
-  turn.push(`fg:{f${i}}:floor`)
-  if (turn.length < 500) return Promise.resolve()
-  const keys = turn
-  turn = []
-  return client.evalsha(floorSha, keys.length, ...keys, '3', '3600000')
+// The floors (sync-rows.ts): one script call per turn's keys that adds to each and sets its expiry,
+// the least a merge must do per key (read-modify-write and keep the key alive), and one that also
+// counts a resend once; none of Floodgate's work.
+function floorOf(floor: { script: string; args: () => string[] }, tag: string): (i: number) => Promise<unknown> {
+  const sha = admin.script('LOAD', floor.script).then(String)
+  let turn: string[] = []
+  return (i) => {
+    turn.push(`fg:{${tag}${i}}:floor`)
+    if (turn.length < 500) return Promise.resolve()
+    const keys = turn
+    turn = []
+    return sha.then((loaded) => client.evalsha(loaded, keys.length, ...keys, ...floor.args()))
+  }
 }
 
 // As long as a write-back instance's own (`wb-` and 12 random characters).
 const ORIGIN = 'wb-0123456789ab'
-
-// The floor of a merge that counts a resent flush once: per key, read the units and the sender's
-// last seq, and write both back (HMGET + HSET in a script, 500 keys per call), answering the units;
-// still none of Floodgate's work (no algorithm, no expiry kept, no record format).
-const IDEMPOTENT =
-  "local out = {} for i = 1, #KEYS do local k = KEYS[i] local got = redis.call('HMGET', k, 'n', ARGV[1]) " +
-  "local n = tonumber(got[1] or '0') if tonumber(got[2] or '-1') < tonumber(ARGV[2]) then n = n + tonumber(ARGV[3]) " +
-  "redis.call('HSET', k, 'n', n, ARGV[1], ARGV[2]) end out[i] = n end return out"
-const idempotentSha = String(await admin.script('LOAD', IDEMPOTENT))
-let idempotentTurn: string[] = []
-let idempotentSeq = 1
-const idempotentFloor = (i: number): Promise<unknown> => {
-  idempotentTurn.push(`fg:{i${i}}:floor`)
-  if (idempotentTurn.length < 500) return Promise.resolve()
-  const keys = idempotentTurn
-  idempotentTurn = []
-  return client.evalsha(idempotentSha, keys.length, ...keys, ORIGIN, String(idempotentSeq++), '3')
-}
-
 let id = 1
 const held = new Map<number, number>()
 const single: Record<string, (i: number) => Promise<unknown>> = {
-  'floor (HINCRBY+PEXPIRE)': floor,
-  'floor, idempotent (HMGET+HSET)': idempotentFloor,
+  'floor (HINCRBY+PEXPIRE)': floorOf(KEY_WRITE_FLOOR, 'f'),
+  'floor, idempotent (HMGET+HSET)': floorOf(IDEMPOTENT_MERGE_FLOOR, 'i'),
   'exact evaluate': (i) => store.evaluate([{ key: `e${i}`, policies, cost: 1 }]),
   'lease exact (id 0)': (i) =>
     store.lease([{ key: `x${i}`, policies, id: 0, want: 0, need: 1, leaseMs: 1000, returnId: 0, returnUnused: 0 }]),

@@ -141,19 +141,45 @@ export class StoreTally {
 }
 
 /**
- * Redis CPU (µs, INFO cpu user + sys, as the rows are measured) per key written by the cheapest
- * script that writes a batch of keys and keeps them alive: HINCRBY and PEXPIRE per key, 500 keys per
- * call, over `keys` keys; the least of five trials. A flush (or a lease call) must at least do that
- * for every key it carries.
+ * The cheapest script that writes a batch of keys and keeps them alive: HINCRBY and PEXPIRE per key
+ * (ARGV: units, ttl). A flush (or a lease call) must at least do that for every key it carries.
  */
-export async function keyWriteFloor(client: Redis, admin: Redis, keys: number): Promise<number> {
-  const script = "for i = 1, #KEYS do redis.call('HINCRBY', KEYS[i], 'n', ARGV[1]) redis.call('PEXPIRE', KEYS[i], ARGV[2]) end return #KEYS"
-  const sha = String(await admin.script('LOAD', script))
+export const KEY_WRITE_FLOOR = {
+  script: "for i = 1, #KEYS do redis.call('HINCRBY', KEYS[i], 'n', ARGV[1]) redis.call('PEXPIRE', KEYS[i], ARGV[2]) end return #KEYS",
+  args: (): string[] => ['3', '3600000'],
+}
+
+let mergeFloorSeq = 0
+/**
+ * The least a merge that counts a resent flush once must do per key: read the units and the
+ * sender's last seq, and write both back, answering the units (HMGET + HSET; ARGV: origin, seq,
+ * units). Still none of Floodgate's work: no algorithm, no expiry kept, no record format.
+ */
+export const IDEMPOTENT_MERGE_FLOOR = {
+  script:
+    "local out = {} for i = 1, #KEYS do local k = KEYS[i] local got = redis.call('HMGET', k, 'n', ARGV[1]) " +
+    "local n = tonumber(got[1] or '0') if tonumber(got[2] or '-1') < tonumber(ARGV[2]) then n = n + tonumber(ARGV[3]) " +
+    "redis.call('HSET', k, 'n', n, ARGV[1], ARGV[2]) end out[i] = n end return out",
+  // As long as a write-back instance's own origin (`wb-` and 12 random characters); a new seq each call.
+  args: (): string[] => ['wb-0123456789ab', String(++mergeFloorSeq), '3'],
+}
+
+/**
+ * Redis CPU (µs, INFO cpu user + sys, as the rows are measured) per key written by `floor` (one of
+ * the scripts above), 500 keys per call, over `keys` keys; the least of five trials.
+ */
+export async function keyWriteFloor(
+  client: Redis,
+  admin: Redis,
+  keys: number,
+  floor: { script: string; args: () => string[] } = KEY_WRITE_FLOOR,
+): Promise<number> {
+  const sha = String(await admin.script('LOAD', floor.script))
   const pass = async (): Promise<void> => {
     const calls: Promise<unknown>[] = []
     for (let from = 0; from < keys; from += 500) {
       const batch = Array.from({ length: Math.min(500, keys - from) }, (_, j) => `floor:${from + j}`)
-      calls.push(client.evalsha(sha, batch.length, ...batch, '3', '3600000'))
+      calls.push(client.evalsha(sha, batch.length, ...batch, ...floor.args()))
     }
     await Promise.all(calls)
   }
@@ -176,13 +202,15 @@ export async function keyWriteFloor(client: Redis, admin: Redis, keys: number): 
 /**
  * Each tallied row's Redis CPU per decision beside its floor: the floor per key written × the keys
  * its store calls carried ÷ its decisions, in the same rounds (write-back: keys per flush × flushes/s
- * ÷ decisions/s). What the sync mode cannot go below without writing fewer keys.
+ * ÷ decisions/s). What the sync mode cannot go below without writing fewer keys. For the write-back
+ * rows also beside the floor of a merge that counts a resend once (`mergeFloorUs` per key).
  */
 export function printSyncFloor(
   rows: readonly { name: string; tally: StoreTally }[],
   results: readonly SyncResult[],
   redisCpu: (name: string) => number[],
   floorUs: number,
+  mergeFloorUs: number,
 ): void {
   const table = rows
     .filter((row) => row.tally.rounds.length > 0 && results.some((r) => r.name === row.name))
@@ -202,6 +230,7 @@ export function printSyncFloor(
         tally.flushes ? flushesPerS.toFixed(2) : '-',
         (perDecision * 1000).toFixed(2),
         floor.toFixed(3),
+        tally.flushes ? (mergeFloorUs * perDecision).toFixed(3) : '-',
         measured.toFixed(3),
         floor > 0 ? `${(measured / floor).toFixed(1)}x` : '-',
       ]
@@ -215,12 +244,14 @@ export function printSyncFloor(
       'flushes/s',
       'keys per 1k decisions',
       'floor µs/decision',
+      'merge floor µs/decision',
       'redis µs/decision',
       'vs floor',
     ],
     table,
     `Sync rows beside their floor: ${floorUs.toFixed(2)} µs of Redis CPU per key written (HINCRBY+PEXPIRE in a script, 500 keys\n` +
       "per call, measured in this run) × keys the row's store calls wrote ÷ its decisions (medians of the measured rounds,\n" +
-      'settle included; write-back calls are flushes: keys per flush × flushes/s ÷ decisions/s)',
+      'settle included; write-back calls are flushes: keys per flush × flushes/s ÷ decisions/s). The merge floor: the same\n' +
+      `with ${mergeFloorUs.toFixed(2)} µs per key, a script that counts a resent flush once (HMGET+HSET per key, also this run)`,
   )
 }
