@@ -140,6 +140,34 @@ function decide(
 }
 
 /**
+ * evaluateKeyInto for the usual request on a set of one policy: `cost` > 0 charged on `state` (the
+ * record's, with no block running; never `buffer`'s own array) and admitted. Fills `out` as
+ * evaluateKeyInto would and answers true; answers false with `out` untouched for anything else: a
+ * denial (its block and its peek) is decided on the general path, whose step finds the same
+ * answer, a step being pure. The record's new state is `buffer`'s array until its next step.
+ */
+export function admitOneInto(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  policy: Policy,
+  out: KeyEvaluation,
+  buffer: StepResult,
+): boolean {
+  const algorithm = ALGORITHM_BY_NAME[policy.algorithm]
+  const step = algorithm.step(state, now, cost, policy, buffer)
+  if (!step.allowed) return false
+  sizeEvaluation(out, 1)
+  toResult(step, out.results[0])
+  const record = out.records[0]
+  record.blockedUntil = 0
+  record.state = step.state
+  out.ttlMs[0] = algorithm.ttlMs(step.state, now, policy)
+  out.allowed = true
+  return true
+}
+
+/**
  * The index of the policy that speaks for a decision: when denied, the denying policy with the
  * longest wait; when allowed, the one with the fewest remaining (the tightest), first on ties.
  */

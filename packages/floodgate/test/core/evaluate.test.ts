@@ -4,10 +4,18 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { decidingPolicy, evaluateKey, type PolicyRecord, type PolicyResult } from '../../src/core/evaluate.js'
+import {
+  admitOneInto,
+  createEvaluation,
+  decidingPolicy,
+  evaluateKey,
+  evaluateKeyInto,
+  type PolicyRecord,
+  type PolicyResult,
+} from '../../src/core/evaluate.js'
 import { ALGORITHM_BY_NAME } from '../../src/core/algorithms/index.js'
 import { ALGORITHMS, createPolicies, createPolicy, type AlgorithmName, type Policy, type PolicyOptions } from '../../src/core/policy.js'
-import type { State } from '../../src/core/algorithms/types.js'
+import { createStepResult, type State } from '../../src/core/algorithms/types.js'
 
 // Traces of realistic length (fast-check's default size keeps arrays to a handful of steps).
 fc.configureGlobal({ baseSize: 'medium' })
@@ -314,6 +322,42 @@ describe('evaluateKey: properties', () => {
           records = evaluation.records.map((r) => ({ ...r }))
         }
       }),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('admitOneInto: the one-policy admission', () => {
+  it('answers as evaluateKeyInto wherever it answers, and declines exactly a denial', () => {
+    fc.assert(
+      fc.property(
+        arbPolicies.map((policies) => policies[0]),
+        arbSteps,
+        (policy, steps) => {
+          let record: PolicyRecord | undefined
+          const general = createEvaluation()
+          const fast = createEvaluation()
+          const buffer = createStepResult()
+          let now = START
+          for (const { gap, cost } of steps) {
+            now += gap
+            const expected = evaluateKeyInto([record], now, cost, [policy], general)
+            if (cost > 0 && (record === undefined || record.blockedUntil <= now)) {
+              const admitted = admitOneInto(record?.state, now, cost, policy, fast, buffer)
+              assert.equal(admitted, expected.allowed)
+              if (admitted) {
+                assert.deepEqual(fast.results, expected.results)
+                assert.deepEqual(fast.records, expected.records)
+                assert.deepEqual(fast.ttlMs, expected.ttlMs)
+                assert.equal(fast.allowed, true)
+              }
+            }
+            // Kept as a store keeps it: its own copy of the general answer.
+            const next = expected.records[0]
+            record = { blockedUntil: next.blockedUntil, state: next.state?.slice() }
+          }
+        },
+      ),
       { numRuns: 300 },
     )
   })

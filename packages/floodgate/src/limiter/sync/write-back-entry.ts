@@ -1,8 +1,8 @@
 // One key held by write-back sync: its local copy, the units not yet in the store, and the local decision with the share rule.
 
 import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
-import { copyState } from '../../core/algorithms/types.js'
-import { evaluateKeyInto, type KeyEvaluation, type PolicyRecord } from '../../core/evaluate.js'
+import { copyState, createStepResult } from '../../core/algorithms/types.js'
+import { admitOneInto, evaluateKeyInto, type KeyEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { mergeKey } from '../../core/merge.js'
 import type { Policy } from '../../core/policy.js'
 
@@ -94,13 +94,25 @@ export function applySynced(entry: Entry, records: PolicyRecord[], now: number, 
   entry.local = local
 }
 
+// Where decideLocally's one-policy admissions step (evaluateKeyInto's buffers are the core's own).
+const ownStep = createStepResult()
+
 /**
  * Decides `cost` from the local copy into `out` and, when admitted, charges the local copy and counts
  * the units as pending. With `instances` > 1 an admission must also keep this instance within its
  * share (see shareDenies); a policy that would go past it denies for one flush interval.
  */
 export function decideLocally(entry: Entry, now: number, cost: number, instances: number, out: KeyEvaluation): KeyEvaluation {
-  const evaluation = evaluateKeyInto(entry.local, now, cost, entry.policies, out)
+  const local = entry.local
+  // The usual decision (one policy, a charge, no block running, admitted) steps the copy's state
+  // alone; evaluateKeyInto's two passes over the set are for the rest.
+  const evaluation =
+    cost > 0 &&
+    local.length === 1 &&
+    local[0].blockedUntil <= now &&
+    admitOneInto(local[0].state, now, cost, entry.policies[0], out, ownStep)
+      ? out
+      : evaluateKeyInto(local, now, cost, entry.policies, out)
   if (evaluation.allowed && cost > 0 && instances > 1 && shareDenies(entry, now, cost, instances, evaluation)) {
     // Nothing is charged: the local copy is left as it was.
     return evaluation
