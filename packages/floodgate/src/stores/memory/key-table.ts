@@ -122,13 +122,14 @@ export class KeyTable {
 
   /**
    * The offset of the record of the key's policy `i` when its state words hold the state itself
-   * (not kept aside, not undefined) and the key has no block deadline, else -1; `inlineWords`
-   * then says how many state words it has.
+   * (not kept aside, not undefined), its state never grows (see Layout.fixed) and the key has no
+   * block deadline, else -1; `inlineWords` then says how many state words it has.
    */
   inlineRecordAt(at: number, i: number): number {
     const word = this.slab.u32[2 * at + 1]
     if ((word & 1) === 1) return -1
     const layout = this.layouts.byId[word >>> 1]
+    if (!layout.fixed[i]) return -1
     const base = at + layout.at[i]
     if (Number.isNaN(this.slab.f64[base + 1])) return -1
     this.inlineWords = layout.inline[i]
