@@ -17,15 +17,10 @@ export function toDecision(
   source: DecisionSource,
 ): Decision {
   const count = plan.policies.length
-  // One policy (the usual set) gets an array literal of one; grown by push from [], the array's
-  // first push allocates room for many. Never new Array(n): it stays holey, slower to read.
-  let parts: PolicyDecision[]
-  if (count === 1) {
-    parts = [toPart(plan, tier, results, allowed, 0)]
-  } else {
-    parts = []
-    for (let i = 0; i < count; i++) parts.push(toPart(plan, tier, results, allowed, i))
-  }
+  if (count === 1) return toSingleDecision(toPart(plan, tier, results, allowed, 0), allowed, source)
+  // Grown by push from []: never new Array(n), which stays holey, slower to read.
+  const parts: PolicyDecision[] = []
+  for (let i = 0; i < count; i++) parts.push(toPart(plan, tier, results, allowed, i))
   let over = false
   let shadow = false
   let delayMs = 0
@@ -35,7 +30,7 @@ export function toDecision(
     if (part.shadow) shadow = true
     if (part.delayMs > delayMs) delayMs = part.delayMs
   }
-  const deciding = parts.length === 1 ? parts[0] : parts[plan.hasShadow ? decidingEnforced(plan, results) : decidingPolicy(results)]
+  const deciding = parts[plan.hasShadow ? decidingEnforced(plan, results) : decidingPolicy(results)]
   return {
     allowed,
     limit: deciding.limit,
@@ -48,6 +43,27 @@ export function toDecision(
     shadow,
     source,
     policies: parts,
+  }
+}
+
+/**
+ * toDecision for a set of one policy (the usual one): its part speaks for the decision, with no
+ * loop over parts or search for the deciding one. The parts array is a literal of one: grown by
+ * push from [], its first push would allocate room for many.
+ */
+function toSingleDecision(part: PolicyDecision, allowed: boolean, source: DecisionSource): Decision {
+  return {
+    allowed,
+    limit: part.limit,
+    remaining: part.remaining,
+    resetMs: part.resetMs,
+    retryAfterMs: allowed ? 0 : part.retryAfterMs,
+    delayMs: allowed && part.delayMs > 0 ? part.delayMs : 0,
+    policy: part.name,
+    over: part.over,
+    shadow: part.shadow,
+    source,
+    policies: [part],
   }
 }
 

@@ -64,6 +64,8 @@ export class KeyTable {
   // The stamp of the latest move, 32 bits wide and compared modulo 2^32 (see place).
   private moves = 0
   bytes = 0
+  /** After `inlineRecordAt`: the state words of the record it found. */
+  inlineWords = 0
   /** After `adopt`: where the request's policies live in the key's new layout. */
   adoptedIndex: readonly number[] = []
 
@@ -116,6 +118,22 @@ export class KeyTable {
       }
       into[i] = record
     }
+  }
+
+  /**
+   * The offset of the record of the key's policy `i` when its state words hold the state itself
+   * (not kept aside, not undefined), its state never grows (see Layout.fixed) and the key has no
+   * block deadline, else -1; `inlineWords` then says how many state words it has.
+   */
+  inlineRecordAt(at: number, i: number): number {
+    const word = this.slab.u32[2 * at + 1]
+    if ((word & 1) === 1) return -1
+    const layout = this.layouts.byId[word >>> 1]
+    if (!layout.fixed[i]) return -1
+    const base = at + layout.at[i]
+    if (Number.isNaN(this.slab.f64[base + 1])) return -1
+    this.inlineWords = layout.inline[i]
+    return base
   }
 
   /**

@@ -20,6 +20,10 @@ const INLINE_STATE: Readonly<Record<AlgorithmName, number>> = {
   concurrency: 2,
 }
 
+// Algorithms whose state grows with use: their records are never charged in place (see
+// KeyTable.inlineRecordAt), as their state soon leaves its words for an array aside.
+const GROWING_STATE: ReadonlySet<AlgorithmName> = new Set(['sliding-log', 'concurrency'])
+
 /** Words of a block before its records: the LRU move stamp, and the layout id times 2 plus a flag for block deadlines, 32 bits each. */
 export const META_WORDS = 1
 /** Words of a record before its state: expiresAt (its block deadline, rarely set, is kept aside). */
@@ -38,6 +42,8 @@ export interface Layout {
   readonly policies: readonly Policy[]
   readonly at: readonly number[]
   readonly inline: readonly number[]
+  /** Per record, whether its state always has `inline[i]` numbers (no log, no ledger). */
+  readonly fixed: readonly boolean[]
   readonly words: number
   /** Per request shape whose layout is another one, where its policies live in this one. */
   readonly indexes: WeakMap<Shape, readonly number[]>
@@ -82,14 +88,16 @@ export class Layouts {
     if (layout === undefined) {
       const at: number[] = []
       const inline: number[] = []
+      const fixed: boolean[] = []
       let words = META_WORDS
       for (const policy of policies) {
         at.push(words)
         const length = isLedgerPolicy(policy) ? 2 : INLINE_STATE[policy.algorithm]
         inline.push(length)
+        fixed.push(!isLedgerPolicy(policy) && !GROWING_STATE.has(policy.algorithm))
         words += RECORD_WORDS + length
       }
-      layout = { id: this.byId.length, policies: policies.slice(), at, inline, words, indexes: new WeakMap() }
+      layout = { id: this.byId.length, policies: policies.slice(), at, inline, fixed, words, indexes: new WeakMap() }
       this.byId.push(layout)
       this.byIdentities.set(name, layout)
     }

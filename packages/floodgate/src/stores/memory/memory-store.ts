@@ -5,7 +5,8 @@
 import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
+import { ALGORITHM_BY_NAME, type State, type StepResult } from '../../core/algorithms/index.js'
+import { createStepResult } from '../../core/algorithms/types.js'
 import { mergeKey } from '../../core/merge.js'
 import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse } from '../store.js'
 import { leaseKey, type Ledger } from '../../core/lease.js'
@@ -69,6 +70,9 @@ export class MemoryStore implements LeaseStore {
   private readonly scratch: Scratch = { into: [], records: [], states: [] }
   // What evaluateSync answers with and evaluateOne decides into before copying the answer out.
   private readonly evaluation: KeyEvaluation & EvaluateResponse = { ...createEvaluation(), now: 0 }
+  // chargeInPlace's read state and step result (its own: evaluateKeyInto's buffers are the core's).
+  private readonly held: State = []
+  private readonly stepped: StepResult = createStepResult()
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
@@ -141,6 +145,10 @@ export class MemoryStore implements LeaseStore {
     const scratch = this.scratch
     if (scratch.into.length !== policies.length) sizeScratch(scratch, policies.length)
     const at = this.locate(key, shape, now)
+    if (at !== undefined && cost > 0 && policies.length === 1 && this.chargeInPlace(key, at, shape, policies[0], cost, now)) {
+      out.now = now
+      return out
+    }
     // A loop, not into.fill(undefined): fill is a call into the runtime, dear for an array of one or two.
     if (at === undefined) for (let i = 0; i < scratch.into.length; i++) scratch.into[i] = undefined
     else this.table.read(at, this.foundIndex, now, scratch)
@@ -326,6 +334,49 @@ export class MemoryStore implements LeaseStore {
     return scratch.into.map((record) =>
       record === undefined ? undefined : { blockedUntil: record.blockedUntil, state: record.state?.slice() },
     )
+  }
+
+  /**
+   * The common request, decided on the key's words themselves: one policy charged, a held key
+   * whose record has its state inline and no block deadline, admitted. Anything else (a denial
+   * included) answers false before anything is written, and the general path decides it again
+   * (a step is pure: it finds the same answer). Every field of the answer is written as
+   * evaluateKeyInto and keep would.
+   */
+  private chargeInPlace(key: string, at: number, shape: Shape, policy: Policy, cost: number, now: number): boolean {
+    const out = this.evaluation
+    const table = this.table
+    const base = table.inlineRecordAt(at, this.foundIndex[0])
+    if (base < 0 || out.results.length !== 1) return false
+    const f64 = table.slab.f64
+    const inline = table.inlineWords
+    let state: State | undefined
+    if (now < f64[base]) {
+      state = this.held
+      for (let k = 0; k < inline; k++) state[k] = f64[base + 1 + k]
+      if (state.length !== inline) state.length = inline
+    }
+    const algorithm = ALGORITHM_BY_NAME[policy.algorithm]
+    const step = algorithm.step(state, now, cost, policy, this.stepped)
+    const next = step.state
+    if (!step.allowed || next.length !== inline) return false
+    const ttlMs = algorithm.ttlMs(next, now, policy)
+    f64[base] = now + ttlMs
+    for (let k = 0; k < inline; k++) f64[base + 1 + k] = next[k]
+    const result = out.results[0]
+    result.allowed = true
+    result.remaining = step.remaining
+    result.resetMs = step.resetMs
+    result.retryAfterMs = step.retryAfterMs
+    result.delayMs = step.delayMs
+    result.blocked = false
+    const record = out.records[0]
+    record.blockedUntil = 0
+    record.state = next
+    out.ttlMs[0] = ttlMs
+    out.allowed = true
+    table.place(key, at, this.foundGuarded, step.remaining < shape.protectBelow[0])
+    return true
   }
 
   // Stores a decision's records for a held key, places it in its class and keeps maxBytes.
