@@ -31,6 +31,28 @@ export function toDecision(
     if (part.delayMs > delayMs) delayMs = part.delayMs
   }
   const deciding = parts[plan.hasShadow ? decidingEnforced(plan, results) : decidingPolicy(results)]
+  return decisionOf(deciding, allowed, delayMs, over, shadow, source, parts)
+}
+
+/**
+ * toDecision for a set of one policy (the usual one): its part speaks for the decision, with no
+ * loop over parts or search for the deciding one. The parts array is a literal of one: grown by
+ * push from [], its first push would allocate room for many.
+ */
+function toSingleDecision(part: PolicyDecision, allowed: boolean, source: DecisionSource): Decision {
+  return decisionOf(part, allowed, Math.max(0, part.delayMs), part.over, part.shadow, source, [part])
+}
+
+// The decision `deciding` speaks for, with what the whole set says (the longest delay, over, shadow).
+function decisionOf(
+  deciding: PolicyDecision,
+  allowed: boolean,
+  delayMs: number,
+  over: boolean,
+  shadow: boolean,
+  source: DecisionSource,
+  parts: PolicyDecision[],
+): Decision {
   return {
     allowed,
     limit: deciding.limit,
@@ -43,27 +65,6 @@ export function toDecision(
     shadow,
     source,
     policies: parts,
-  }
-}
-
-/**
- * toDecision for a set of one policy (the usual one): its part speaks for the decision, with no
- * loop over parts or search for the deciding one. The parts array is a literal of one: grown by
- * push from [], its first push would allocate room for many.
- */
-function toSingleDecision(part: PolicyDecision, allowed: boolean, source: DecisionSource): Decision {
-  return {
-    allowed,
-    limit: part.limit,
-    remaining: part.remaining,
-    resetMs: part.resetMs,
-    retryAfterMs: allowed ? 0 : part.retryAfterMs,
-    delayMs: allowed && part.delayMs > 0 ? part.delayMs : 0,
-    policy: part.name,
-    over: part.over,
-    shadow: part.shadow,
-    source,
-    policies: [part],
   }
 }
 
