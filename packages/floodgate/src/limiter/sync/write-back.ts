@@ -160,7 +160,7 @@ export class WriteBack {
     const entry = this.lastEntries?.get(key)
     if (entry === undefined || entry.waiters !== undefined) return undefined
     const localNow = this.clock()
-    if (localNow - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) return undefined
+    if (this.needsRead(entry, localNow)) return undefined
     if (entry.provisional !== undefined && cost > entry.provisional) return undefined
     return this.answer(entry, cost, false, localNow)
   }
@@ -171,8 +171,6 @@ export class WriteBack {
    * keep them). `done(error)` only for WRITE_BACK_FULL or a closed instance.
    */
   decide(key: string, policies: readonly Policy[], cost: number, done: (error: unknown, response?: WriteBackResponse) => void): void {
-    const local = this.tryLocal(key, policies, cost)
-    if (local !== undefined) return done(null, local)
     if (this.closed) return done(new FloodgateError('STORE_UNAVAILABLE', 'write-back: closed; its units were flushed'))
     const entry = this.entries.get(policies)?.get(key) ?? this.admitKey(key, policies)
     if (entry === undefined) {
@@ -194,7 +192,7 @@ export class WriteBack {
     // (touching the key) has the next flush bring it up to date.
     // One clock read serves the whole decision (a clock read is a fair part of a local decision's cost).
     const localNow = this.clock()
-    if (localNow - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown) {
+    if (this.needsRead(entry, localNow)) {
       entry.provisional = provisionalUnits(entry.policies, entry.flushMs, this.instances)
       this.read(entry)
     }
@@ -249,6 +247,11 @@ export class WriteBack {
   forget(key: string, policies: readonly Policy[]): void {
     const entry = this.entries.get(policies)?.get(key)
     if (entry !== undefined) this.drop(entry)
+  }
+
+  // Whether the copy is long out of date and no call is under way to refresh it (nor is the store down).
+  private needsRead(entry: Entry, localNow: number): boolean {
+    return localNow - entry.syncedAt > staleReadMs(entry.flushMs) && entry.inFlight === 0 && !this.storeDown
   }
 
   // A synchronous answer may hand out the scratch results (the caller reads them before deciding
