@@ -19,8 +19,9 @@ import { parseArgs } from 'node:util'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/index.js'
 import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
-import { copyState } from '../packages/floodgate/src/core/algorithms/types.js'
-import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
+import { copyState, createStepResult } from '../packages/floodgate/src/core/algorithms/types.js'
+import { ALGORITHM_BY_NAME, type State } from '../packages/floodgate/src/core/algorithms/index.js'
+import { decisionLiteral, formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
 
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing. Children
 // run with this process's own flags (the tsx loader under `npm run`, none for compiled sources).
@@ -177,32 +178,7 @@ const coreOnly: Contender = {
 /** The floors' work per call: count, and a new decision as complete as Floodgate's (one policy part). */
 function floorDecision(entry: { count: number }, now: number) {
   entry.count++
-  const part = {
-    name: '',
-    limit: 0,
-    periodMs: 0,
-    allowed: true,
-    remaining: entry.count,
-    resetMs: now,
-    retryAfterMs: 0,
-    delayMs: 0,
-    blocked: false,
-    over: false,
-    shadow: false,
-  }
-  return {
-    allowed: true,
-    limit: 0,
-    remaining: entry.count,
-    resetMs: now,
-    retryAfterMs: 0,
-    delayMs: 0,
-    policy: '',
-    over: false,
-    shadow: false,
-    source: 'store',
-    policies: [part],
-  }
+  return decisionLiteral(entry.count, now)
 }
 
 // A diagnostic floor for any limiter with this API, not a product path: what every call of an
@@ -227,6 +203,65 @@ const syncFloor: Contender = {
     const counts = new Map<string, { count: number }>()
     for (let i = 0; i < KEYS; i++) counts.set(`user:${i}`, { count: 0 })
     const hit = (key: string) => floorDecision(counts.get(key)!, Date.now())
+    return () => Promise.resolve(syncLoop(hit))
+  }),
+}
+
+/**
+ * The bounded floor's call: what the floor does, plus the least that a limiter keeping its states
+ * within a bound must add on this core. Each key indexes one typed array of states (no object per
+ * key), the shared algorithm step (core/algorithms, the one TypeScript copy) runs on the state read
+ * from it, and the state is written back with its expiry; the LRU upkeep is the cheapest there is (a
+ * key moves to the young end only when half the store moved since it last did: here none ever
+ * must). No policy sets, modes, deny cache, eviction classes or byte count. A diagnostic, not a
+ * product path: it says how near the async floor any honest bounded limiter on this core can come.
+ */
+function boundedFloorHit(): (key: string) => ReturnType<typeof decisionLiteral> {
+  const [policy] = createPolicies([policyFor('fixed-window')])
+  const algorithm = ALGORITHM_BY_NAME[policy.algorithm]
+  const index = new Map<string, number>()
+  const words = new Float64Array(KEYS * 3)
+  const movedAt = new Float64Array(KEYS)
+  let moves = 0
+  for (let i = 0; i < KEYS; i++) index.set(`user:${i}`, i)
+  const held: State = [0, 0]
+  const stepped = createStepResult()
+  return (key) => {
+    const at = index.get(key)!
+    const now = Date.now()
+    const base = at * 3
+    let state: State | undefined
+    if (now < words[base]) {
+      held[0] = words[base + 1]
+      held[1] = words[base + 2]
+      state = held
+    }
+    const step = algorithm.step(state, now, 1, policy, stepped)
+    const next = step.state
+    words[base] = now + algorithm.ttlMs(next, now, policy)
+    words[base + 1] = next[0]
+    words[base + 2] = next[1]
+    if (moves - movedAt[at] > KEYS / 2) {
+      movedAt[at] = ++moves
+      index.delete(key)
+      index.set(key, at)
+    }
+    return decisionLiteral(step.remaining, now)
+  }
+}
+
+const boundedFloor: Contender = {
+  name: 'bounded floor: typed array + core step (async)',
+  measure: longLived(() => {
+    const hit = boundedFloorHit()
+    return () => awaitLoop(async (key) => hit(key))
+  }),
+}
+
+const boundedSyncFloor: Contender = {
+  name: 'bounded sync floor: typed array + core step',
+  measure: longLived(() => {
+    const hit = boundedFloorHit()
     return () => Promise.resolve(syncLoop(hit))
   }),
 }
@@ -333,6 +368,8 @@ function allContenders(): Contender[] {
     coreOnly,
     apiFloor,
     syncFloor,
+    boundedFloor,
+    boundedSyncFloor,
     rateLimiterFlexible,
     bareMap,
   ]
@@ -378,8 +415,10 @@ async function main(): Promise<void> {
   const map = results.find((r) => r.name === bareMap.name)!.median
   const floor = results.find((r) => r.name === apiFloor.name)!.median
   const syncFloorRate = results.find((r) => r.name === syncFloor.name)!.median
+  const bounded = results.find((r) => r.name === boundedFloor.name)!.median
+  const boundedSync = results.find((r) => r.name === boundedSyncFloor.name)!.median
   printTable(
-    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs bare Map', 'vs floor', 'vs sync floor'],
+    ['contender', 'decisions/s', 'vs rlf', 'vs bare Map', 'vs floor', 'vs sync floor', 'vs bounded', 'vs bounded sync'],
     results.map((r) => [
       r.name,
       formatCount(r.median),
@@ -387,6 +426,8 @@ async function main(): Promise<void> {
       ratio(r.median, map),
       ratio(r.median, floor),
       ratio(r.median, syncFloorRate),
+      ratio(r.median, bounded),
+      ratio(r.median, boundedSync),
     ]),
     'Throughput (median; targets: limit() ≥ 0.80x the floor, limitSync ≥ 3x rate-limiter-flexible)',
   )

@@ -235,9 +235,18 @@ function report(
   const quickNote = QUICK
     ? '\n\n> **Reduced sizes (`--quick`)**: this file checks that the report is produced. Its figures are not measurements.'
     : ''
+  const floorOf = (prefix: string) => memory.throughput.find((r) => r.name.startsWith(prefix))?.median ?? Number.NaN
+  const asyncFloor = floorOf('floor:')
+  const boundedFloor = floorOf('bounded floor:')
   const memoryTable = table(
-    ['contender', 'decisions/s', 'vs rate-limiter-flexible'],
-    memory.throughput.map((r) => [r.name, formatCount(r.median), ratio(r.median, rlfMemory)]),
+    ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'vs floor', 'vs bounded floor'],
+    memory.throughput.map((r) => [
+      r.name,
+      formatCount(r.median),
+      ratio(r.median, rlfMemory),
+      ratio(r.median, asyncFloor),
+      ratio(r.median, boundedFloor),
+    ]),
   )
   const redisTable = table(
     ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'failed'],
@@ -278,7 +287,9 @@ ${table(['component', 'version'], versions)}
 rounds: ${memory.rounds}; each contender made once in a process of its own, warmed by a discarded round and kept for
 every round; each request builds its key string, as a server does; every request admitted. The floors are not products:
 the core alone, and what any in-process limiter call costs at least (an async call, a Map read, the clock, a decision
-object; the sync floor is the same without the async call, for \`limitSync\`).
+object; the sync floor is the same without the async call, for \`limitSync\`). The bounded floors add the least that a
+limiter keeping its states within a bound must do on this core: an index into one typed array of states, the shared
+algorithm step, the state written back, the cheapest LRU upkeep; no policy sets, modes, eviction classes or byte count.
 
 ${link('memory-throughput.svg', 'Embedded store decisions per second')}
 
@@ -296,7 +307,9 @@ ${table(
 \`bench:redis\`: ${redis.callers} concurrent callers over ${formatCount(redis.keys)} keys against one local redis-server,
 rounds: ${redis.rounds} of ${formatCount(redis.roundMs)} ms per contender; every contender uses ioredis with auto-pipelining,
 and every request is admitted.
-Raw \`INCR\` (one command per request, no limiting logic) is the floor a Redis limiter cannot beat by much.
+Raw \`INCR\` (one command per request, no limiting logic) is the floor a Redis limiter cannot beat by much. The
+in-process floor (a Map read, the clock and a decision, no store) is the most any sync mode that answers in-process could
+make under the same load.
 
 ${link('redis-throughput.svg', 'Redis decisions per second')}
 

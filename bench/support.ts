@@ -3,6 +3,36 @@
 
 import { writeFileSync } from 'node:fs'
 
+/** A new decision as complete as Floodgate's (one policy part), as the benches' floors build it. */
+export function decisionLiteral(remaining: number, now: number) {
+  const part = {
+    name: '',
+    limit: 0,
+    periodMs: 0,
+    allowed: true,
+    remaining,
+    resetMs: now,
+    retryAfterMs: 0,
+    delayMs: 0,
+    blocked: false,
+    over: false,
+    shadow: false,
+  }
+  return {
+    allowed: true,
+    limit: 0,
+    remaining,
+    resetMs: now,
+    retryAfterMs: 0,
+    delayMs: 0,
+    policy: '',
+    over: false,
+    shadow: false,
+    source: 'store',
+    policies: [part],
+  }
+}
+
 /** The middle value (mean of the two middle values for an even count); NaN for none. */
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN
