@@ -4,7 +4,7 @@
 import type { EventEmitter } from 'node:events'
 import type { PolicyResult } from '../core/evaluate.js'
 import type { EvaluateResponse } from '../stores/store.js'
-import { toDecision, toPoolDenial, toSingleDecision } from './decisions.js'
+import { toDecision, toPoolDenial } from './decisions.js'
 import type { Denials } from './deny-cache.js'
 import { failedDecision, type LocalBackend } from './fallback.js'
 import { asError, type Backend, type GuardedStore } from './guarded-store.js'
@@ -85,9 +85,6 @@ export class ExactDecider implements Decider {
   // Why the primary could answer later, fixed for the decider's life (the pool's answer is not: it
   // is asked on each whyNotSync).
   private readonly primaryNotSync: string | undefined
-  // The plan is one plain policy decided in the store, and the store admits in place: the usual
-  // admission then goes straight to the store's words and back as a decision (see `decide`).
-  private readonly inPlace: boolean
 
   constructor(
     readonly plan: PolicyPlan,
@@ -95,23 +92,9 @@ export class ExactDecider implements Decider {
     private readonly primary: GuardedStore | WriteBackBackend | LeaseBackend = context.remote,
   ) {
     this.primaryNotSync = whyPrimaryNotSync(plan, primary, context.remote)
-    this.inPlace =
-      primary === context.remote &&
-      context.remote.admitsInPlace &&
-      plan.policies.length === 1 &&
-      !plan.hasShadow &&
-      !plan.hasElastic &&
-      !plan.hasConcurrency
   }
 
   decide(key: string, cost: number, startedAt: number): MaybeDecision {
-    if (this.inPlace && cost > 0) {
-      // An admission of a plain policy needs nothing of decideFrom's steps (shadow, pool, lease,
-      // deny cache): its decision is its one result's. Anything else is decided on the primary.
-      const admitted = this.context.remote.admitInPlace(key, this.plan.remote.policies, cost)
-      if (admitted === null) return this.fallback(key, cost, startedAt)
-      if (admitted !== undefined) return toSingleDecision(this.plan, this.plan.remote, admitted, true, 'store')
-    }
     const primary = this.primary
     const first = primary.call(key, this.plan.remote.policies, cost)
     if (first instanceof Promise) return this.decideLater(primary, first, key, cost, startedAt)

@@ -17,10 +17,10 @@ export function toDecision(
   source: DecisionSource,
 ): Decision {
   const count = plan.policies.length
-  if (count === 1) return toSingleDecision(plan, tier, results[0], allowed, source)
+  if (count === 1) return toSingleDecision(toPart(plan, tier, results, allowed, 0), allowed, source)
   // Grown by push from []: never new Array(n), which stays holey, slower to read.
   const parts: PolicyDecision[] = []
-  for (let i = 0; i < count; i++) parts.push(toPart(plan, tier, results[i], allowed, i))
+  for (let i = 0; i < count; i++) parts.push(toPart(plan, tier, results, allowed, i))
   let over = false
   let shadow = false
   let delayMs = 0
@@ -35,12 +35,11 @@ export function toDecision(
 }
 
 /**
- * toDecision for a set of one policy (the usual one), from its one result: its part speaks for the
- * decision, with no loop over parts or search for the deciding one. The parts array is a literal
- * of one: grown by push from [], its first push would allocate room for many.
+ * toDecision for a set of one policy (the usual one): its part speaks for the decision, with no
+ * loop over parts or search for the deciding one. The parts array is a literal of one: grown by
+ * push from [], its first push would allocate room for many.
  */
-export function toSingleDecision(plan: PolicyPlan, tier: Tier, result: PolicyResult, allowed: boolean, source: DecisionSource): Decision {
-  const part = toPart(plan, tier, result, allowed, 0)
+function toSingleDecision(part: PolicyDecision, allowed: boolean, source: DecisionSource): Decision {
   return decisionOf(part, allowed, Math.max(0, part.delayMs), part.over, part.shadow, source, [part])
 }
 
@@ -69,8 +68,9 @@ function decisionOf(
   }
 }
 
-function toPart(plan: PolicyPlan, tier: Tier, result: PolicyResult, allowed: boolean, i: number): PolicyDecision {
+function toPart(plan: PolicyPlan, tier: Tier, results: readonly PolicyResult[], allowed: boolean, i: number): PolicyDecision {
   const policy = plan.policies[i]
+  const result = results[i]
   const headroom = tier.headroom[i]
   return {
     name: policy.name,

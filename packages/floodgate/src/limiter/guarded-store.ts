@@ -2,7 +2,6 @@
 // breaker, with failures turned into `undefined` answers (the failure mode then decides) and events.
 
 import type { EventEmitter } from 'node:events'
-import type { PolicyResult } from '../core/evaluate.js'
 import type { Policy } from '../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
 import { CircuitBreaker } from './circuit-breaker.js'
@@ -54,8 +53,6 @@ export class GuardedStore implements Backend {
   readonly source: DecisionSource = 'store'
   /** The store offers `evaluateSync`: every answer is synchronous. */
   readonly synchronous: boolean
-  /** The store offers `admitInPlace` beside `evaluateSync`. */
-  readonly admitsInPlace: boolean
   readonly breaker: CircuitBreaker
   private readonly timeouts: Timeouts
   private readonly clock: () => number
@@ -69,7 +66,6 @@ export class GuardedStore implements Backend {
     private readonly events: EventEmitter<RateLimiterEvents>,
   ) {
     this.synchronous = typeof store.evaluateSync === 'function'
-    this.admitsInPlace = this.synchronous && typeof store.admitInPlace === 'function'
     this.breaker = new CircuitBreaker(options.breakerFailures, options.breakerCooldownMs)
     this.timeouts = new Timeouts(options.timeoutMs, options.timers)
     this.clock = options.clock
@@ -95,22 +91,6 @@ export class GuardedStore implements Backend {
     }
     this.answered()
     return response
-  }
-
-  /**
-   * `Store.admitInPlace`, only while the breaker is closed with no failures counted (else the
-   * general path, `call`, decides: it probes and records). Answers the result of an admission, or
-   * undefined for a request the store leaves to `call`, or null when the store failed: reported
-   * and counted once, as `call` would, and the failure mode decides.
-   */
-  admitInPlace(key: string, policies: readonly Policy[], cost: number): PolicyResult | undefined | null {
-    if (this.breaker.isOpen || this.breaker.streak > 0) return undefined
-    try {
-      return this.store.admitInPlace!(key, policies, cost)
-    } catch (error) {
-      this.failed(error)
-      return null
-    }
   }
 
   /** Resets `key` on the store, bounded like a decision; failures are reported, never thrown. */

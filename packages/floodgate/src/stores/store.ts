@@ -87,15 +87,6 @@ export interface Store {
    */
   evaluateSync?(request: EvaluateRequest): EvaluateResponse
   /**
-   * Optional, beside `evaluateSync`: the usual request alone, decided where the key's state lies. A
-   * set of one policy charged `cost` (> 0) for a key the store holds, when it admits: answers that
-   * policy's result (a scratch object, valid until the store's next call). Anything else (a denial,
-   * a block, a key not held, a set of several policies) answers undefined having charged nothing,
-   * and the caller asks `evaluateSync`, which decides it again: a step is pure, it finds the same.
-   * It spares the usual decision the general request and answer. Throws only when the backend fails.
-   */
-  admitInPlace?(key: string, policies: readonly Policy[], cost: number): PolicyResult | undefined
-  /**
    * Optional: decides one request like `evaluate([request])`, but answers by calling `done` once:
    * `done(null, response)`, or `done(error)` when the backend fails. A limiter uses it when the store
    * has it, because it saves the promises of every layer on each decision.

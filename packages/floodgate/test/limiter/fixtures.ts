@@ -3,7 +3,6 @@
 
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import type { Policy } from '../../src/core/policy.js'
-import type { PolicyResult } from '../../src/core/evaluate.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../../src/stores/store.js'
 import type { TimerHandle, Timers } from '../../src/limiter/timeout.js'
 
@@ -68,13 +67,6 @@ export class CountingMemoryStore extends MemoryStore {
   override evaluateSync(request: EvaluateRequest): EvaluateResponse {
     this.calls++
     return super.evaluateSync(request)
-  }
-
-  // An admission decided in place is a decision too; one it leaves to evaluateSync is counted there.
-  override admitInPlace(key: string, policies: readonly Policy[], cost: number): PolicyResult | undefined {
-    const result = super.admitInPlace(key, policies, cost)
-    if (result !== undefined) this.calls++
-    return result
   }
 }
 

@@ -160,17 +160,6 @@ export class MemoryStore implements LeaseStore {
     return out
   }
 
-  /** The usual request alone, charged on the key's words (see `Store.admitInPlace` and chargeInPlace). */
-  admitInPlace(key: string, policies: readonly Policy[], cost: number): PolicyResult | undefined {
-    if (cost <= 0 || policies.length !== 1) return undefined
-    const now = this.clock()
-    const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
-    const at = this.locate(key, shape, now)
-    if (at === undefined || !this.chargeInPlace(key, at, shape, policies[0], cost, now)) return undefined
-    this.evaluation.now = now
-    return this.evaluation.results[0]
-  }
-
   /**
    * Decides one request synchronously. Same meaning as one element of `evaluate`; `now` defaults
    * to the store's clock. The answer is the caller's to keep.
