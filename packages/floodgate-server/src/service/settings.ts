@@ -5,6 +5,8 @@ import { z } from 'zod'
 import { FloodgateError, parseDuration } from 'floodgate'
 import type { ResponseHeaderNames } from './envoy-response.js'
 import { readUpstreamEnvironment } from './upstream-env.js'
+import { type OptionName, type OptionSpec, SERVE_OPTIONS } from './serve-options.js'
+import { unknownFlagMessage } from './serve-help.js'
 import { peerEntry, readRegionsFile, REGION_NAME, type RegionSettings } from './region-settings.js'
 
 export type { RegionSettings } from './region-settings.js'
@@ -104,16 +106,6 @@ export interface Settings extends AbuseBounds {
   regions: RegionSettings | undefined
 }
 
-/** One option: its flag, its environment variable, and whether it takes a value. */
-interface OptionSpec {
-  flag: string
-  env: string
-  type: 'string' | 'boolean'
-  help: string
-  /** The flag may be given several times (its variable then holds a comma-separated list). */
-  multiple?: boolean
-}
-
 // ── Abuse bounds: slow clients, connection floods, memory. One block, kept apart from the rest. ──
 
 /** Bounds that keep slow or abusive clients from holding sockets or memory; production defaults. */
@@ -131,45 +123,6 @@ export interface AbuseBounds {
   /** Embedded store: most bytes its keys may count for (default 64 MiB); see MemoryStore's maxBytes. */
   memoryMaxBytes: number
 }
-
-const ABUSE_BOUND_OPTIONS = {
-  requestTimeout: {
-    flag: 'request-timeout',
-    env: 'FLOODGATE_REQUEST_TIMEOUT',
-    type: 'string',
-    help: 'a request (head and body) must arrive within this, else 408 (default 10s)',
-  },
-  connectionTimeout: {
-    flag: 'connection-timeout',
-    env: 'FLOODGATE_CONNECTION_TIMEOUT',
-    type: 'string',
-    help: 'close a socket silent this long during a request (default 60s)',
-  },
-  keepAliveTimeout: {
-    flag: 'keep-alive-timeout',
-    env: 'FLOODGATE_KEEP_ALIVE_TIMEOUT',
-    type: 'string',
-    help: 'close an idle keep-alive socket after this (default 72s)',
-  },
-  maxConnections: {
-    flag: 'max-connections',
-    env: 'FLOODGATE_MAX_CONNECTIONS',
-    type: 'string',
-    help: 'most HTTP sockets open at once (default 10000)',
-  },
-  memoryMaxKeys: {
-    flag: 'memory-max-keys',
-    env: 'FLOODGATE_MEMORY_MAX_KEYS',
-    type: 'string',
-    help: 'embedded store: most keys kept (default 100000)',
-  },
-  memoryMaxBytes: {
-    flag: 'memory-max-bytes',
-    env: 'FLOODGATE_MEMORY_MAX_BYTES',
-    type: 'string',
-    help: 'embedded store: most bytes of keys kept (default 67108864)',
-  },
-} as const satisfies Record<string, OptionSpec>
 
 /** Whole number ≥ 1, or the default when absent. */
 const count = (fallback: number) =>
@@ -213,182 +166,6 @@ function abuseBounds(o: {
 
 // ── End of the abuse bounds block. ──
 
-/** The options of `floodgate serve`, for parsing and for `--help`. */
-export const SERVE_OPTIONS = {
-  config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
-  redisUrl: { flag: 'redis', env: 'FLOODGATE_REDIS_URL', type: 'string', help: 'Redis URL, e.g. redis://localhost:6379' },
-  redisCluster: { flag: 'redis-cluster', env: 'FLOODGATE_REDIS_CLUSTER', type: 'string', help: 'Redis Cluster seed nodes host:port,…' },
-  redisSentinels: { flag: 'redis-sentinel', env: 'FLOODGATE_REDIS_SENTINELS', type: 'string', help: 'Redis Sentinels host:port,…' },
-  sentinelName: { flag: 'sentinel-name', env: 'FLOODGATE_REDIS_SENTINEL_NAME', type: 'string', help: 'master name the Sentinels watch' },
-  redisPrefix: { flag: 'redis-prefix', env: 'FLOODGATE_REDIS_PREFIX', type: 'string', help: 'key prefix in Redis, memcached (fg:)' },
-  memcached: { flag: 'memcached', env: 'FLOODGATE_MEMCACHED', type: 'string', help: 'memcached servers host:port,…' },
-  compatKeys: { flag: 'compat-keys', env: 'FLOODGATE_COMPAT_KEYS', type: 'string', help: "envoy: share envoyproxy/ratelimit's counters" },
-  compatPrefix: { flag: 'compat-prefix', env: 'FLOODGATE_COMPAT_PREFIX', type: 'string', help: "upstream's CACHE_KEY_PREFIX" },
-  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: "upstream's per-second Redis URL" },
-  host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
-  httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
-  grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
-  adminToken: { flag: 'admin-token', env: 'FLOODGATE_ADMIN_TOKEN', type: 'string', help: 'bearer token enabling /admin and /dashboard' },
-  dashboardRawKeys: {
-    flag: 'dashboard-raw-keys',
-    env: 'FLOODGATE_DASHBOARD_RAW_KEYS',
-    type: 'boolean',
-    help: 'show keys unhashed on /dashboard',
-  },
-  onStoreError: {
-    flag: 'on-store-error',
-    env: 'FLOODGATE_ON_STORE_ERROR',
-    type: 'string',
-    help: 'open | closed | local | error (default: open on /v1/check, error on gRPC and /json)',
-  },
-  instances: {
-    flag: 'instances',
-    env: 'FLOODGATE_INSTANCES',
-    type: 'string',
-    help: 'instances sharing the limits, for local fallback (default 1)',
-  },
-  storeTimeout: {
-    flag: 'store-timeout',
-    env: 'FLOODGATE_STORE_TIMEOUT',
-    type: 'string',
-    help: 'longest wait for the store (default 100ms)',
-  },
-  logLevel: {
-    flag: 'log-level',
-    env: 'FLOODGATE_LOG_LEVEL',
-    type: 'string',
-    help: 'fatal|error|warn|info|debug|trace|silent (default info)',
-  },
-  noWatch: { flag: 'no-watch', env: 'FLOODGATE_NO_WATCH', type: 'boolean', help: 'do not reload rules when files change' },
-  bodyLimit: { flag: 'body-limit', env: 'FLOODGATE_BODY_LIMIT', type: 'string', help: 'largest HTTP body in bytes (default 65536)' },
-  grpcResponseHeaders: {
-    flag: 'grpc-response-headers',
-    env: 'FLOODGATE_GRPC_RESPONSE_HEADERS',
-    type: 'boolean',
-    help: 'add RateLimit headers to gRPC answers',
-  },
-  nearLimitRatio: {
-    flag: 'near-limit-ratio',
-    env: 'FLOODGATE_NEAR_LIMIT_RATIO',
-    type: 'string',
-    help: 'share of a limit counted as near_limit (default 0.8)',
-  },
-  shutdownTimeout: {
-    flag: 'shutdown-timeout',
-    env: 'FLOODGATE_SHUTDOWN_TIMEOUT',
-    type: 'string',
-    help: 'longest graceful drain (default 10s)',
-  },
-  ...ABUSE_BOUND_OPTIONS,
-
-  // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
-  wildcardOrder: {
-    flag: 'wildcard-order',
-    env: 'FLOODGATE_WILDCARD_ORDER',
-    type: 'string',
-    help: 'file (upstream: first in file order) | specific (most literal characters first)',
-  },
-  limitHeader: {
-    flag: 'limit-header',
-    env: 'FLOODGATE_LIMIT_HEADER',
-    type: 'string',
-    help: 'name of the limit header (default RateLimit-Limit)',
-  },
-  remainingHeader: {
-    flag: 'remaining-header',
-    env: 'FLOODGATE_REMAINING_HEADER',
-    type: 'string',
-    help: 'name of the remaining header (default RateLimit-Remaining)',
-  },
-  resetHeader: {
-    flag: 'reset-header',
-    env: 'FLOODGATE_RESET_HEADER',
-    type: 'string',
-    help: 'name of the reset header (default RateLimit-Reset)',
-  },
-  stopIncrement: {
-    flag: 'stop-increment-when-over-limit',
-    env: 'FLOODGATE_STOP_INCREMENT_WHEN_OVER_LIMIT',
-    type: 'boolean',
-    help: 'a request over some limit does not charge its other descriptors',
-  },
-  globalShadowMode: {
-    flag: 'shadow-mode',
-    env: 'FLOODGATE_SHADOW_MODE',
-    type: 'boolean',
-    help: 'never answer OVER_LIMIT overall (descriptors still report it)',
-  },
-  globalQuotaMode: { flag: 'quota-mode', env: 'FLOODGATE_QUOTA_MODE', type: 'boolean', help: 'treat every descriptor as quota_mode' },
-  dynamicMetadata: {
-    flag: 'response-dynamic-metadata',
-    env: 'FLOODGATE_RESPONSE_DYNAMIC_METADATA',
-    type: 'boolean',
-    help: 'describe the request in Envoy dynamic metadata',
-  },
-  maxDescriptors: {
-    flag: 'max-descriptors',
-    env: 'FLOODGATE_MAX_DESCRIPTORS',
-    type: 'string',
-    help: 'most descriptors per request (default 64)',
-  },
-  maxDescriptorEntries: {
-    flag: 'max-descriptor-entries',
-    env: 'FLOODGATE_MAX_DESCRIPTOR_ENTRIES',
-    type: 'string',
-    help: 'most entries per descriptor (default 32)',
-  },
-  grpcMaxMessage: {
-    flag: 'grpc-max-message',
-    env: 'FLOODGATE_GRPC_MAX_MESSAGE',
-    type: 'string',
-    help: 'largest gRPC request in bytes (default 65536)',
-  },
-  upstreamMetrics: {
-    flag: 'upstream-metrics',
-    env: 'FLOODGATE_UPSTREAM_METRICS',
-    type: 'boolean',
-    help: 'also export ratelimit_service_* metric names',
-  },
-
-  // Which servers run and how logs read (the CLI's first-hour options).
-  noHttp: { flag: 'no-http', env: 'FLOODGATE_NO_HTTP', type: 'boolean', help: 'serve gRPC only (no HTTP API, no /metrics)' },
-  noGrpc: { flag: 'no-grpc', env: 'FLOODGATE_NO_GRPC', type: 'boolean', help: 'serve HTTP only (no Envoy gRPC API)' },
-  logFormat: {
-    flag: 'log-format',
-    env: 'FLOODGATE_LOG_FORMAT',
-    type: 'string',
-    help: 'pretty | json (default pretty on a terminal, else json)',
-  },
-
-  // Several regions (docs/regions.md).
-  region: {
-    flag: 'region',
-    env: 'FLOODGATE_REGION',
-    type: 'string',
-    help: "this region's name; policies with regions: shared|split limit across regions",
-  },
-  peer: {
-    flag: 'peer',
-    env: 'FLOODGATE_PEERS',
-    type: 'string',
-    multiple: true,
-    help: 'another region as NAME=redis://… (repeat; the variable: a comma-separated list)',
-  },
-  regionInterval: {
-    flag: 'region-interval',
-    env: 'FLOODGATE_REGION_INTERVAL',
-    type: 'string',
-    help: 'how often usage is exchanged with peers (default 100ms)',
-  },
-  regionsFile: {
-    flag: 'regions-file',
-    env: 'FLOODGATE_REGIONS_FILE',
-    type: 'string',
-    help: 'YAML with region, peers and interval (instead of the three above)',
-  },
-} as const satisfies Record<string, OptionSpec>
-
-type OptionName = keyof typeof SERVE_OPTIONS
 type RawOptions = Partial<Record<OptionName, string | boolean | string[]>>
 
 /**
@@ -410,24 +187,12 @@ export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = p
   return { ...parsed.data, upstreamNotes: upstream.notes }
 }
 
-/** The help text of `floodgate serve`. */
-export function serveUsage(): string {
-  const lines = Object.values(SERVE_OPTIONS).map((o) => {
-    const flag = `--${o.flag}${o.type === 'string' ? ' <value>' : ''}`
-    return `  ${flag.padEnd(32)} ${o.env.padEnd(32)} ${o.help}`
-  })
-  return [
-    'Usage: floodgate serve --config <file|dir> [options]',
-    '',
-    '  flag                             environment variable',
-    ...lines,
-  ].join('\n')
-}
-
 function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions {
   const options = Object.fromEntries(
     Object.values(SERVE_OPTIONS).map((o: OptionSpec) => [o.flag, { type: o.type, multiple: o.multiple ?? false }]),
   )
+  const unknown = unknownFlagMessage(argv)
+  if (unknown !== undefined) throw new FloodgateError('INVALID_OPTION', unknown)
   let values: Record<string, string | boolean | string[] | undefined>
   let positionals: string[]
   try {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
 import { storeKeyOf } from 'floodgate/rules'
-import { listenFailure, logFormat } from '../../src/cli.js'
+import { listenFailure, logFormat } from '../../src/commands/serve.js'
 import { BIN, onLoopback, run } from './run.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version

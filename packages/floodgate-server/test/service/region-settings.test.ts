@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FloodgateError } from 'floodgate'
-import { readSettings, serveUsage } from '../../src/service/settings.js'
+import { readSettings } from '../../src/service/settings.js'
+import { serveUsage } from '../../src/service/serve-help.js'
 
 const REDIS = ['--config', 'r.yaml', '--redis', 'redis://127.0.0.1:7000']
 
