@@ -5,59 +5,20 @@ import { randomBytes } from 'node:crypto'
 import { createEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import type { EvaluateResponse, MergeRequest, MergeResponse, Store } from '../../stores/store.js'
+import type { MergeRequest, MergeResponse, Store } from '../../stores/store.js'
 import { applySynced, createEntry, decideLocally, isClean, type Entry } from './write-back-entry.js'
+import {
+  DEFAULT_TIMERS,
+  wholeAtLeast,
+  type WriteBackOptions,
+  type WriteBackResponse,
+  type WriteBackStats,
+  type WriteBackTimers,
+} from './write-back-options.js'
 
-/**
- * The timer write-back uses for its flush ticks and its store-call timeouts (the limiter's `timers`
- * fit); tests inject their own. A timer is never cancelled: one that is no longer wanted does nothing.
- */
-export interface WriteBackTimers {
-  setTimeout(callback: () => void, ms: number): { unref?(): unknown }
-}
+import { provisionalUnits, staleReadMs } from './write-back-bounds.js'
 
-export interface WriteBackOptions {
-  /** Where the shared state lives; it must implement `merge` (MemoryStore and RedisStore do). */
-  store: Store
-  /**
-   * How many instances share the store's keys (default 1). Each admits at most its share of what the
-   * store's last answer shows remaining before it syncs again (docs/sync.md: the share rule), which
-   * keeps a burst across N instances near the limit instead of N times it.
-   */
-  instances?: number
-  /**
-   * Most keys held (default 100 000). Past it a new key takes the place of the oldest one whose units
-   * are all in the store; when every held key still has units to send (a long outage over many keys),
-   * a new key is refused with WRITE_BACK_FULL and the limiter decides it by its `onStoreError` mode.
-   */
-  maxKeys?: number
-  /** Longest wait for the store per call, a key's first read or a flush (default 100 ms); then decide locally. */
-  timeoutMs?: number
-  /** Milliseconds since the epoch (default `Date.now`). Store answers correct it to the store's clock. */
-  clock?: () => number
-  timers?: WriteBackTimers
-  /** Names this instance in idempotent merges (default: random). Two live instances must not share one. */
-  origin?: string
-}
-
-/** What write-back has done since it started, for metrics and tests. */
-export interface WriteBackStats {
-  /** Store calls sent (flushes and reads). */
-  calls: number
-  /** Of them, those that failed or timed out (their units were kept and sent again). */
-  failed: number
-  /** Requests the store answered as replays: units it had taken before, from a send whose answer was lost. */
-  replays: number
-  /** New keys refused because every held key had units to send (WRITE_BACK_FULL). */
-  refused: number
-}
-
-/** What one local decision answers: the store's shape, with the path that decided it. */
-export interface WriteBackResponse extends EvaluateResponse {
-  source: 'write-back'
-}
-
-const DEFAULT_TIMERS: WriteBackTimers = { setTimeout: (callback, ms) => setTimeout(callback, ms) }
+export type { WriteBackOptions, WriteBackResponse, WriteBackStats, WriteBackTimers } from './write-back-options.js'
 
 /**
  * Decides keys from local copies and keeps the copies in step with the store.
@@ -416,38 +377,10 @@ export class WriteBack {
   }
 }
 
-/**
- * How old a key's copy may be (ms) before its next decision waits for a read: 20 flush intervals, at
- * least a second. A younger copy decides at once; a key used less often than every flush interval
- * then decides from a copy up to that old (docs/sync.md, the bound).
- */
-function staleReadMs(flushMs: number): number {
-  return Math.max(1_000, 20 * flushMs)
-}
-
-/**
- * How many units an instance may admit for a key before the store's answer for it arrives (a key not
- * held, or held with a copy older than staleReadMs): its share of what the tightest policy refills
- * in one flush interval, `floor(limit / period × flushMs / instances)`. A key that refills less than
- * that gets 0: its first decision waits for the read.
- */
-export function provisionalUnits(policies: readonly Policy[], flushMs: number, instances: number): number {
-  let units = Infinity
-  for (const policy of policies) units = Math.min(units, Math.floor(((policy.limit / policy.periodMs) * flushMs) / instances))
-  return units
-}
-
 /** How many held keys a new key looks through for a clean one to replace before it is refused. */
 const EVICTION_LOOKS = 64
 
 // The store's records as the entry's own (a store may reuse what it answers).
 function ownRecords(records: readonly PolicyRecord[]): PolicyRecord[] {
   return records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
-}
-
-function wholeAtLeast(value: unknown, min: number, field: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new FloodgateError('INVALID_OPTION', `write-back ${field}: must be a whole number ≥ ${min}, got ${JSON.stringify(value)}`)
-  }
-  return value
 }
