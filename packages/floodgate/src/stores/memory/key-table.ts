@@ -2,12 +2,17 @@
 // LRU Maps (open, protected) whose value is the block's offset, and the accounting behind maxKeys
 // and maxBytes. The MemoryStore decides; this table reads, writes, places and evicts.
 
-import type { KeyEvaluation, PolicyRecord } from '../../core/evaluate.js'
+import type { KeyEvaluation } from '../../core/evaluate.js'
 import { copyState } from '../../core/algorithms/types.js'
 import type { Policy } from '../../core/policy.js'
 import { findPolicy, type Layout, type Layouts, RECORD_WORDS, type Shape } from './layouts.js'
 import { OldestCursor } from './oldest-cursor.js'
 import { Slab } from './slab.js'
+import { makeRoom } from './eviction.js'
+import { MergeOrigins } from './merge-origins.js'
+import type { Scratch } from './scratch.js'
+
+export { type Scratch, sizeScratch } from './scratch.js'
 
 // The accounting behind maxBytes, near what V8 and the slab use: per key its Map entry and block
 // header, per character of the key, per word of its block, and per state kept aside its array.
@@ -15,29 +20,6 @@ export const ENTRY_BYTES = 48
 export const BYTES_PER_CHARACTER = 2
 export const BYTES_PER_WORD = 8
 export const ASIDE_BYTES = 96
-
-/**
- * The most origins a record remembers for merges. Past it the record forgets them all and starts
- * again, as merge.lua does: a replay then counts again, which takes more origins writing one key
- * within one retry than any deployment has instances or regions.
- */
-export const MAX_ORIGINS = 64
-
-/** Where `read` puts what it reads, one of each per request policy: a store keeps one and reuses it. */
-export interface Scratch {
-  into: (PolicyRecord | undefined)[]
-  records: PolicyRecord[]
-  states: number[][]
-}
-
-/** A scratch for requests of up to `count` policies (grown on demand). */
-export function sizeScratch(scratch: Scratch, count: number): void {
-  while (scratch.records.length < count) {
-    scratch.records.push({ blockedUntil: 0, state: undefined })
-    scratch.states.push([])
-  }
-  if (scratch.into.length !== count) scratch.into.length = count
-}
 
 export class KeyTable {
   // Two classes of keys (see MemoryStoreOptions.maxKeys), each a Map in LRU order: a Map iterates in
@@ -47,8 +29,9 @@ export class KeyTable {
   // its last one (the stamp in its block): a hot working set smaller than that never moves at all.
   readonly open = new Map<string, number>()
   readonly guarded = new Map<string, number>()
-  private readonly openOldest = new OldestCursor(this.open)
-  private readonly guardedOldest = new OldestCursor(this.guarded)
+  // The least recently used key of each class, for eviction (eviction.ts).
+  readonly openOldest = new OldestCursor(this.open)
+  readonly guardedOldest = new OldestCursor(this.guarded)
   readonly slab = new Slab()
   // States that do not fit their record's words (see Layout): the record's first state word is NaN
   // and its second holds the index of the state's array here (-1 for an undefined state).
@@ -57,9 +40,8 @@ export class KeyTable {
   // Block deadlines (rare: only a denial with blockMs sets one), by the offset of their record's
   // first word; a key holding any has the low bit of its layout word set.
   private readonly blocks = new Map<number, number>()
-  // Merges only (Store.merge): per record, the last seq applied per origin, so that a replayed
-  // request counts once. Kept as long as the record, by the offset of its first word.
-  private readonly origins = new Map<number, Map<string, number>>()
+  /** Merges only (Store.merge): the seqs each record applied, kept as long as the record. */
+  readonly origins = new MergeOrigins()
   private readonly moveDistance: number
   // The stamp of the latest move, 32 bits wide and compared modulo 2^32 (see place).
   private moves = 0
@@ -225,7 +207,7 @@ export class KeyTable {
     this.bytes += bytes
     const restricted = this.write(at, shape.index, evaluation, now, shape.protectBelow)
     ;(restricted ? this.guarded : this.open).set(key, at)
-    if (!within || this.bytes > this.maxBytes) this.makeRoom(at, now)
+    if (!within || this.bytes > this.maxBytes) makeRoom(this, at, now)
   }
 
   // A block with the move stamp of a new key and no records.
@@ -340,11 +322,7 @@ export class KeyTable {
       this.blocks.delete(source)
       this.blocks.set(target, blockedUntil)
     }
-    const seen = this.origins.get(source)
-    if (seen !== undefined) {
-      this.origins.delete(source)
-      this.origins.set(target, seen)
-    }
+    this.origins.move(source, target)
   }
 
   // Drops what a block keeps outside it (states aside, block deadlines, origins), as it is freed or moved.
@@ -393,83 +371,6 @@ export class KeyTable {
     this.leave(key, true)
     this.open.set(key, at)
     this.stamp(at)
-  }
-
-  /** Whether the record at `base` (a record's first word) has applied `seq` from `origin`. */
-  seenBefore(base: number, origin: string, seq: number): boolean {
-    const last = this.origins.get(base)?.get(origin)
-    return last !== undefined && seq <= last
-  }
-
-  /** Remembers that the record at `base` applied `seq` from `origin`. */
-  markSeen(base: number, origin: string, seq: number): void {
-    let seen = this.origins.get(base)
-    if (seen === undefined) this.origins.set(base, (seen = new Map()))
-    if (seen.size >= MAX_ORIGINS && !seen.has(origin)) seen.clear()
-    seen.set(origin, seq)
-  }
-
-  /** A record that had expired starts with no origins, as its Redis key would. */
-  forgetOrigins(base: number): void {
-    this.origins.delete(base)
-  }
-
-  // Evicts until both bounds hold: a dead key first (it holds nothing; the oldest of each class is
-  // the likeliest to be one), then the least recently used open key, and only when none is left the
-  // least recently used protected key (forgiven: see MemoryStoreOptions.maxKeys). `used`, the key
-  // just decided, goes last: were it dropped, a new key would never be counted while protected keys
-  // fill the store.
-  makeRoom(used: number, now: number): void {
-    while (this.size > this.maxKeys || this.bytes > this.maxBytes) {
-      if (this.dropOldestIfDead(this.guardedOldest, now)) continue
-      if (this.dropOldestIfDead(this.openOldest, now)) continue
-      const open = this.oldestExcept(this.openOldest, this.open, used)
-      if (open !== undefined) {
-        this.remove(open[0], open[1], false)
-        continue
-      }
-      const guarded = this.oldestExcept(this.guardedOldest, this.guarded, used)
-      if (guarded !== undefined) {
-        this.remove(guarded[0], guarded[1], true)
-        continue
-      }
-      // Only `used` is left, and it alone is over maxBytes: it is not kept.
-      for (const [key, at] of this.open) this.remove(key, at, false)
-      for (const [key, at] of this.guarded) this.remove(key, at, true)
-      return
-    }
-  }
-
-  // O(1): the least recently used key is the likeliest to have expired, so making room checks it
-  // first; a store at its bound sheds dead keys without a sweeper timer.
-  private dropOldestIfDead(cursor: OldestCursor<number>, now: number): boolean {
-    const oldest = cursor.first()
-    if (oldest === undefined || now < this.deadAt(oldest[1])) return false
-    this.remove(oldest[0], oldest[1], cursor === this.guardedOldest)
-    return true
-  }
-
-  // The latest expiry of the key's records: past it the whole key holds nothing.
-  private deadAt(at: number): number {
-    const layout = this.layoutAt(at)
-    const f64 = this.slab.f64
-    let deadAt = Number.NEGATIVE_INFINITY
-    for (let i = 0; i < layout.at.length; i++) {
-      const expiresAt = f64[at + layout.at[i]]
-      if (expiresAt > deadAt) deadAt = expiresAt
-    }
-    return deadAt
-  }
-
-  /** The least recently used key of a class other than `used` (the first or the second). */
-  private oldestExcept(cursor: OldestCursor<number>, segment: Map<string, number>, used: number): [string, number] | undefined {
-    const first = cursor.first()
-    if (first === undefined || first[1] !== used) return first
-    if (segment.size < 2) return undefined
-    // Rare (the key just decided is the oldest of its class and others remain): a walk from the start.
-    const order = segment.entries()
-    order.next()
-    return order.next().value
   }
 
   /** Forgets a key and frees its block. */

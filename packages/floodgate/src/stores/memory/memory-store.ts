@@ -13,6 +13,7 @@ import { leaseKey, type Ledger } from '../../core/lease.js'
 import { withLedgers } from './ledger-policies.js'
 import { mergeRequestProblem } from '../merge-request.js'
 import { findPolicy, Layouts, type Shape } from './layouts.js'
+import { makeRoom } from './eviction.js'
 import { KeyTable, type Scratch, sizeScratch } from './key-table.js'
 
 export interface MemoryStoreOptions {
@@ -193,7 +194,7 @@ export class MemoryStore implements LeaseStore {
     const at = this.foundAt
     const applied = live.map(
       (record, i) =>
-        origin === undefined || record === undefined || !table.seenBefore(table.recordAt(at!, this.foundIndex[i]), origin, seq!),
+        origin === undefined || record === undefined || !table.origins.seenBefore(table.recordAt(at!, this.foundIndex[i]), origin, seq!),
     )
     const merged = mergeKey(
       live,
@@ -214,8 +215,8 @@ export class MemoryStore implements LeaseStore {
       for (let i = 0; i < policies.length; i++) {
         const base = table.recordAt(kept, this.foundIndex[i])
         // A record that had expired starts with no origins, as its Redis key would.
-        if (live[i] === undefined) table.forgetOrigins(base)
-        if (origin !== undefined && applied[i] && units !== 0) table.markSeen(base, origin, seq!)
+        if (live[i] === undefined) table.origins.delete(base)
+        if (origin !== undefined && applied[i] && units !== 0) table.origins.markSeen(base, origin, seq!)
       }
     }
     const records = merged.records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
@@ -384,6 +385,6 @@ export class MemoryStore implements LeaseStore {
     const table = this.table
     const bytes = table.bytes
     table.place(key, at, this.foundGuarded, table.write(at, this.foundIndex, evaluation, now, shape.protectBelow))
-    if (table.bytes > bytes && table.bytes > table.maxBytes) table.makeRoom(at, now)
+    if (table.bytes > bytes && table.bytes > table.maxBytes) makeRoom(table, at, now)
   }
 }

@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js'
-import { MAX_ORIGINS } from '../../../src/stores/memory/key-table.js'
+import { MAX_ORIGINS } from '../../../src/stores/memory/merge-origins.js'
 import { createPolicies } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 
