@@ -1,115 +1,14 @@
 // The lease manager: per key, admits from a block of units taken from the store, renewing, sizing and returning it.
 
-import { getRandomValues } from 'node:crypto'
-import type { PolicyResult } from '../../core/evaluate.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore } from '../../stores/store.js'
-import { Demand } from './demand.js'
+import { Holding, newLeaseId, type Waiter } from './holding.js'
+import type { LeaseCallback, LeaseStats, LeaseSyncOptions, SweepTimers } from './lease-sync-options.js'
 import { policySetId } from './policy-set.js'
 
-/** Which path decided: `lease` (in-process, from a held lease) or `store` (a store call decided it). */
-export type LeaseSource = 'lease' | 'store'
-
-/** How a decision is answered: `(null, response, source)` or `(error)` when the store failed. */
-export type LeaseCallback = (error: unknown, response?: EvaluateResponse, source?: LeaseSource) => void
-
-/** The timer functions the sweep uses (injected by tests). */
-export interface SweepTimers {
-  setInterval(callback: () => void, ms: number): unknown
-  clearInterval(handle: unknown): void
-}
-
-export interface LeaseSyncOptions {
-  store: LeaseStore
-  /**
-   * Milliseconds on a clock that only moves forward at the pace of real time (default
-   * `performance.now`): lease expiry, idleness and demand are measured on it. Tests inject one.
-   */
-  clock?: () => number
-  /** Milliseconds since the epoch (default `Date.now`): the limiter's clock, which stamps concurrency leases. */
-  epochClock?: () => number
-  /** How often leases of quiet keys, and leases about to expire, go back (default 100 ms). */
-  sweepMs?: number
-  /** The timers the sweep runs on (default the global ones). */
-  timers?: SweepTimers
-  /** Most keys followed at once (default 10 000): past it the quietest key's lease goes back. */
-  maxKeys?: number
-  /**
-   * Longest wait (ms) for the store's answers when every lease goes back (`giveBackAll`, `close`),
-   * with the timer that ends it (the limiter's timeout and timers); default no bound. A paused
-   * store then cannot hold up a shutdown: a return it applies later is applied once, and one it
-   * never applies comes back by itself when its lease expires.
-   */
-  giveBackTimeout?: { ms: number; setTimeout(callback: () => void, ms: number): { unref?(): unknown } }
-}
-
-// One decision waiting for a store call.
-interface Waiter {
-  readonly cost: number
-  readonly done: LeaseCallback
-  /** When its caller stops waiting (performance.now() terms), if it has a timeout: see LeaseRequest.deadline. */
-  readonly deadline: number | undefined
-  /** The caller stopped waiting (its timeout answered it): its units stay in the lease. */
-  cancelled: boolean
-}
-
-// What this instance holds of one key (for one policy set), and the key's demand: a Demand itself,
-// so that an in-process decision reads and writes one object per key (with the demand apart, every
-// decision of a busy instance paid a second cache miss).
-class Holding extends Demand {
-  /** The lease (0: none), its units left and granted, when it ends and began (local clock). */
-  id = 0
-  balance = 0
-  granted = 0
-  expiresAt = 0
-  startedAt = 0
-  /** When the lease was granted, on the epoch clock (concurrency releases compare with it). */
-  grantedAt = 0
-  /** The store's answer at the grant: what the key had left then, and its resets. */
-  results: readonly PolicyResult[] = []
-  /** Decisions waiting for the store call under way; never any unless `busy`. */
-  readonly waiting: Waiter[] = []
-  /** A store call for this key is in flight. */
-  busy = false
-
-  constructor(
-    readonly key: string,
-    /** The map of its policy set that holds it. */
-    readonly keys: Map<string, Holding>,
-    readonly policies: readonly Policy[],
-    readonly leaseMs: number,
-    readonly leaseMax: number,
-    public lastUsed: number,
-  ) {
-    super(leaseMs)
-  }
-}
-
-// Random words for lease ids, drawn for 256 ids at a time: a draw costs far more than the words it
-// returns, and a busy instance takes a lease per key about once a lease time.
-const idWords = new Uint32Array(512)
-let nextWord = idWords.length
-
-/** A whole number in [1, 2^53): the lease ids of all instances must not meet on one key. */
-function newLeaseId(): number {
-  if (nextWord === idWords.length) {
-    getRandomValues(idWords)
-    nextWord = 0
-  }
-  const id = (idWords[nextWord] & 0x1fffff) * 0x100000000 + idWords[nextWord + 1] + 1
-  nextWord += 2
-  return id
-}
+export type { LeaseCallback, LeaseSource, LeaseStats, LeaseSyncOptions, SweepTimers } from './lease-sync-options.js'
 
 const NO_CANCEL = (): void => {}
-
-/** What the leases have done since start, for metrics and the dashboard. */
-export interface LeaseStats {
-  /** Leases taken from the store. */
-  acquired: number
-  /** Leases ended by this instance, their unused units sent back (on renewal, sweep, drop or close). */
-  returned: number
-}
 
 /**
  * Decides from leases: a decision the held lease covers is answered in-process; otherwise one
@@ -140,7 +39,7 @@ export class LeaseSync {
   private lastKeys: Map<string, Holding> | undefined
   private sweeper: unknown
   private closed = false
-  // The in-process answer, rewritten by each synchronous decision (see localResponse). One for all
+  // The in-process answer, rewritten by each synchronous decision (see Holding.respond). One for all
   // keys, not one per key: a decision then writes to memory the previous one left in the cache.
   private readonly scratch: EvaluateResponse = { allowed: true, results: [], now: 0 }
   // epochClock() − clock(), read again by every sweep and grant: an in-process answer stamps its
@@ -170,7 +69,7 @@ export class LeaseSync {
     let leases = 0
     let units = 0
     for (const holding of this.holdings.values()) {
-      if (!this.isLive(holding, now)) continue
+      if (!holding.isLive(now)) continue
       leases++
       units += holding.balance
     }
@@ -180,7 +79,7 @@ export class LeaseSync {
   /** Units this instance holds of `key` now (0 without a live lease). */
   held(key: string, policies: readonly Policy[]): number {
     const holding = this.keysOf(policies).get(key)
-    return holding !== undefined && this.isLive(holding, this.clock()) ? holding.balance : 0
+    return holding?.isLive(this.clock()) ? holding.balance : 0
   }
 
   /**
@@ -206,17 +105,17 @@ export class LeaseSync {
     const holding = this.holding(key, policies, now)
     holding.lastUsed = now
     if (cost > 0) holding.add(cost, now)
-    if (!this.isLive(holding, now)) return undefined
+    if (!holding.isLive(now)) return undefined
     if (cost <= 0) {
       // A refund goes back into the lease it most likely came from; a peek needs nothing.
       if (cost < 0) holding.balance = Math.min(holding.granted, holding.balance - cost)
-      return this.localResponse(holding, now, this.scratch)
+      return holding.respond(now, this.epochOffset, this.scratch)
     }
     // Waiters come first; there are none unless a call is under way (`busy`, a field of the holding
     // itself, spares reading the waiting list on every decision).
     if (holding.balance < cost || (holding.busy && holding.waiting.length > 0)) return undefined
     holding.balance -= cost
-    return this.localResponse(holding, now, this.scratch)
+    return holding.respond(now, this.epochOffset, this.scratch)
   }
 
   /**
@@ -240,14 +139,14 @@ export class LeaseSync {
    */
   release(key: string, policies: readonly Policy[], cost: number, acquiredAt: number): void {
     const holding = this.keysOf(policies).get(key)
-    if (holding === undefined || !this.isLive(holding, this.clock()) || !(acquiredAt > holding.grantedAt)) return
+    if (holding === undefined || !holding.isLive(this.clock()) || !(acquiredAt > holding.grantedAt)) return
     holding.balance = Math.min(holding.granted, holding.balance + cost)
   }
 
   /** Drops the lease held of `key` without giving it back (the key's state was reset in the store). */
   forget(key: string, policies: readonly Policy[]): void {
     const holding = this.keysOf(policies).get(key)
-    if (holding !== undefined) this.clear(holding)
+    if (holding !== undefined) holding.clear()
   }
 
   /** Gives back the lease held of `key` now, if any (a key `auto` found cooled). */
@@ -267,9 +166,9 @@ export class LeaseSync {
     const returns: Promise<void>[] = []
     for (const holding of this.holdings) {
       if (holding.busy || holding.waiting.length > 0) continue
-      const quiet = this.isQuiet(holding, now)
+      const quiet = holding.isQuiet(now, this.sweepMs)
       if (holding.id !== 0 && !quiet && holding.expiresAt - now <= this.sweepMs && !this.closed) {
-        const want = this.wanted(holding, now)
+        const want = holding.wanted(now)
         if (want > 1) {
           this.renew(holding, want, now)
           continue
@@ -279,25 +178,6 @@ export class LeaseSync {
       else if (holding.id === 0 && quiet) this.remove(holding)
     }
     return Promise.all(returns).then(() => undefined)
-  }
-
-  /**
-   * Whether a key has gone quiet: unused for a quarter of its lease time (at least a sweep), or for
-   * four of its own gaps between requests when those are longer (a key asked three times a second
-   * is not quiet after 250 ms).
-   */
-  private isQuiet(holding: Holding, now: number): boolean {
-    const rate = holding.estimate(now)
-    const gaps = rate > 0 ? 4 / rate : 0
-    return now - holding.lastUsed >= Math.max(this.sweepMs, holding.leaseMs / 4, gaps)
-  }
-
-  /**
-   * The lease a key's demand calls for: what it is asked for in one lease time, with a quarter more
-   * so that noise does not end it early (what is left goes back), at most `leaseMax`.
-   */
-  private wanted(holding: Holding, now: number): number {
-    return Math.min(holding.leaseMax, Math.ceil(holding.estimate(now) * holding.leaseMs * 1.25))
   }
 
   /**
@@ -331,10 +211,6 @@ export class LeaseSync {
     await this.giveBackAll()
     this.holdings.clear()
     this.bySet.clear()
-  }
-
-  private isLive(holding: Holding, now: number): boolean {
-    return holding.id !== 0 && now < holding.expiresAt
   }
 
   // The holdings of one policy set by key (equal sets share them, whatever the array).
@@ -393,11 +269,11 @@ export class LeaseSync {
     }
     const now = this.clock()
     const need = first.cost
-    const want = need > 0 ? Math.max(need, this.wanted(holding, now)) : 0
+    const want = need > 0 ? Math.max(need, holding.wanted(now)) : 0
     // A lease no larger than the request in hand would only be taken to be returned: such a quiet
     // key is decided exactly instead (one store call, no ledger entry, nothing to give back).
     const keep = need > 0 && want > need && !this.closed
-    const live = this.isLive(holding, now)
+    const live = holding.isLive(now)
     const request: LeaseRequest = {
       key: holding.key,
       policies: holding.policies,
@@ -411,7 +287,7 @@ export class LeaseSync {
     }
     // The old lease is being ended: nothing more is admitted from it, whatever the answer.
     if (live) this.stats.returned++
-    this.clear(holding)
+    holding.clear()
     holding.busy = true
     const sentAt = now
     this.store.lease([request]).then(
@@ -436,7 +312,7 @@ export class LeaseSync {
       returnId: holding.id,
       returnUnused: holding.balance,
     }
-    this.clear(holding)
+    holding.clear()
     holding.busy = true
     this.store.lease([request]).then(
       ([answer]) => this.granted(holding, request, answer, now),
@@ -481,7 +357,7 @@ export class LeaseSync {
       first.done(null, { allowed: true, results: answer.results, now: answer.now }, 'store')
     }
     // Everyone the lease covers, in order; the first one's units were counted in the grant.
-    while (waiting.length > 0 && this.isLive(holding, now)) {
+    while (waiting.length > 0 && holding.isLive(now)) {
       const waiter = waiting[0]
       if (waiter.cancelled) {
         waiting.shift()
@@ -491,7 +367,7 @@ export class LeaseSync {
       waiting.shift()
       if (waiter.cost > 0) holding.balance -= waiter.cost
       else if (waiter.cost < 0) holding.balance = Math.min(holding.granted, holding.balance - waiter.cost)
-      waiter.done(null, this.localResponse(holding, now), 'lease')
+      waiter.done(null, holding.respond(now, this.epochOffset), 'lease')
     }
     // Busy until then: a decision made from a waiter's callback queues behind the waiters left (and
     // tryLocal sees them), and the call below takes it.
@@ -511,44 +387,11 @@ export class LeaseSync {
       returnUnused: holding.balance,
     }
     this.stats.returned++
-    this.clear(holding)
+    holding.clear()
     // A failed return is no loss of safety: the units come back when the lease expires.
     return this.store.lease([request]).then(
       () => undefined,
       () => undefined,
     )
-  }
-
-  private clear(holding: Holding): void {
-    holding.id = 0
-    holding.balance = 0
-    holding.granted = 0
-    holding.expiresAt = 0
-  }
-
-  // An in-process answer: what this instance can still admit plus what the key had left at the
-  // grant (others may have taken some since), and the resets as they were then, counted down.
-  //
-  // `into` (the engine's scratch) is rewritten in place: an answer given synchronously is read
-  // before the next decision, as Store.evaluateSync's are; waiters answered together get their own.
-  private localResponse(holding: Holding, now: number, into?: EvaluateResponse): EvaluateResponse {
-    const elapsed = Math.max(0, Math.floor(now - holding.startedAt))
-    const response = into ?? { allowed: true, results: [], now: 0 }
-    const results = response.results as PolicyResult[]
-    for (let i = 0; i < holding.policies.length; i++) {
-      const at = holding.results[i]
-      const result = results[i] ?? (results[i] = { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, blocked: false })
-      result.allowed = true
-      result.remaining = holding.balance + (at?.remaining ?? 0)
-      result.resetMs = Math.max(0, (at?.resetMs ?? 0) - elapsed)
-      result.retryAfterMs = 0
-      result.delayMs = 0
-      result.blocked = false
-    }
-    // The scratch answers every policy set in turn: no results of a longer one may stay behind.
-    if (results.length !== holding.policies.length) results.length = holding.policies.length
-    response.allowed = true
-    response.now = Math.floor(now + this.epochOffset)
-    return response
   }
 }
