@@ -9,12 +9,8 @@ const [target, flag] = process.argv.slice(2)
 const names = flag === '--license-only' ? ['LICENSE'] : ['LICENSE', 'README.md', 'CHANGELOG.md', 'docs', 'examples']
 for (const name of names) {
   // examples/: the rules files the README links, not the TypeScript demo, which runs only in the repository.
-  // docs/: the text, not the charts, screenshot and Grafana JSON (a third of the docs' bytes), which
-  // stay in the repository: the library's install size is part of its promise to an Express app.
-  const filter = (path) => {
-    if (statSync(path).isDirectory()) return name !== 'docs' || !path.endsWith('grafana')
-    if (name === 'examples') return /\.ya?ml$/.test(path)
-    return name !== 'docs' || !/\.(svg|png)$/.test(path)
-  }
+  // docs/: all of it, the charts, screenshot, Grafana JSON and API reference (docs/api/) included, since
+  // the guides link them; the consumer test holds the package's size and checks every link.
+  const filter = (path) => statSync(path).isDirectory() || name !== 'examples' || /\.ya?ml$/.test(path)
   if (existsSync(join(root, name))) cpSync(join(root, name), join(target, name), { recursive: true, filter })
 }

@@ -27,6 +27,7 @@ const CONCURRENCY = Number(process.env.FLOODGATE_TEST_CONCURRENCY ?? 4)
 const LONGEST = [
   'test/consumer/consumer.test.ts',
   'test/reports/bench-report.test.ts',
+  'test/docs/api-reference.test.ts',
   'packages/floodgate/test/regions/sync-modes.test.ts',
   'packages/floodgate/test/limiter/sync/lease-cluster.test.ts',
   'packages/floodgate/test/limiter/redis-failures.test.ts',

@@ -73,6 +73,8 @@ const UNIT_LIST = `${ENVOY_UNITS.join(', ')} (any case)`
  * Reads one file's tree. Reports every issue it finds into the source's issue list and returns
  * `undefined` only when not even a domain could be read; callers reject the file set whenever
  * any issue was reported.
+ * @internal (not in the .d.ts: the only declaration there that would name `yaml`'s types, which an
+ * app without rules files, and so without the optional `yaml` peer, could not resolve)
  */
 export function readDomainFile(src: YamlSource): DomainConfig | undefined {
   if (src.malformed) return undefined

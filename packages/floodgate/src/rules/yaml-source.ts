@@ -1,7 +1,31 @@
 // Reads one YAML rules file into nodes that know their line, and collects issues against them.
 
-import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml'
+import { createRequire } from 'node:module'
+import type { Document, LineCounter, Node } from 'yaml'
+import { FloodgateError } from '../core/errors.js'
 import type { ConfigIssue } from './errors.js'
+
+type YamlModule = typeof import('yaml')
+
+// `yaml` is an optional peer of the library: only rules files need it, and it would be a third of
+// what the library adds to an app that never reads one. It is loaded at the first rules file, from
+// the app's node_modules (synchronously, so loadRules and RuleWatcher stay synchronous).
+const requireFromHere = createRequire(import.meta.url)
+
+/** The app's `yaml` package; throws a FloodgateError saying what to install when it is missing. */
+export function loadYaml(load: (name: string) => unknown = requireFromHere): YamlModule {
+  try {
+    return load('yaml') as YamlModule
+  } catch (error) {
+    const missing = (error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes("'yaml'")
+    if (!missing) throw error
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'rules files are YAML, read with the yaml package, which this app does not have: npm i yaml ' +
+        '(floodgate-server brings it; for the library it is an optional peer, so that apps without rules files do not carry it)',
+    )
+  }
+}
 
 /** One `key: value` of a YAML mapping, with aliases resolved and `<<` merge keys applied. */
 export interface MapEntry {
@@ -22,13 +46,16 @@ export class YamlSource {
   /** The text is not valid YAML (the parse errors are already reported). */
   readonly malformed: boolean
   readonly issues: ConfigIssue[]
-  private readonly lines = new LineCounter()
+  private readonly yaml: YamlModule
+  private readonly lines: LineCounter
   private readonly doc: Document.Parsed
 
   constructor(file: string, text: string, issues: ConfigIssue[]) {
+    this.yaml = loadYaml()
     this.file = file
     this.issues = issues
-    this.doc = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
+    this.lines = new this.yaml.LineCounter()
+    this.doc = this.yaml.parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
     for (const error of this.doc.errors) {
       const message =
         error.code === 'MULTIPLE_DOCS'
@@ -63,10 +90,10 @@ export class YamlSource {
   /** Follows `*alias` references to the anchored node; a null scalar counts as absent. */
   resolve(node: Node | undefined | null): Node | undefined {
     let current = node ?? undefined
-    for (let hops = 0; current !== undefined && isAlias(current) && hops < 64; hops++) {
+    for (let hops = 0; current !== undefined && this.yaml.isAlias(current) && hops < 64; hops++) {
       current = current.resolve(this.doc) ?? undefined
     }
-    if (current !== undefined && isScalar(current) && current.value === null) return undefined
+    if (current !== undefined && this.yaml.isScalar(current) && current.value === null) return undefined
     return current
   }
 
@@ -76,15 +103,15 @@ export class YamlSource {
    * does not set itself.
    */
   entries(node: Node | undefined): MapEntry[] | undefined {
-    if (node === undefined || !isMap(node)) return undefined
+    if (node === undefined || !this.yaml.isMap(node)) return undefined
     const own: MapEntry[] = []
     const merged: MapEntry[] = []
     for (const pair of node.items) {
       const keyNode = pair.key as Node
-      const key = isScalar(keyNode) ? String(keyNode.source ?? keyNode.value) : ''
+      const key = this.yaml.isScalar(keyNode) ? String(keyNode.source ?? keyNode.value) : ''
       const value = this.resolve(pair.value as Node | null)
       if (key === '<<' && value !== undefined) {
-        const sources = isSeq(value) ? value.items.map((item) => this.resolve(item as Node)) : [value]
+        const sources = this.yaml.isSeq(value) ? value.items.map((item) => this.resolve(item as Node)) : [value]
         for (const source of sources) merged.push(...(this.entries(source) ?? []))
         continue
       }
@@ -96,7 +123,7 @@ export class YamlSource {
 
   /** The items of a sequence (aliases resolved), or `undefined` if the node is not one. */
   items(node: Node | undefined): (Node | undefined)[] | undefined {
-    if (node === undefined || !isSeq(node)) return undefined
+    if (node === undefined || !this.yaml.isSeq(node)) return undefined
     return node.items.map((item) => this.resolve(item as Node))
   }
 
@@ -105,13 +132,13 @@ export class YamlSource {
    * field), or `undefined` if the node is a mapping or sequence.
    */
   text(node: Node | undefined): string | undefined {
-    if (node === undefined || !isScalar(node)) return undefined
+    if (node === undefined || !this.yaml.isScalar(node)) return undefined
     return typeof node.value === 'string' ? node.value : String(node.source ?? node.value)
   }
 
   /** A scalar's parsed value (number, boolean, string), or `undefined` for collections. */
   scalar(node: Node | undefined): unknown {
-    return node !== undefined && isScalar(node) ? node.value : undefined
+    return node !== undefined && this.yaml.isScalar(node) ? node.value : undefined
   }
 
   /** A collection rebuilt as plain JSON-like data, for handing to option validators. */
