@@ -11,5 +11,6 @@ export type {
   DescriptorResult,
   LimitedResult,
   UnlimitedResult,
+  ReplacedResult,
   UnmatchedResult,
 } from './api/check.js'
