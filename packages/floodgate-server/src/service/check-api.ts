@@ -111,7 +111,8 @@ export function toCheckResponse(result: DecideResult): CheckResponse {
   let retryAfterMs = 0
   let never = false
   const results = result.outcomes.map((outcome): DescriptorResult => {
-    if (outcome.kind === 'unmatched') return outcome.replaced === undefined ? { allowed: true, rule: null } : { allowed: true, rule: outcome.replaced, replaced: true }
+    if (outcome.kind === 'unmatched')
+      return outcome.replaced === undefined ? { allowed: true, rule: null } : { allowed: true, rule: outcome.replaced, replaced: true }
     if (outcome.kind === 'unlimited') return { allowed: true, rule: outcome.ruleId, unlimited: true }
     const { decision } = outcome
     const retry = outcome.allowed ? 0 : decision.retryAfterMs

@@ -296,7 +296,10 @@ export class Decider {
     }
     if (rule === undefined) return { kind: 'done', outcome: { kind: 'unmatched' } }
     if (rule.unlimited) {
-      return { kind: 'done', outcome: rule.allowListed ? { kind: 'unlimited', ruleId: rule.id, allowListed: true } : { kind: 'unlimited', ruleId: rule.id } }
+      return {
+        kind: 'done',
+        outcome: rule.allowListed ? { kind: 'unlimited', ruleId: rule.id, allowListed: true } : { kind: 'unlimited', ruleId: rule.id },
+      }
     }
     const quota = this.#globalQuota || rule.quota
     if (rule.envoyLimit !== undefined) {

@@ -81,7 +81,14 @@ describe('withRetry waits', () => {
     const { server, url } = await limitedServer('1', 2)
     const clock = manualTimers()
     try {
-      const pending = withRetry(() => fetch(url), { retries: 3, baseMs: 5_000, maxMs: 5_000, maxWaitMs: 1_500, random: () => 0.999, timers: clock.timers })
+      const pending = withRetry(() => fetch(url), {
+        retries: 3,
+        baseMs: 5_000,
+        maxMs: 5_000,
+        maxWaitMs: 1_500,
+        random: () => 0.999,
+        timers: clock.timers,
+      })
       for (let i = 0; i < 2; i++) {
         await clock.scheduled()
         clock.fire()
@@ -226,14 +233,29 @@ describe('withRetry basics', () => {
   })
 
   it('rejects a maxWaitMs that is not a number of milliseconds', async () => {
-    await assert.rejects(withRetry(async () => 1, { maxWaitMs: Number.NaN }), /maxWaitMs: expected/)
+    await assert.rejects(
+      withRetry(async () => 1, { maxWaitMs: Number.NaN }),
+      /maxWaitMs: expected/,
+    )
   })
 
   it('draws full jitter uniformly below base·2^attempt, capped at maxMs', () => {
-    assert.equal(backoffMs(0, 100, 10_000, () => 0.5), 50)
-    assert.equal(backoffMs(3, 100, 10_000, () => 0.5), 400)
-    assert.equal(backoffMs(10, 100, 1_000, () => 0.999), 999)
-    assert.equal(backoffMs(5, 100, 10_000, () => 0), 0)
+    assert.equal(
+      backoffMs(0, 100, 10_000, () => 0.5),
+      50,
+    )
+    assert.equal(
+      backoffMs(3, 100, 10_000, () => 0.5),
+      400,
+    )
+    assert.equal(
+      backoffMs(10, 100, 1_000, () => 0.999),
+      999,
+    )
+    assert.equal(
+      backoffMs(5, 100, 10_000, () => 0),
+      0,
+    )
   })
 
   it('parses Retry-After as seconds or an HTTP date', () => {

@@ -63,7 +63,10 @@ describe('conformance: descriptors with no limit (upstream base_limiter.go, rate
   })
 
   it('/v1/check still reports the allow-listed rule as unlimited, with its id', async () => {
-    const res = await postJson(`${c.service.httpUrl}/v1/check`, { domain: 'nolimit', descriptors: [[{ key: 'remote_address', value: '10.0.0.1' }]] })
+    const res = await postJson(`${c.service.httpUrl}/v1/check`, {
+      domain: 'nolimit',
+      descriptors: [[{ key: 'remote_address', value: '10.0.0.1' }]],
+    })
     assert.deepEqual(res.body.results, [{ allowed: true, rule: 'nolimit.remote_address_10.0.0.1', unlimited: true }])
   })
 
@@ -81,7 +84,10 @@ describe('conformance: descriptors with no limit (upstream base_limiter.go, rate
     const alone = await postJson(`${c.service.httpUrl}/v1/check`, { domain: 'nolimit', descriptors: [[{ key: 'user', value: user }]] })
     assert.equal(alone.body.results[0].remaining, 0)
     assert.equal(alone.status, 200)
-    const grpc = await c.client.shouldRateLimit({ domain: 'nolimit', descriptors: [desc({ user: unique('u') }), desc({ partner: 'acme' })] })
+    const grpc = await c.client.shouldRateLimit({
+      domain: 'nolimit',
+      descriptors: [desc({ user: unique('u') }), desc({ partner: 'acme' })],
+    })
     assert.deepEqual(grpc.statuses[0], NO_LIMIT)
     assert.equal(grpc.statuses[1].current_limit?.requests_per_unit, 5)
   })

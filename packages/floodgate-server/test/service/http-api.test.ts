@@ -159,7 +159,10 @@ describe('HTTP API (memory store)', () => {
     const broken = await fetch(`${service.httpUrl}/v1/check`, { method: 'POST', body: '{"domain": ' })
     assert.equal(broken.status, 400)
     assert.match(((await broken.json()) as { message: string }).message, /^body: not valid JSON/)
-    const envoy = await fetch(`${service.httpUrl}/json`, { method: 'POST', body: JSON.stringify({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'plain-json' }] }] }) })
+    const envoy = await fetch(`${service.httpUrl}/json`, {
+      method: 'POST',
+      body: JSON.stringify({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'plain-json' }] }] }),
+    })
     assert.equal(envoy.status, 200)
   })
 
