@@ -1,5 +1,5 @@
 // `npm run bench:report`: runs the memory, Redis and service benchmarks one after the other, collects
-// their figures (BENCH_JSON) and writes docs/benchmarks.md with SVG charts rendered here by echarts,
+// their figures (BENCH_JSON) and writes docs/benchmarks.md with SVG charts (bench/charts.ts, echarts),
 // stating the machine and the version of every contender. Run it under the shared lock:
 //
 //   npm run bench:report             full sizes (minutes), into docs/
@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import { cpus, release, tmpdir, totalmem, type as osType } from 'node:os'
 import { extname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
-import * as echarts from 'echarts'
+import { type MemoryResults, type RedisMemoryResults, type RedisResults, type ServiceResults, reportCharts } from './report-charts.js'
 import { formatBytes, formatCount, ratio } from './support.js'
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string', default: 'docs' } } })
@@ -33,42 +33,6 @@ const RUNS = {
       : {},
   },
 } as const
-
-interface Throughput {
-  name: string
-  median: number
-  samples: number[]
-}
-interface MemoryResults {
-  node: string
-  ops: number
-  rounds: number
-  keys: number
-  heapKeys: number
-  throughput: Throughput[]
-  heapBytesPerKey: { name: string; bytes: number }[]
-}
-interface RedisResults {
-  redisVersion: string
-  callers: number
-  keys: number
-  rounds: number
-  roundMs: number
-  throughput: (Throughput & { failed: number })[]
-}
-interface RedisMemoryResults {
-  memoryUsagePerKey: { algorithm: string; state: string; bytes: number }[]
-  /** used_memory delta per key, per key count and layout (Floodgate's records and reference layouts). */
-  usedMemoryPerKey: { keys: number; layout: string; bytesPerKey: number }[]
-}
-interface ServiceResults {
-  rounds: number
-  seconds: number
-  connections: number
-  grpcCallers: number
-  throughput: (Throughput & { cpuMicrosPerRequest: number })[]
-  latencyMs: { name: string; percentiles: Record<string, number> }[]
-}
 
 /**
  * Runs one bench in its own process with BENCH_JSON set, and reads what it wrote. A bench that
@@ -102,60 +66,6 @@ function runBench<T>(name: keyof typeof RUNS, dir: string, attempt = 1): T {
   return JSON.parse(readFileSync(json, 'utf8')) as T
 }
 
-function svg(option: echarts.EChartsOption, width = 860, height = 380): string {
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height })
-  chart.setOption({ animation: false, textStyle: { fontFamily: 'sans-serif' }, ...option })
-  const out = chart.renderToSVGString()
-  chart.dispose()
-  return out
-}
-
-/** Floodgate's own contenders (the library, the service's routes), as opposed to peers and floors. */
-function ours(name: string): boolean {
-  return /floodgate|check|gRPC/i.test(name)
-}
-
-/** Horizontal bars, one per contender, the largest on top; Floodgate's in blue, the others grey. */
-function barChart(title: string, unit: string, rows: { name: string; value: number }[]): string {
-  const sorted = [...rows].sort((a, b) => a.value - b.value)
-  return svg(
-    {
-      title: { text: title, left: 'center', textStyle: { fontSize: 14 } },
-      grid: { top: 40, left: 330, right: 90, bottom: 40 },
-      xAxis: { type: 'value', name: unit, nameLocation: 'middle', nameGap: 26 },
-      yAxis: { type: 'category', data: sorted.map((row) => row.name), axisLabel: { fontSize: 11 } },
-      series: [
-        {
-          type: 'bar',
-          data: sorted.map((row) => ({ value: Math.round(row.value), itemStyle: { color: ours(row.name) ? '#3366cc' : '#9aa0a6' } })),
-          label: { show: true, position: 'right', fontSize: 10, formatter: (p: { value: unknown }) => formatCount(Number(p.value)) },
-        },
-      ],
-    },
-    860,
-    Math.max(220, 70 + sorted.length * 30),
-  )
-}
-
-/** Latency against percentile, one line per HTTP contender, on a log scale. */
-function latencyChart(latency: ServiceResults['latencyMs']): string {
-  const keys = Object.keys(latency[0]?.percentiles ?? {}).filter((key) => key !== 'p0_001' && key !== 'p99_999')
-  return svg({
-    title: { text: 'HTTP latency under load, by percentile (autocannon)', left: 'center', textStyle: { fontSize: 14 } },
-    legend: { bottom: 0 },
-    grid: { top: 50, left: 70, right: 30, bottom: 75 },
-    xAxis: { type: 'category', data: keys.map((key) => key.replace('_', '.')), name: 'percentile', nameLocation: 'middle', nameGap: 26 },
-    yAxis: { type: 'log', name: 'ms', logBase: 10 },
-    series: latency.map((contender) => ({
-      name: contender.name,
-      type: 'line' as const,
-      symbolSize: 5,
-      // autocannon reports whole milliseconds below 1 ms as 0: drawn at 0.1 so a log axis can show them.
-      data: keys.map((key) => Math.max(0.1, contender.percentiles[key])),
-    })),
-  })
-}
-
 function table(headers: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`
   return [line(headers), `|${headers.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n')
@@ -180,26 +90,7 @@ function main(): void {
     const redisMemory = runBench<RedisMemoryResults>('redisMemory', dir)
     const service = runBench<ServiceResults>('service', dir)
     mkdirSync(CHARTS, { recursive: true })
-    const medians = (rows: Throughput[]) => rows.map((r) => ({ name: r.name, value: r.median }))
-    const charts: Record<string, string> = {
-      'memory-throughput.svg': barChart('Embedded store: decisions/s (median of rounds)', 'decisions/s', medians(memory.throughput)),
-      'redis-throughput.svg': barChart(`Redis: decisions/s, ${redis.callers} callers (median)`, 'decisions/s', medians(redis.throughput)),
-      'service-throughput.svg': barChart('Service: requests/s (median)', 'requests/s', medians(service.throughput)),
-      'latency.svg': latencyChart(service.latencyMs),
-      'memory-per-key.svg': barChart(
-        `Embedded store: heap bytes per key (${formatCount(memory.heapKeys)} keys, one policy)`,
-        'bytes',
-        memory.heapBytesPerKey.map((r) => ({ name: r.name, value: r.bytes })),
-      ),
-      'redis-memory-per-key.svg': barChart(
-        'Redis: MEMORY USAGE of one key (limit 100 per 1h)',
-        'bytes',
-        redisMemory.memoryUsagePerKey.map((r) => ({
-          name: `${r.algorithm}${r.state === '1 request' ? '' : ` (${r.state})`}`,
-          value: r.bytes,
-        })),
-      ),
-    }
+    const charts = reportCharts({ memory, redis, redisMemory, service })
     for (const [name, text] of Object.entries(charts)) writeFileSync(join(CHARTS, name), text)
     const link = (name: string, alt: string) => `![${alt}](${relative(OUT, join(CHARTS, name)).replaceAll('\\', '/')})`
     writeFileSync(join(OUT, 'benchmarks.md'), report(memory, redis, redisMemory, service, link))
@@ -271,7 +162,8 @@ Produced by \`npm run bench:report\` (bench/report.ts), which runs \`bench:memor
 \`bench:redis-memory\` and \`bench:service\` one after the other and charts their figures.${quickNote}
 Every figure is a median of interleaved rounds (each round runs every contender once, so a slow
 phase of the machine hits them all), and ratios compare contenders of the same run. Absolute numbers
-depend on the machine; compare the ratios.
+depend on the machine; compare the ratios. In the bar charts Floodgate's contenders are blue, other
+libraries orange, and floors and bare servers (what no product beats; not products) grey.
 
 ## Machine
 

@@ -8,5 +8,6 @@ export type {
   DescriptorResult,
   LimitedResult,
   UnlimitedResult,
+  ReplacedResult,
   UnmatchedResult,
 } from './api/check.js'

@@ -63,6 +63,7 @@ function describeResult(result: CheckResult): string {
   for (const r of result.results) {
     if (r.rule === null) lines.push('  no rule matches: allowed')
     else if ('unlimited' in r) lines.push(`  rule ${r.rule}: unlimited`)
+    else if ('replaced' in r) lines.push(`  rule ${r.rule}: replaced by another descriptor's rule (replaces:), not applied`)
     else {
       const state = r.allowed ? (r.wouldDeny ? 'allowed (shadow mode, would deny)' : 'allowed') : 'denied'
       lines.push(

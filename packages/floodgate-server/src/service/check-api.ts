@@ -111,7 +111,8 @@ export function toCheckResponse(result: DecideResult): CheckResponse {
   let retryAfterMs = 0
   let never = false
   const results = result.outcomes.map((outcome): DescriptorResult => {
-    if (outcome.kind === 'unmatched') return { allowed: true, rule: null }
+    if (outcome.kind === 'unmatched')
+      return outcome.replaced === undefined ? { allowed: true, rule: null } : { allowed: true, rule: outcome.replaced, replaced: true }
     if (outcome.kind === 'unlimited') return { allowed: true, rule: outcome.ruleId, unlimited: true }
     const { decision } = outcome
     const retry = outcome.allowed ? 0 : decision.retryAfterMs
@@ -156,6 +157,7 @@ export const CHECK_RESPONSE_SCHEMA = {
         properties: {
           allowed: { type: 'boolean' },
           rule: { type: ['string', 'null'] },
+          replaced: { type: 'boolean' },
           unlimited: { type: 'boolean' },
           policy: { type: 'string' },
           limit: { type: 'number' },

@@ -60,8 +60,13 @@ export interface EnvoyStatus {
 
 /** The decision for one descriptor. */
 export type DescriptorOutcome =
-  | { kind: 'unmatched' }
-  | { kind: 'unlimited'; ruleId: string }
+  /**
+   * No rule applies. `replaced` names the rule that matched but that another descriptor's rule of
+   * the same request removed with `replaces` (upstream then applies no limit either).
+   */
+  | { kind: 'unmatched'; replaced?: string }
+  /** `allowListed`: a value entry with no limit of its own, not `unlimited: true` (Envoy answers them apart). */
+  | { kind: 'unlimited'; ruleId: string; allowListed?: true }
   | {
       kind: 'limited'
       /** The matched rule's id; `override` when a request-supplied limit decided without a rule. */
@@ -196,6 +201,7 @@ export class Decider {
     // As upstream: an override applies only in a domain the config knows.
     const knownDomain = lookup.domains.has(domain)
     const plans = descriptors.map((descriptor, i) => this.#plan(domain, descriptor, rules[i], knownDomain, descriptor.hits ?? input.hits))
+    if (plans.length > 1) markReplaced(plans, rules, (i) => lookup.match(domain, [entries[i]])[0])
     if (this.#stopIncrement) await this.#holdBackWithinLimit(plans)
     let outcomes: DescriptorOutcome[]
     // The store's answers become outcomes here, in this one async function: an async function per
@@ -289,7 +295,12 @@ export class Decider {
       }
     }
     if (rule === undefined) return { kind: 'done', outcome: { kind: 'unmatched' } }
-    if (rule.unlimited) return { kind: 'done', outcome: { kind: 'unlimited', ruleId: rule.id } }
+    if (rule.unlimited) {
+      return {
+        kind: 'done',
+        outcome: rule.allowListed ? { kind: 'unlimited', ruleId: rule.id, allowListed: true } : { kind: 'unlimited', ruleId: rule.id },
+      }
+    }
     const quota = this.#globalQuota || rule.quota
     if (rule.envoyLimit !== undefined) {
       const limit = envoyLimitOf(rule.envoyLimit, rule.name ?? '', rule.envoyLimit)
@@ -616,6 +627,19 @@ function overrideMetricKey(domain: string, entries: readonly Entry[]): string {
   let key = domain
   for (const entry of entries) key += entry.value === '' ? `.${entry.key}` : `.${entry.key}_${entry.value}`
   return key
+}
+
+/**
+ * Tells a rule that `replaces` removed from a descriptor that no rule matches: only a request of
+ * several descriptors can replace, and a descriptor matched alone then finds its rule again.
+ */
+function markReplaced(plans: Plan[], rules: readonly (MatchedRule | undefined)[], alone: (i: number) => MatchedRule | undefined): void {
+  for (let i = 0; i < plans.length; i++) {
+    const plan = plans[i]
+    if (rules[i] !== undefined || plan.kind !== 'done' || plan.outcome.kind !== 'unmatched') continue
+    const rule = alone(i)
+    if (rule !== undefined) plans[i] = { kind: 'done', outcome: { kind: 'unmatched', replaced: rule.id } }
+  }
 }
 
 /** The policy the decision names (the first one if none matches, as for a fail-open decision). */

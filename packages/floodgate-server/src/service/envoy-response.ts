@@ -94,8 +94,12 @@ export function toRlsResponse(result: DecideResult, options: RlsResponseOptions)
 
 function statusOf(outcome: DescriptorOutcome, now: number): RlsDescriptorStatus {
   if (outcome.kind === 'unmatched') return { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
-  if (outcome.kind === 'unlimited')
-    return { code: 'OK', current_limit: null, limit_remaining: UNLIMITED_REMAINING, duration_until_reset: null }
+  // An allow-listed value has no limit of its own: upstream finds none there and answers 0, as for
+  // no match; only `unlimited: true` answers the largest uint32.
+  if (outcome.kind === 'unlimited') {
+    const remaining = outcome.allowListed ? 0 : UNLIMITED_REMAINING
+    return { code: 'OK', current_limit: null, limit_remaining: remaining, duration_until_reset: null }
+  }
   const code = outcome.allowed ? 'OK' : 'OVER_LIMIT'
   const { envoy } = outcome
   if (envoy !== undefined) {

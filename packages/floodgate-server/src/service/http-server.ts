@@ -109,7 +109,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.requestTimeoutMs),
   }) as unknown as FastifyInstance
   app.server.maxConnections = options.maxConnections
-  // Envoy's /json is often called without a JSON content type (curl -d): read any body as JSON.
+  // Any body is read as JSON, whatever its content type: Envoy's /json is often called without a
+  // JSON one (curl -d), and fetch sends a string body as text/plain. Fastify's own text/plain
+  // parser would hand the routes a bare string, so it goes, and the catch-all below reads it.
+  app.removeContentTypeParser('text/plain')
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     try {
       done(null, JSON.parse(body as string))
@@ -202,8 +205,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     },
     handler: (request, reply) => {
       const started = performance.now()
-      // Upstream reads the body as JSON whatever its content type; Fastify hands text/plain over unparsed.
-      const input = fromProtoJson(typeof request.body === 'string' ? parseJsonText(request.body) : request.body)
+      // Upstream reads the body as JSON whatever its content type: so does the catch-all parser.
+      const input = fromProtoJson(request.body)
       options.decider.decide(input, { storeError: envoy.storeError }).then(
         (result) => sendRls(reply, input, result, started),
         (error: unknown) => reply.send(error),
@@ -295,14 +298,6 @@ const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request 
 /** A message as a header value: printable ASCII on one line, at most 512 characters. */
 function headerSafe(message: string): string {
   return message.replace(/[^\x20-\x7e]+/g, ' ').slice(0, 512)
-}
-
-function parseJsonText(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch (error) {
-    throw new FloodgateError('INVALID_REQUEST', `body: not valid JSON (${(error as Error).message})`)
-  }
 }
 
 function errorName(status: number): string {

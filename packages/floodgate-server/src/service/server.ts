@@ -10,7 +10,7 @@ import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
 import { ServiceMetrics } from './metrics.js'
-import { countRules } from './rule-count.js'
+import { countRules, ruleIds } from './rule-count.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
 import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
@@ -104,6 +104,7 @@ export async function startService(settings: Settings, options: StartOptions = {
             rules: countRules(rules.current),
             files: rules.current.files,
             lastReloadError: rules.lastError?.issues.map(formatIssue) ?? null,
+            ids: ruleIds(rules.current),
           }),
         })
   storeLatency = dashboard?.storeLatency

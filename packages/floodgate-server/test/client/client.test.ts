@@ -1,11 +1,11 @@
-// The client SDK against a running service and against dead or silent ports: check, fail-open, timeouts, withRetry.
+// The client SDK against a running service and against dead or silent ports: check, fail-open, timeouts.
+// withRetry on its own: retry.test.ts.
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
-import { FloodgateClient, type FloodgateClientError, withRetry, parseRetryAfter } from 'floodgate/client'
+import { FloodgateClient, type FloodgateClientError, withRetry } from 'floodgate/client'
 import type { CheckResult } from 'floodgate/client'
-import { backoffMs } from '../../../floodgate/src/client/retry.js'
 import { freePort } from '../../../floodgate/test/support/redis-server.js'
 import { startTestService, type TestService } from '../service/helpers.js'
 
@@ -110,81 +110,5 @@ describe('FloodgateClient failure modes', () => {
   it('rejects bad options with a message that says what to pass', () => {
     assert.throws(() => new FloodgateClient({ url: 'localhost:8080' }), /url: expected/)
     assert.throws(() => new FloodgateClient({ url: 'http://x', timeout: '1 fortnight' as never }), /timeout: expected/)
-  })
-})
-
-describe('withRetry', () => {
-  it('retries a fetch Response 429 after its Retry-After header', async () => {
-    let calls = 0
-    const { server, url } = await listen((_req, res) => {
-      calls++
-      if (calls === 1) res.writeHead(429, { 'retry-after': '1' }).end()
-      else res.writeHead(200).end('ok')
-    })
-    try {
-      const started = Date.now()
-      const response = await withRetry(() => fetch(url), { retries: 2, random: () => 0 })
-      assert.equal(response.status, 200)
-      assert.equal(calls, 2)
-      assert.ok(Date.now() - started >= 1000)
-    } finally {
-      server.close()
-    }
-  })
-
-  it('retries thrown 429 errors, rethrows other errors at once, and returns the last answer when retries run out', async () => {
-    let thrown = 0
-    const value = await withRetry(
-      async () => {
-        if (thrown++ < 2) throw Object.assign(new Error('limited'), { status: 429, retryAfterMs: 5 })
-        return 'done'
-      },
-      { retries: 3, baseMs: 1 },
-    )
-    assert.equal(value, 'done')
-    assert.equal(thrown, 3)
-
-    let other = 0
-    await assert.rejects(
-      withRetry(async () => {
-        other++
-        throw new Error('boom')
-      }),
-      /boom/,
-    )
-    assert.equal(other, 1)
-
-    let limitedCalls = 0
-    const last = await withRetry(async () => ({ allowed: false, retryAfterMs: 1, results: [], n: ++limitedCalls }), {
-      retries: 2,
-      baseMs: 1,
-    })
-    assert.equal(last.n, 3)
-  })
-
-  it('draws full jitter uniformly below base·2^attempt, capped at maxMs', () => {
-    assert.equal(
-      backoffMs(0, 100, 10_000, () => 0.5),
-      50,
-    )
-    assert.equal(
-      backoffMs(3, 100, 10_000, () => 0.5),
-      400,
-    )
-    assert.equal(
-      backoffMs(10, 100, 1_000, () => 0.999),
-      999,
-    )
-    assert.equal(
-      backoffMs(5, 100, 10_000, () => 0),
-      0,
-    )
-  })
-
-  it('parses Retry-After as seconds or an HTTP date', () => {
-    assert.equal(parseRetryAfter('3'), 3000)
-    assert.equal(parseRetryAfter(new Date(10_000).toUTCString(), 4_000), 6000)
-    assert.equal(parseRetryAfter('soon'), 0)
-    assert.equal(parseRetryAfter(undefined), 0)
   })
 })

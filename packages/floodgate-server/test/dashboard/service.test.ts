@@ -42,9 +42,16 @@ describe('service /dashboard', () => {
         for (let i = 0; i < 5; i++) await postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: 'eve' }]))
         const data = await snapshot(service)
         assert.deepEqual(data.totals, { allowed: 3, denied: 2 })
+        // The rule hit first, then every other loaded rule at zero, in file order.
         assert.deepEqual(
           data.rules.map((rule) => [rule.rule, rule.allowed, rule.denied]),
-          [['test.user', 3, 2]],
+          [
+            ['test.user', 3, 2],
+            ['test.vip', 0, 0],
+            ['test.trial', 0, 0],
+            ['test.burst', 0, 0],
+            ['test.fast', 0, 0],
+          ],
         )
         const [top] = data.topKeys.keys
         assert.equal(top.denied, 2)

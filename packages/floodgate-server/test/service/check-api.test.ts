@@ -123,6 +123,7 @@ describe('CHECK_RESPONSE_SCHEMA', () => {
   })
   const outcome: fc.Arbitrary<DescriptorOutcome> = fc.oneof(
     fc.constant({ kind: 'unmatched' as const }),
+    fc.record({ kind: fc.constant('unmatched' as const), replaced: name }),
     fc.record({ kind: fc.constant('unlimited' as const), ruleId: name }),
     limited.map(({ ruleId, allowed, wouldDeny, shadow, decision }) => ({
       kind: 'limited' as const,

@@ -145,6 +145,27 @@ describe('HTTP API (memory store)', () => {
     assert.equal(json.body, 'Bad Request\n')
   })
 
+  it("reads fetch's default text/plain body (and curl -d's form type) as JSON on /v1/check, as on /json", async () => {
+    const body = JSON.stringify(checkBody('test', [{ user: 'plain-text' }]))
+    // fetch with a string body and no headers sends content-type text/plain;charset=UTF-8.
+    const plain = await fetch(`${service.httpUrl}/v1/check`, { method: 'POST', body })
+    const answer = (await plain.json()) as { allowed: boolean; results: { rule: string; remaining: number }[] }
+    assert.equal(plain.status, 200, JSON.stringify(answer))
+    assert.equal(answer.results[0].rule, 'test.user')
+    assert.equal(answer.results[0].remaining, 2)
+    const form = await postJson(`${service.httpUrl}/v1/check`, body, { 'content-type': 'application/x-www-form-urlencoded' })
+    assert.equal(form.status, 200, JSON.stringify(form.body))
+    assert.equal(form.body.results[0].remaining, 1, 'the same counter: both were charged')
+    const broken = await fetch(`${service.httpUrl}/v1/check`, { method: 'POST', body: '{"domain": ' })
+    assert.equal(broken.status, 400)
+    assert.match(((await broken.json()) as { message: string }).message, /^body: not valid JSON/)
+    const envoy = await fetch(`${service.httpUrl}/json`, {
+      method: 'POST',
+      body: JSON.stringify({ domain: 'test', descriptors: [{ entries: [{ key: 'user', value: 'plain-json' }] }] }),
+    })
+    assert.equal(envoy.status, 200)
+  })
+
   it('answers 413 for oversized bodies and 404 for unknown routes', async () => {
     const huge = JSON.stringify(checkBody('test', [{ user: 'x'.repeat(70_000) }]))
     const res = await postJson(`${service.httpUrl}/v1/check`, huge)

@@ -47,13 +47,23 @@ export interface UnlimitedResult {
   unlimited: true
 }
 
+/**
+ * A descriptor whose rule another descriptor of the same request replaced (`replaces:` in the rules
+ * file), as envoyproxy/ratelimit applies it: allowed, not counted. `rule` is the replaced rule's id.
+ */
+export interface ReplacedResult {
+  allowed: true
+  rule: string
+  replaced: true
+}
+
 /** A descriptor no rule matched: allowed. */
 export interface UnmatchedResult {
   allowed: true
   rule: null
 }
 
-export type DescriptorResult = LimitedResult | UnlimitedResult | UnmatchedResult
+export type DescriptorResult = LimitedResult | UnlimitedResult | ReplacedResult | UnmatchedResult
 
 /** The answer of `POST /v1/check` (HTTP 200 when allowed, 429 when not). */
 export interface CheckResponse {

@@ -28,6 +28,11 @@ export interface ConfigState {
   files: readonly string[]
   /** Issues of the latest failed reload, while the previous rules keep serving; null when the files are valid. */
   lastReloadError: readonly string[] | null
+  /**
+   * The names the rules are recorded under (rule ids, or policy names for a limiter), so that the
+   * rules table lists every loaded rule, with zero counts until it is hit. At most `maxRules` are listed.
+   */
+  ids?: readonly string[]
 }
 
 export interface DashboardCollectorOptions {
@@ -166,7 +171,8 @@ export class DashboardCollector {
   watch(limiter: RateLimiter, options: WatchOptions = {}): () => void {
     const inProcess = limiter.store instanceof MemoryStore
     if (this.#storeKind === 'unknown') this.#storeKind = inProcess ? 'memory' : limiter.store.constructor.name
-    this.#config ??= () => ({ rules: limiter.policies.length, files: [], lastReloadError: null })
+    const ids = options.ruleOf === undefined ? limiter.policies.map((policy) => policy.name) : undefined
+    this.#config ??= () => ({ rules: limiter.policies.length, files: [], lastReloadError: null, ids })
     this.#sync ??= () => limiter.syncState()
     const ruleOf = options.ruleOf ?? ((_key: string, decision: Decision) => decision.policy)
     const onDecision = (key: string, decision: Decision, cost: number, elapsedMs: number) => {
@@ -221,6 +227,12 @@ export class DashboardCollector {
       const ring = this.#rules.get(row.rule)!.ring
       row.series = { allowed: ring.series(ALLOWED, end, count), denied: ring.series(DENIED, end, count) }
     }
+    const config = this.#config?.() ?? null
+    // Loaded rules not hit yet, after the busy ones: the table shows what is in force, not only what was seen.
+    for (const id of config?.ids ?? []) {
+      if (rules.length >= this.#maxRules) break
+      if (!this.#rules.has(id)) rules.push({ rule: id, allowed: 0, denied: 0, allowedPerSecond: 0, deniedPerSecond: 0 })
+    }
     const recentFrom = end - RECENT_SECONDS
     return {
       version: 1,
@@ -260,7 +272,7 @@ export class DashboardCollector {
             }
           : null,
       },
-      config: this.#config?.() ?? null,
+      config: config && { rules: config.rules, files: config.files, lastReloadError: config.lastReloadError },
       sync: this.#syncSnapshot(now),
     }
   }

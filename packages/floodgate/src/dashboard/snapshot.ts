@@ -67,7 +67,7 @@ export interface DashboardSnapshot {
   }
   /** Units since start: the sums of the service's `floodgate_within_limit` and `floodgate_over_limit` counters. */
   totals: { allowed: number; denied: number }
-  /** Every rule seen, the busiest of the last 10 s first. */
+  /** Every rule seen, the busiest of the last 10 s first; then loaded rules not hit yet, with zero counts. */
   rules: RuleSnapshot[]
   /** The most denied keys over the last few minutes (Space-Saving estimates: `denied` never undercounts, by at most `error`). */
   topKeys: {

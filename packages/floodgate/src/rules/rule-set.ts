@@ -23,6 +23,11 @@ export interface MatchedRule {
   policies: Policy[]
   /** `unlimited: true` or an allow-listed value entry (no rate_limit, no children): never touches the store. */
   unlimited: boolean
+  /**
+   * Set when `unlimited` comes from an allow-listed value entry rather than `unlimited: true`:
+   * envoyproxy/ratelimit finds no limit there and answers `limit_remaining` 0, not the largest uint32.
+   */
+  allowListed?: true
   /** `shadow_mode: true`: decide and count, but never deny (its policies carry `shadow` too). */
   shadow: boolean
   /** `detailed_metric: true`: the operator wants per-value metrics for this rule. */
@@ -195,6 +200,7 @@ function toMatchedRule(match: RuleMatch, policies: readonly Policy[], storeKey: 
     quota: template.quota,
   }
   if (template.name !== undefined) rule.name = template.name
+  if (template.allowListed) rule.allowListed = true
   if (template.envoy !== undefined) rule.envoyLimit = template.envoy
   if (template.metadata !== undefined) rule.metadata = template.metadata
   return rule

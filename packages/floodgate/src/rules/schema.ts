@@ -13,6 +13,8 @@ export interface RuleTemplate {
   readonly name: string | undefined
   readonly policies: readonly Policy[]
   readonly unlimited: boolean
+  /** An allow-listed value (no limit of its own): unlimited, but Envoy answers it as "no limit" (remaining 0), as upstream. */
+  readonly allowListed?: true
   readonly shadow: boolean
   readonly detailedMetric: boolean
   /** Names of limits this rule removes from the other descriptors of the same request. */
@@ -227,7 +229,7 @@ function readRule(src: YamlSource, fields: Map<string, MapEntry>, path: string, 
   }
   if (ctx.isValueEntry && !ctx.hasChildren) {
     // An allow-listed value: matched, and never counted.
-    return { ...base, name: undefined, policies: [], unlimited: true, replaces: [], envoy: undefined }
+    return { ...base, name: undefined, policies: [], unlimited: true, allowListed: true, replaces: [], envoy: undefined }
   }
   return undefined
 }

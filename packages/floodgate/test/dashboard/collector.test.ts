@@ -65,6 +65,32 @@ describe('DashboardCollector', () => {
     )
   })
 
+  it('lists every loaded rule, those not hit yet at zero after the busy ones, at most maxRules rows', () => {
+    const ids = ['a', 'b', 'c', 'd', 'e']
+    const collector = new DashboardCollector({ maxRules: 4, config: () => ({ rules: 5, files: [], lastReloadError: null, ids }) })
+    assert.deepEqual(
+      collector.snapshot().rules.map((r) => [r.rule, r.allowed, r.series]),
+      [
+        ['a', 0, undefined],
+        ['b', 0, undefined],
+        ['c', 0, undefined],
+        ['d', 0, undefined],
+      ],
+    )
+    collector.record('c', 'k', 2, 0)
+    const snapshot = collector.snapshot()
+    assert.deepEqual(
+      snapshot.rules.map((r) => [r.rule, r.allowed]),
+      [
+        ['c', 2],
+        ['a', 0],
+        ['b', 0],
+        ['d', 0],
+      ],
+    )
+    assert.deepEqual(snapshot.config, { rules: 5, files: [], lastReloadError: null }, 'the ids are not repeated in config')
+  })
+
   it('keeps at most maxRules rule rows; the rest share _other', () => {
     const collector = new DashboardCollector({ maxRules: 3 })
     for (let i = 0; i < 1000; i++) collector.record(`rule-${i}`, 'k', 1, 0)

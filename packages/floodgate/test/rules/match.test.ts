@@ -197,6 +197,7 @@ descriptors:
   it('a value with no limit and no children is allow-listed: unlimited, no policies', () => {
     const [rule] = set.match('t', [d('ip=127.0.0.1')])
     assert.equal(rule?.unlimited, true)
+    assert.equal(rule?.allowListed, true)
     assert.deepEqual(rule?.policies, [])
     assert.equal(rule?.id, 't.ip_127.*')
   })
@@ -204,6 +205,7 @@ descriptors:
   it('`unlimited: true` is unlimited with no policies', () => {
     const [rule] = set.match('t', [d('client=ops')])
     assert.equal(rule?.unlimited, true)
+    assert.equal(rule?.allowListed, undefined, 'explicitly unlimited, not allow-listed')
     assert.deepEqual(rule?.policies, [])
     assert.equal(rule?.envoyLimit, undefined)
   })
