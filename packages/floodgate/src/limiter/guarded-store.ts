@@ -60,6 +60,8 @@ export class GuardedStore implements Backend {
   readonly synchronous: boolean
   /** The breakers, by shard; a store without shards has only `breakers.whole`. */
   readonly breakers: ShardBreakers
+  // The store has shardOf: read once, as the memory store's path is the hot one.
+  private readonly sharded: boolean
   private readonly timeouts: Timeouts
   private readonly clock: () => number
   // With injected timers, the store still gets its deadline in performance.now() terms.
@@ -73,6 +75,7 @@ export class GuardedStore implements Backend {
   ) {
     this.synchronous = typeof store.evaluateSync === 'function'
     this.breakers = new ShardBreakers(options.breakerFailures, options.breakerCooldownMs)
+    this.sharded = typeof store.shardOf === 'function'
     this.timeouts = new Timeouts(options.timeoutMs, options.timers)
     this.clock = options.clock
     this.realTimers = options.timers === REAL_TIMERS
@@ -85,7 +88,7 @@ export class GuardedStore implements Backend {
 
   /** The name of `key`'s shard (the whole store's, for a store without shards). */
   shardOf(key: string): string {
-    return this.store.shardOf === undefined ? WHOLE_STORE : this.store.shardOf(key)
+    return this.sharded ? this.store.shardOf!(key) : WHOLE_STORE
   }
 
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer {
@@ -145,7 +148,7 @@ export class GuardedStore implements Backend {
    */
   recovered(shard: string): void {
     // A store seen as one shard (a wrapper that does not forward shardOf) probes on any recovery.
-    this.breakers.probeNow(this.store.shardOf === undefined ? WHOLE_STORE : shard)
+    this.breakers.probeNow(this.sharded ? shard : WHOLE_STORE)
     if (this.store.shards === undefined) return
     for (const retired of this.breakers.retire(this.store.shards())) this.events.emit('breaker-close', retired)
   }
