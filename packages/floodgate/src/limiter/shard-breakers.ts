@@ -86,7 +86,11 @@ export class ShardBreakers {
     for (const [shard, breaker] of this.byShard) {
       if (keep.has(shard)) continue
       this.byShard.delete(shard)
-      if (breaker.isOpen) retired.push(shard)
+      // Closed as it goes: a call still in flight with it must not announce it closed again.
+      if (breaker.isOpen) {
+        breaker.recordSuccess()
+        retired.push(shard)
+      }
     }
     return retired
   }
