@@ -73,7 +73,13 @@ export interface HttpServerOptions {
 }
 
 /** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
-export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'shard_unreachable' | 'peer_unreachable' | 'rules_reload_failed'
+export type ReadinessReason =
+  | 'ok'
+  | 'shutting_down'
+  | 'store_unreachable'
+  | 'shard_unreachable'
+  | 'peer_unreachable'
+  | 'rules_reload_failed'
 
 /**
  * `ready` (rules loaded, store reachable), `degraded` (the store is unreachable and decisions follow
@@ -84,7 +90,8 @@ export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'sh
 export function readiness(health: HealthReport): { status: 'ready' | 'degraded' | 'not_ready'; reason: ReadinessReason } {
   if (!health.ready) return { status: 'not_ready', reason: 'shutting_down' }
   if (!health.storeReachable) return { status: 'degraded', reason: 'store_unreachable' }
-  if (health.shardsUnreachable !== undefined && health.shardsUnreachable.length > 0) return { status: 'degraded', reason: 'shard_unreachable' }
+  if (health.shardsUnreachable !== undefined && health.shardsUnreachable.length > 0)
+    return { status: 'degraded', reason: 'shard_unreachable' }
   if (health.peersUnreachable !== undefined && health.peersUnreachable.length > 0) return { status: 'degraded', reason: 'peer_unreachable' }
   return { status: 'ready', reason: health.rulesError === undefined ? 'ok' : 'rules_reload_failed' }
 }

@@ -33,7 +33,8 @@ describe('service on three memcached servers, one killed', () => {
   const readyz = async (): Promise<{ status: string; reason: string; shards?: string[] }> =>
     (await fetch(`${service.httpUrl}/readyz`)).json() as Promise<{ status: string; reason: string; shards?: string[] }>
   // Many users: some of them live on each server.
-  const sweep = () => Promise.all(Array.from({ length: 60 }, (_, i) => postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: `u${i}` }]))))
+  const sweep = () =>
+    Promise.all(Array.from({ length: 60 }, (_, i) => postJson(`${service.httpUrl}/v1/check`, checkBody('test', [{ user: `u${i}` }]))))
 
   it('/readyz and /metrics name the dead server; they clear when it answers again', async () => {
     await sweep()

@@ -1,4 +1,5 @@
-// Tells when a RedisStore's Redis (or one Cluster master) stops answering and when it may answer again, and on a Cluster finds the new master.
+// Tells when a RedisStore's Redis (or one Cluster master) stops answering and when it may answer
+// again, and on a Cluster finds the new master.
 
 import { FloodgateError } from '../../core/errors.js'
 import type { Connection } from './connection.js'

@@ -91,7 +91,9 @@ test('1 of 3 servers SIGKILLed under load: ≥ 99% of the healthy servers’ dec
     const opening = new Map(tally.dead)
     for (let i = 0; i < Math.max(10, waves); i++) await wave()
 
-    t.diagnostic(`victim ${victim.address}, ${onVictim.size} of ${keys.length} keys on it; ${waves} waves until its breaker opened; ${tally}`)
+    t.diagnostic(
+      `victim ${victim.address}, ${onVictim.size} of ${keys.length} keys on it; ${waves} waves until its breaker opened; ${tally}`,
+    )
     const share = Tally.share(tally.healthy, 'store')
     assert.ok(share >= 0.99, `healthy servers' decisions from memcached: ${(share * 100).toFixed(2)}% (${tally})`)
     assert.equal(tally.healthy.get('fallback-open'), undefined, `not one healthy key fell back: ${tally}`)

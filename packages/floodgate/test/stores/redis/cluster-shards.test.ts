@@ -122,8 +122,8 @@ for (const requireFullCoverage of [false, true]) {
         for (let i = 0; i < 10; i++) await wave()
 
         t.diagnostic(
-          `victim ${victim} (${onVictim.size} of ${keys.length} keys); ${waves} waves to recovery; breakers opened ${JSON.stringify(opened)}, ` +
-            `closed ${JSON.stringify(closed)}; healthy ${show(healthy)}; dead ${show(dead)}`,
+          `victim ${victim} (${onVictim.size} of ${keys.length} keys); ${waves} waves to recovery; ` +
+            `breakers opened ${JSON.stringify(opened)}, closed ${JSON.stringify(closed)}; healthy ${show(healthy)}; dead ${show(dead)}`,
         )
         const fromStore = share(healthy, 'store')
         assert.ok(fromStore >= 0.99, `healthy masters' decisions from Redis: ${(fromStore * 100).toFixed(2)}% (${show(healthy)})`)
