@@ -51,7 +51,7 @@ for (const requireFullCoverage of [false, true]) {
         policies: [{ algorithm: 'gcra', limit: 1_000_000, period: '1h' }],
         onStoreError: 'open',
         // Far above a healthy answer on a busy machine; a dead master's calls fail or wait it out.
-        timeout: '1s',
+        timeout: '5s',
         breaker: { failures: 5, cooldown: '200ms' },
         denyCache: false,
       })
