@@ -92,8 +92,9 @@ export class GuardedStore implements Backend {
   }
 
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer {
-    const shard = this.shardOf(key)
-    const breaker = this.breakers.of(shard)
+    // A store without shards (the embedded one) goes straight to its one breaker.
+    const shard = this.sharded ? this.store.shardOf!(key) : WHOLE_STORE
+    const breaker = this.sharded ? this.breakers.of(shard) : this.breakers.whole
     // An open breaker skips the store until it lets a probe through (closed, it allows everything).
     if (breaker.isOpen && !breaker.allows(this.clock())) return this.synchronous ? undefined : RESOLVED_UNDEFINED
     if (!this.synchronous) return this.callLater(key, policies, cost, this.submit, shard, breaker)
@@ -149,7 +150,7 @@ export class GuardedStore implements Backend {
   recovered(shard: string): void {
     // A store seen as one shard (a wrapper that does not forward shardOf) probes on any recovery.
     this.breakers.probeNow(this.sharded ? shard : WHOLE_STORE)
-    if (this.store.shards === undefined) return
+    if (!this.sharded || this.store.shards === undefined) return
     for (const retired of this.breakers.retire(this.store.shards())) this.events.emit('breaker-close', retired)
   }
 
