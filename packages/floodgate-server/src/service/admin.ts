@@ -47,13 +47,16 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminOptions)
     const health = options.health()
     const { status, reason } = readiness(health)
     const message =
-      status === 'degraded'
-        ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
-        : status === 'ready'
-          ? reason === 'ok'
-            ? 'rules loaded and store reachable'
-            : 'the latest rules reload failed; the previous rules keep serving'
-          : 'not accepting decisions (starting or shutting down)'
+      reason === 'shard_unreachable'
+        ? `store shards unreachable (${health.shardsUnreachable?.join(', ')}): their keys are decided with ` +
+          `onStoreError=${health.onStoreError}, the others by the store`
+        : status === 'degraded'
+          ? `store unreachable: deciding with onStoreError=${health.onStoreError} until it returns`
+          : status === 'ready'
+            ? reason === 'ok'
+              ? 'rules loaded and store reachable'
+              : 'the latest rules reload failed; the previous rules keep serving'
+            : 'not accepting decisions (starting or shutting down)'
     return { status, reason, message, ...health }
   })
 

@@ -256,12 +256,13 @@ export class EnvoyCompatStore implements Store {
     )
   }
 
-  onRecovered(listener: () => void): () => void {
+  // No shardOf: upstream-style counters are placed by upstream's rule, so this store is one shard.
+  onRecovered(listener: (shard: string) => void): () => void {
     return this.inner.onRecovered?.(listener) ?? (() => {})
   }
 
-  recover(): void {
-    this.inner.recover?.()
+  recover(shard: string): void {
+    this.inner.recover?.(shard)
   }
 
   reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -20,6 +20,11 @@ export interface HealthReport {
   ready: boolean
   /** The store answers; when false the limiter is deciding in its failure mode. */
   storeReachable: boolean
+  /**
+   * Shards of the store (memcached servers, Redis Cluster masters, as `host:port`) whose breaker is
+   * open: their keys are decided in the failure mode, every other key by the store.
+   */
+  shardsUnreachable?: readonly string[]
   /** The configured failure mode (`open`, `closed`, `local`). */
   onStoreError: string
   /** Files of the active rules snapshot. */
@@ -68,7 +73,13 @@ export interface HttpServerOptions {
 }
 
 /** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
-export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'peer_unreachable' | 'rules_reload_failed'
+export type ReadinessReason =
+  | 'ok'
+  | 'shutting_down'
+  | 'store_unreachable'
+  | 'shard_unreachable'
+  | 'peer_unreachable'
+  | 'rules_reload_failed'
 
 /**
  * `ready` (rules loaded, store reachable), `degraded` (the store is unreachable and decisions follow
@@ -79,6 +90,8 @@ export type ReadinessReason = 'ok' | 'shutting_down' | 'store_unreachable' | 'pe
 export function readiness(health: HealthReport): { status: 'ready' | 'degraded' | 'not_ready'; reason: ReadinessReason } {
   if (!health.ready) return { status: 'not_ready', reason: 'shutting_down' }
   if (!health.storeReachable) return { status: 'degraded', reason: 'store_unreachable' }
+  if (health.shardsUnreachable !== undefined && health.shardsUnreachable.length > 0)
+    return { status: 'degraded', reason: 'shard_unreachable' }
   if (health.peersUnreachable !== undefined && health.peersUnreachable.length > 0) return { status: 'degraded', reason: 'peer_unreachable' }
   return { status: 'ready', reason: health.rulesError === undefined ? 'ok' : 'rules_reload_failed' }
 }
@@ -224,6 +237,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.get('/readyz', async (_request, reply) => {
     const health = options.health()
     const { status, reason } = readiness(health)
+    // Which shards fail is what an operator acts on first; their addresses are the store's, as the metrics show.
+    if (reason === 'shard_unreachable') return reply.code(200).send({ status, reason, shards: health.shardsUnreachable })
     return reply.code(health.ready ? 200 : 503).send({ status, reason })
   })
 

@@ -83,7 +83,7 @@ export class LazyRedisStore implements LeaseStore {
   }
 
   // The limiter's quick way back after an outage (a reconnect, a Cluster failover), forwarded once the store exists.
-  onRecovered(listener: () => void): () => void {
+  onRecovered(listener: (shard: string) => void): () => void {
     let stop: (() => void) | undefined
     let stopped = false
     void this.#ready.then((store) => {
@@ -95,8 +95,17 @@ export class LazyRedisStore implements LeaseStore {
     }
   }
 
-  recover(): void {
-    this.#store?.recover?.()
+  recover(shard: string): void {
+    this.#store?.recover?.(shard)
+  }
+
+  // A Cluster's masters are its shards (RedisStore.shardOf); until the store exists, it is one.
+  shardOf(key: string): string {
+    return this.#store?.shardOf?.(key) ?? ''
+  }
+
+  shards(): readonly string[] {
+    return this.#store?.shards?.() ?? ['']
   }
 
   /** Stops the sync loop (merging and sending what is left once), then closes the Redis store. */

@@ -76,6 +76,8 @@ export class ServiceMetrics {
   readonly #latency: LatencyHistogram<'http' | 'grpc'>
   readonly #storeErrors: Counter
   readonly #breaker: Gauge
+  readonly #shardBreakers: Gauge<'shard'>
+  readonly #openShards = new Set<string>()
   readonly #fallbacks: Counter<'mode'>
   readonly #reloads: Counter<'result'>
   readonly #rules: Gauge
@@ -155,7 +157,15 @@ export class ServiceMetrics {
     this.#storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store calls that failed or timed out.', registers })
     this.#breaker = new Gauge({
       name: 'floodgate_breaker_state',
-      help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open (the failure mode decides).',
+      help: 'Store circuit breaker: 0 closed (calls go to the store), 1 open for some or all keys (the failure mode decides them).',
+      registers,
+    })
+    this.#shardBreakers = new Gauge({
+      name: 'floodgate_breaker_open',
+      help:
+        'Store shards whose circuit breaker is open (their keys are decided by the failure mode), by shard: a memcached ' +
+        'server or Redis Cluster master (host:port), empty for a store that is one shard. Present only while open.',
+      labelNames: ['shard'] as const,
       registers,
     })
     this.#fallbacks = new Counter({
@@ -212,8 +222,16 @@ export class ServiceMetrics {
     this.#storeErrors.inc()
   }
 
-  setBreakerOpen(open: boolean): void {
-    this.#breaker.set(open ? 1 : 0)
+  /** The breaker of `shard` opened or closed (`''`: a store that is one shard). */
+  setBreakerOpen(open: boolean, shard = ''): void {
+    if (open) {
+      this.#openShards.add(shard)
+      this.#shardBreakers.set({ shard }, 1)
+    } else if (this.#openShards.delete(shard)) {
+      // Removed, not set to 0: a Cluster's failed-over masters would otherwise pile up as series.
+      this.#shardBreakers.remove({ shard })
+    }
+    this.#breaker.set(this.#openShards.size > 0 ? 1 : 0)
   }
 
   recordFallback(mode: 'open' | 'closed' | 'local'): void {

@@ -90,8 +90,9 @@ export async function startService(settings: Settings, options: StartOptions = {
     timeout: settings.storeTimeoutMs,
   })
   metrics.watchSync(() => limiter.syncState())
-  let breakerOpen = false
-  wireLimiterEvents(limiter, metrics, logger, (open) => (breakerOpen = open))
+  // The shards whose breaker is open ('' for a store that is one shard): a handful at most.
+  const openShards = new Set<string>()
+  wireLimiterEvents(limiter, metrics, logger, (open, shard) => (open ? openShards.add(shard) : openShards.delete(shard)))
   const dashboard =
     settings.adminToken === undefined
       ? undefined
@@ -127,7 +128,8 @@ export async function startService(settings: Settings, options: StartOptions = {
   const envoyStoreError = settings.envoyOnStoreError === 'error' ? 'error' : 'answer'
   const health = (): HealthReport => ({
     ready: !draining,
-    storeReachable: !breakerOpen && storeConnected(store),
+    storeReachable: !openShards.has('') && storeConnected(store),
+    shardsUnreachable: [...openShards].filter((shard) => shard !== ''),
     onStoreError: settings.onStoreError,
     rules: [...rules.current.files],
     rulesError: rules.lastError?.issues.map(formatIssue),
@@ -303,20 +305,27 @@ function storeConnected(store: Store): boolean {
   return store instanceof LazyRedisStore ? store.connected : true
 }
 
-function wireLimiterEvents(limiter: RateLimiter, metrics: ServiceMetrics, logger: Logger, setBreaker: (open: boolean) => void): void {
+function wireLimiterEvents(
+  limiter: RateLimiter,
+  metrics: ServiceMetrics,
+  logger: Logger,
+  setBreaker: (open: boolean, shard: string) => void,
+): void {
   limiter.on('store-error', (error) => {
     metrics.recordStoreError()
     logger.warn({ err: error }, 'store call failed')
   })
-  limiter.on('breaker-open', () => {
-    setBreaker(true)
-    metrics.setBreakerOpen(true)
-    logger.error('store unreachable: circuit breaker open, deciding in the failure mode')
+  limiter.on('breaker-open', (shard) => {
+    setBreaker(true, shard)
+    metrics.setBreakerOpen(true, shard)
+    if (shard === '') logger.error('store unreachable: circuit breaker open, deciding in the failure mode')
+    else logger.error({ shard }, `store shard ${shard} unreachable: its keys are decided in the failure mode, the others by the store`)
   })
-  limiter.on('breaker-close', () => {
-    setBreaker(false)
-    metrics.setBreakerOpen(false)
-    logger.info('store reachable again: circuit breaker closed')
+  limiter.on('breaker-close', (shard) => {
+    setBreaker(false, shard)
+    metrics.setBreakerOpen(false, shard)
+    if (shard === '') logger.info('store reachable again: circuit breaker closed')
+    else logger.info({ shard }, `store shard ${shard} reachable again: circuit breaker closed`)
   })
   limiter.on('fallback', (source) => {
     metrics.recordFallback(source === 'fallback-closed' ? 'closed' : source === 'fallback-local' ? 'local' : 'open')

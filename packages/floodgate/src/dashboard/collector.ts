@@ -100,7 +100,8 @@ export class DashboardCollector {
   #allowed = 0
   #denied = 0
   #storeErrors = 0
-  #breakerOpen = false
+  // The shards whose breaker is open (a store's shards are few; the limiter bounds them).
+  readonly #openShards = new Set<string>()
   readonly #fallbacks = { open: 0, closed: 0, local: 0 }
 
   constructor(options: DashboardCollectorOptions = {}) {
@@ -152,8 +153,10 @@ export class DashboardCollector {
     this.#storeErrors++
   }
 
-  setBreakerOpen(open: boolean): void {
-    this.#breakerOpen = open
+  /** A breaker of `shard` opened or closed (`''`: a store that is one shard). */
+  setBreakerOpen(open: boolean, shard = ''): void {
+    if (open) this.#openShards.add(shard)
+    else this.#openShards.delete(shard)
   }
 
   /** A decision made without the store, by the failure mode. */
@@ -180,8 +183,8 @@ export class DashboardCollector {
       this.record(ruleOf(key, decision), key, decision.allowed ? cost : 0, decision.allowed ? 0 : cost)
     }
     const onError = () => this.recordStoreError()
-    const onOpen = () => this.setBreakerOpen(true)
-    const onClose = () => this.setBreakerOpen(false)
+    const onOpen = (shard: string) => this.setBreakerOpen(true, shard)
+    const onClose = (shard: string) => this.setBreakerOpen(false, shard)
     const onFallback = (source: Decision['source']) =>
       this.recordFallback(source === 'fallback-closed' ? 'closed' : source === 'fallback-local' ? 'local' : 'open')
     if (options.decisions ?? true) limiter.on('decision', onDecision)
@@ -260,7 +263,8 @@ export class DashboardCollector {
       },
       store: {
         kind: this.#storeKind,
-        breaker: this.#breakerOpen ? 'open' : 'closed',
+        breaker: this.#openShards.size > 0 ? 'open' : 'closed',
+        openShards: [...this.#openShards],
         errors: this.#storeErrors,
         fallbacks: { ...this.#fallbacks },
         latency: this.#timed

@@ -81,6 +81,8 @@ export interface DashboardSnapshot {
   store: {
     kind: string
     breaker: 'open' | 'closed'
+    /** The shards whose breaker is open: `host:port` of a memcached server or Cluster master, `''` for the whole store. */
+    openShards: string[]
     /** Store calls that failed or timed out, since start. */
     errors: number
     /** Decisions made by each failure mode, since start. */

@@ -1,11 +1,12 @@
 // The one path every call of the limiter to its store takes: bounded by a timeout and a circuit
-// breaker, with failures turned into `undefined` answers (the failure mode then decides) and events.
+// breaker per shard, with failures turned into `undefined` answers (the failure mode then decides) and events.
 
 import type { EventEmitter } from 'node:events'
 import type { Policy } from '../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../stores/store.js'
-import { CircuitBreaker } from './circuit-breaker.js'
+import type { CircuitBreaker } from './circuit-breaker.js'
 import type { PolicyPlan, Tier } from './policy-plan.js'
+import { ShardBreakers, WHOLE_STORE } from './shard-breakers.js'
 import { REAL_TIMERS, Timeouts, type TimeoutEntry, type Timers } from './timeout.js'
 import type { DecisionSource, RateLimiterEvents } from './types.js'
 
@@ -48,12 +49,19 @@ export interface GuardOptions {
  * called synchronously, with no promise and no timeout (a synchronous call cannot be interrupted);
  * any other through `submit` (or `evaluate` when it has none), with one promise per call, answered
  * by the first of the store and the timeout. The breaker counts failures of both kinds.
+ *
+ * A store with `shardOf` (memcached servers, Redis Cluster masters) has a breaker per shard: a
+ * failing shard's keys skip the store while every other shard's keys are decided by it as usual.
+ * The limiter's 'breaker-open'/'breaker-close' events name the shard (`''`: the whole store).
  */
 export class GuardedStore implements Backend {
   readonly source: DecisionSource = 'store'
   /** The store offers `evaluateSync`: every answer is synchronous. */
   readonly synchronous: boolean
-  readonly breaker: CircuitBreaker
+  /** The breakers, by shard; a store without shards has only `breakers.whole`. */
+  readonly breakers: ShardBreakers
+  // The store has shardOf: read once, as the memory store's path is the hot one.
+  private readonly sharded: boolean
   private readonly timeouts: Timeouts
   private readonly clock: () => number
   // With injected timers, the store still gets its deadline in performance.now() terms.
@@ -66,7 +74,8 @@ export class GuardedStore implements Backend {
     private readonly events: EventEmitter<RateLimiterEvents>,
   ) {
     this.synchronous = typeof store.evaluateSync === 'function'
-    this.breaker = new CircuitBreaker(options.breakerFailures, options.breakerCooldownMs)
+    this.breakers = new ShardBreakers(options.breakerFailures, options.breakerCooldownMs)
+    this.sharded = typeof store.shardOf === 'function'
     this.timeouts = new Timeouts(options.timeoutMs, options.timers)
     this.clock = options.clock
     this.realTimers = options.timers === REAL_TIMERS
@@ -77,40 +86,72 @@ export class GuardedStore implements Backend {
     return plan.remote
   }
 
+  /** The name of `key`'s shard (the whole store's, for a store without shards). */
+  shardOf(key: string): string {
+    return this.sharded ? this.store.shardOf!(key) : WHOLE_STORE
+  }
+
   call(key: string, policies: readonly Policy[], cost: number): StoreAnswer {
+    // A store without shards (the embedded one) goes straight to its one breaker.
+    const shard = this.sharded ? this.store.shardOf!(key) : WHOLE_STORE
+    const breaker = this.sharded ? this.breakers.of(shard) : this.breakers.whole
     // An open breaker skips the store until it lets a probe through (closed, it allows everything).
-    if (this.breaker.isOpen && !this.breaker.allows(this.clock())) return this.synchronous ? undefined : RESOLVED_UNDEFINED
-    if (!this.synchronous) return this.callLater(key, policies, cost, this.submit)
+    if (breaker.isOpen && !breaker.allows(this.clock())) return this.synchronous ? undefined : RESOLVED_UNDEFINED
+    if (!this.synchronous) return this.callLater(key, policies, cost, this.submit, shard, breaker)
     let response: EvaluateResponse
     try {
       // A new request, not one kept and rewritten: the compiler removes it when it inlines the
       // store's evaluateSync, and a kept one pays a write barrier for every new key string.
       response = this.store.evaluateSync!({ key, policies, cost })
     } catch (error) {
-      return this.failed(error)
+      return this.failed(error, shard, breaker)
     }
-    this.answered()
+    this.answered(shard, breaker)
     return response
   }
 
   /** Resets `key` on the store, bounded like a decision; failures are reported, never thrown. */
   reset(key: string, policies: readonly Policy[]): Promise<void> {
-    if (this.breaker.isOpen && !this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED
+    const shard = this.shardOf(key)
+    const breaker = this.breakers.of(shard)
+    if (breaker.isOpen && !breaker.allows(this.clock())) return RESOLVED_UNDEFINED
     let pending: Promise<void>
     try {
       pending = this.store.reset(key, policies)
     } catch (error) {
-      return Promise.resolve(this.failed(error))
+      return Promise.resolve(this.failed(error, shard, breaker))
     }
     return this.timeouts.run(pending).then(
-      () => this.answered(),
-      (error: unknown) => this.failed(error),
+      () => this.answered(shard, breaker),
+      (error: unknown) => this.failed(error, shard, breaker),
     )
   }
 
-  /** What fail-closed tells the caller to wait: until the breaker's next probe, or one cooldown. */
-  closedWaitMs(): number {
-    return this.breaker.isOpen ? this.breaker.waitMs(this.clock()) : this.breaker.cooldownMs
+  /**
+   * What fail-closed tells the caller to wait: until the next probe of `key`'s shard, or one
+   * cooldown. Without a key: until the soonest probe of any open breaker.
+   */
+  closedWaitMs(key?: string): number {
+    const now = this.clock()
+    if (key !== undefined) {
+      const breaker = this.breakers.of(this.shardOf(key))
+      return breaker.isOpen ? breaker.waitMs(now) : breaker.cooldownMs
+    }
+    let wait = this.breakers.cooldownMs
+    for (const shard of this.breakers.openShards()) wait = Math.min(wait, this.breakers.of(shard).waitMs(now))
+    return wait
+  }
+
+  /**
+   * The store says `shard` may answer again (`''`: all of it): its open breaker probes with the
+   * next call instead of waiting out the cooldown, and the breakers of shards that no longer hold
+   * keys (a failed-over Cluster master) are forgotten, announced as closed.
+   */
+  recovered(shard: string): void {
+    // A store seen as one shard (a wrapper that does not forward shardOf) probes on any recovery.
+    this.breakers.probeNow(this.sharded ? shard : WHOLE_STORE)
+    if (!this.sharded || this.store.shards === undefined) return
+    for (const retired of this.breakers.retire(this.store.shards())) this.events.emit('breaker-close', retired)
   }
 
   /**
@@ -119,29 +160,38 @@ export class GuardedStore implements Backend {
    * `start` returned.
    */
   callVia(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
-    if (this.breaker.isOpen && !this.breaker.allows(this.clock())) return RESOLVED_UNDEFINED
-    return this.callLater(key, policies, cost, start)
+    const shard = this.shardOf(key)
+    const breaker = this.breakers.of(shard)
+    if (breaker.isOpen && !breaker.allows(this.clock())) return RESOLVED_UNDEFINED
+    return this.callLater(key, policies, cost, start, shard, breaker)
   }
 
   // One promise per call, answered from the store's callback or by the timeout. Closures live only
   // in functions of the asynchronous path: a function that makes one allocates its context on every
   // call, also on the paths that never make it.
-  private callLater(key: string, policies: readonly Policy[], cost: number, start: Starter): Promise<EvaluateResponse | undefined> {
+  private callLater(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    start: Starter,
+    shard: string,
+    breaker: CircuitBreaker,
+  ): Promise<EvaluateResponse | undefined> {
     return new Promise<EvaluateResponse | undefined>((resolve, reject) => {
       let abandon: (() => void) | void
       // The first of the store's answer and the timeout decides; the other finds the entry settled.
       const entry = this.timeouts.start((timeout) => {
         abandon?.()
-        this.answer(resolve, reject, timeout, undefined)
+        this.answer(resolve, reject, timeout, undefined, shard, breaker)
       })
       // The deadline lets the store skip the charge once the timeout has answered the caller.
       const request: EvaluateRequest = { key, policies, cost, deadline: this.deadlineOf(entry) }
       try {
         abandon = start(request, (error, response) => {
-          if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, response)
+          if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, response, shard, breaker)
         })
       } catch (error) {
-        if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, undefined)
+        if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, undefined, shard, breaker)
       }
     })
   }
@@ -162,13 +212,15 @@ export class GuardedStore implements Backend {
     reject: (error: unknown) => void,
     error: unknown,
     response: EvaluateResponse | undefined,
+    shard: string,
+    breaker: CircuitBreaker,
   ): void {
     try {
       if (error == null && response !== undefined) {
-        this.answered()
+        this.answered(shard, breaker)
         resolve(response)
       } else {
-        resolve(this.failed(error ?? new Error(NO_ANSWER)))
+        resolve(this.failed(error ?? new Error(NO_ANSWER), shard, breaker))
       }
     } catch (thrown) {
       reject(thrown)
@@ -179,19 +231,20 @@ export class GuardedStore implements Backend {
     return this.realTimers ? entry.deadline : performance.now() + this.timeoutMs
   }
 
-  private answered(): undefined {
+  private answered(shard: string, breaker: CircuitBreaker): undefined {
     // Closed and no streak to end (the usual case): nothing to record.
-    if (this.breaker.isOpen || this.breaker.streak > 0) {
-      if (this.breaker.recordSuccess() === 'closed') this.events.emit('breaker-close')
+    if (breaker.isOpen || breaker.streak > 0) {
+      if (breaker.recordSuccess() === 'closed') this.events.emit('breaker-close', this.breakers.nameOf(shard, breaker))
     }
     return undefined
   }
 
-  private failed(error: unknown): undefined {
+  private failed(error: unknown, shard: string, breaker: CircuitBreaker): undefined {
     this.events.emit('store-error', asError(error))
-    const transition = this.breaker.recordFailure(this.clock())
-    if (this.breaker.isOpen) this.store.recover?.()
-    if (transition === 'opened') this.events.emit('breaker-open')
+    const transition = breaker.recordFailure(this.clock())
+    const name = this.breakers.nameOf(shard, breaker)
+    if (breaker.isOpen) this.store.recover?.(name)
+    if (transition === 'opened') this.events.emit('breaker-open', name)
     return undefined
   }
 }

@@ -98,7 +98,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (this.options.policies !== undefined) {
       this.ownDecider = createDecider(createPlan(this.options.policies, this.options.instances, '', this.clock()), this.context)
     }
-    this.stopWatchingStore = this.store.onRecovered?.(() => this.remote.breaker.probeNow())
+    this.stopWatchingStore = this.store.onRecovered?.((shard) => this.remote.recovered(shard ?? ''))
     // 'newListener' and 'removeListener' are EventEmitter's own events, outside RateLimiterEvents.
     const emitter = this as EventEmitter
     emitter.on('newListener', (event: string | symbol) => {

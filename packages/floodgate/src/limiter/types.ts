@@ -145,10 +145,18 @@ export interface PoolLimiter {
 export interface RateLimiterEvents {
   /** The store failed or timed out (the failure mode then decided). */
   'store-error': [error: Error]
-  /** The circuit breaker opened: calls skip the store until its cooldown passes. */
-  'breaker-open': []
-  /** A probe succeeded: calls go to the store again. */
-  'breaker-close': []
+  /**
+   * A circuit breaker opened: calls for the keys of `shard` skip the store until its cooldown
+   * passes. `shard` is `''` for a store that is one shard (memory, standalone or Sentinel Redis),
+   * else the failing memcached server or Redis Cluster master (`host:port`), whose keys alone go
+   * to the failure mode.
+   */
+  'breaker-open': [shard: string]
+  /**
+   * A probe succeeded: calls for the keys of `shard` go to the store again (also announced for a
+   * Cluster master whose slots a replica took over, once the store has moved its keys there).
+   */
+  'breaker-close': [shard: string]
   /** A decision was made without the store, by the failure mode named by `source`. */
   fallback: [source: DecisionSource]
   /**

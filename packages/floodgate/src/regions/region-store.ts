@@ -37,6 +37,9 @@ const MAX_SENDERS = 100_000
 export class RegionStore implements Store {
   readonly onRecovered: Store['onRecovered']
   readonly recover: Store['recover']
+  // The region's own store holds every key's records: its shards are this store's.
+  readonly shardOf: Store['shardOf']
+  readonly shards: Store['shards']
   /** Present when the region's store has it: `sync: 'lease'` and `'auto'` (see leaseAll). */
   readonly lease: LeaseStore['lease'] | undefined
   /** Present when the region's store has it: `sync: 'write-back'` (see mergeAll). */
@@ -48,7 +51,9 @@ export class RegionStore implements Store {
   constructor(private readonly ctx: RegionContext) {
     const inner = ctx.store
     this.onRecovered = inner.onRecovered === undefined ? undefined : (listener) => inner.onRecovered!(listener)
-    this.recover = inner.recover === undefined ? undefined : () => inner.recover!()
+    this.recover = inner.recover === undefined ? undefined : (shard) => inner.recover!(shard)
+    this.shardOf = inner.shardOf === undefined ? undefined : (key) => inner.shardOf!(key)
+    this.shards = inner.shards === undefined ? undefined : () => inner.shards!()
     const leaser = (inner as Partial<LeaseStore>).lease
     this.lease = typeof leaser === 'function' ? (batch) => this.leaseAll(inner as LeaseStore, batch) : undefined
     this.merge = typeof inner.merge === 'function' ? (batch) => this.mergeAll(inner.merge!.bind(inner), batch) : undefined

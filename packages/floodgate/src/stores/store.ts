@@ -1,4 +1,4 @@
-// The Store interface: what the limiter asks of any state backend (memory, Redis).
+// The Store interface: what the limiter asks of any state backend (memory, Redis, memcached).
 
 import type { Policy } from '../core/policy.js'
 import type { PolicyRecord, PolicyResult } from '../core/evaluate.js'
@@ -93,16 +93,29 @@ export interface Store {
    */
   submit?(request: EvaluateRequest, done: SubmitCallback): void
   /**
-   * Optional: calls `listener` whenever the backend, after failing, may answer again (Redis
-   * reconnected, or a Cluster's slot map changed after a failover); returns a function that
-   * removes it. The limiter then probes at once instead of waiting out its breaker's cooldown.
+   * Optional, for a store made of shards (memcached servers on a ring, Redis Cluster masters): the
+   * shard that holds every record of `key` (e.g. `10.0.0.1:11211`). The limiter keeps a circuit
+   * breaker per shard, so one failing shard sends only its own keys to the failure mode. A store
+   * without it is one shard, named `''`. Called on every decision: keep it cheap.
    */
-  onRecovered?(listener: () => void): () => void
+  shardOf?(key: string): string
   /**
-   * Optional: the caller saw the backend fail while its breaker is open. A Redis Cluster store
-   * reads the slot map again until a replica has taken over.
+   * Optional, with `shardOf`: the shards that hold keys now. A shard that left (a Cluster master
+   * whose slots a replica took over) is forgotten by the limiter when the store recovers.
    */
-  recover?(): void
+  shards?(): readonly string[]
+  /**
+   * Optional: calls `listener` whenever the backend, after failing, may answer again (Redis
+   * reconnected, or a Cluster's slot map changed after a failover), with the shard that may (`''`:
+   * the whole store); returns a function that removes it. The limiter then probes at once instead
+   * of waiting out the breaker's cooldown.
+   */
+  onRecovered?(listener: (shard: string) => void): () => void
+  /**
+   * Optional: the caller saw the backend fail while the breaker of `shard` is open (`''`: the
+   * whole store). A Redis Cluster store reads the slot map again until a replica has taken over.
+   */
+  recover?(shard: string): void
   /**
    * Optional: merges each request's units into its key's state and answers every record after the
    * merge, one response per request, in order (one script call per Redis node). What write-back sync

@@ -10,6 +10,8 @@ export interface MemcachedProcess {
   readonly address: string
   /** Stops the server (SIGTERM) and waits for it to exit; its data is gone. */
   stop(): Promise<void>
+  /** Kills the server (SIGKILL: no goodbye on its sockets) and waits for it to exit; `restart` brings it back empty. */
+  kill(): Promise<void>
   /** Starts it again on the same port (after `stop`), empty. */
   restart(): Promise<void>
   /** Freezes the process (SIGSTOP); resolves once every thread is stopped (see `pauseProcess`). */
@@ -46,6 +48,14 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
       const current = child
       child = undefined
       await stopProcess(current)
+    },
+    async kill() {
+      const current = child
+      child = undefined
+      if (current === undefined || current.exitCode !== null || current.signalCode !== null) return
+      const exited = new Promise<void>((resolve) => current.once('exit', () => resolve()))
+      current.kill('SIGKILL')
+      await exited
     },
     async restart() {
       await handle.stop()

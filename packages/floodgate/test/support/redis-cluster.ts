@@ -15,6 +15,11 @@ export interface ClusterOptions {
   nodeTimeoutMs?: number
   /** Longest wait for the cluster to form or heal before giving up with an error (default 20s). */
   readyTimeoutMs?: number
+  /**
+   * `cluster-require-full-coverage` (default true, Redis's default): with it, every node refuses
+   * every command (CLUSTERDOWN) while a failed master's slots wait for a replica.
+   */
+  requireFullCoverage?: boolean
 }
 
 export interface ClusterNode {
@@ -69,6 +74,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     // Tests kill masters on purpose; a replica must take over whatever the replication lag.
     '--cluster-replica-validity-factor',
     '0',
+    '--cluster-require-full-coverage',
+    options.requireFullCoverage === false ? 'no' : 'yes',
   ]
   const nodes: ClusterNode[] = []
   const dead = new Set<number>()

@@ -32,17 +32,23 @@ const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 0.5, logger: { lo
 
 /**
  * A memjs client for `servers` (`host:port` each), with `memjs` as extra options. Its `getServer`
- * is replaced by a consistent-hash ring, memjs's documented way to choose how keys are spread.
+ * is replaced by a consistent-hash ring (memjs's documented way to choose how keys are spread) that
+ * places each record by its user key's route (HashRing.serverOfRecord); the ring is returned too,
+ * for the store to tell which server holds a key.
  */
-export function createMemjsClient(servers: readonly string[], memjs: object | undefined, load: MemjsLoader = loadMemjs): MemjsClientLike {
+export function createMemjsClient(
+  servers: readonly string[],
+  memjs: object | undefined,
+  load: MemjsLoader = loadMemjs,
+): { client: MemjsClientLike; ring: HashRing } {
   const module = load() as MemjsModule | undefined
   if (module === undefined) {
     throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: install the memcached client: npm i memjs (or pass { client })')
   }
   const client = module.Client.create(servers.join(','), { ...MEMJS_DEFAULTS, ...memjs })
   const ring = new HashRing(servers)
-  client.getServer = (key: string) => ring.serverOf(key)
-  return client
+  client.getServer = (key: string) => ring.serverOfRecord(key)
+  return { client, ring }
 }
 
 /** Checks a server list: `host:port` strings (or one comma-separated string), at least one, no repeats. */

@@ -1,6 +1,7 @@
 // Consistent hashing of keys onto memcached servers (ketama's layout), so adding or removing a server moves only its share of keys.
 
 import { createHash } from 'node:crypto'
+import { routeOfRecord } from './keys.js'
 
 /** Points per server on the ring: ketama's 160 (40 MD5 digests, 4 points each), enough for an even spread. */
 const DIGESTS_PER_SERVER = 40
@@ -29,6 +30,15 @@ export class HashRing {
     entries.sort((a, b) => a[0] - b[0] || (servers[a[1]] < servers[b[1]] ? -1 : 1))
     this.points = Uint32Array.from(entries, (entry) => entry[0])
     this.owners = Uint16Array.from(entries, (entry) => entry[1])
+  }
+
+  /**
+   * The index in `servers` of the server of a MemcachedStore record key: placed by its route (the
+   * part before the first `|`, see keys.ts), so every record of one user key is on one server.
+   * A memjs client of your own that shares keys with the store sets `getServer` to this.
+   */
+  serverOfRecord(recordKey: string): number {
+    return this.serverOf(routeOfRecord(recordKey))
   }
 
   /** The index in `servers` of the server that holds `key`. */

@@ -1,4 +1,5 @@
-// The memcached key layout: printable ASCII of at most 250 bytes, long or unusual user keys hashed, every policy of a key apart.
+// The memcached key layout: printable ASCII of at most 250 bytes, long or unusual user keys hashed, every policy of a key apart,
+// and every record of one user key on the same server (the part before the first `|` places it).
 
 import { createHash } from 'node:crypto'
 import { FloodgateError } from '../../core/errors.js'
@@ -10,6 +11,9 @@ export const MAX_MEMCACHED_KEY_BYTES = 250
 
 /** Room kept after a policy key for a window start (`:` and up to 15 digits). */
 const WINDOW_SUFFIX_BYTES = 16
+
+/** Longest route (prefix and escaped user key) kept as text: room remains for `|#` and a SHA-256 in hex. */
+const MAX_PLAIN_ROUTE = MAX_MEMCACHED_KEY_BYTES - WINDOW_SUFFIX_BYTES - 2 - 64
 
 // Kept as they are: printable ASCII but the characters the layout itself uses.
 const PLAIN = /^[\x21-\x22\x24\x26-\x7b\x7d\x7e]*$/
@@ -32,16 +36,35 @@ export function escapeMemcachedPart(text: string): string {
 }
 
 /**
- * The key of one policy of one user key: `prefix + escape(userKey) + '|' + escape(policy name) + '|' + tag`,
- * or, when that would leave no room for a window start within 250 bytes, `prefix + '#' + SHA-256`
- * of the part after the prefix (escaped text never holds `#`, so the two forms never meet).
- * Counters append `:<window start>`.
+ * The route of a user key: `prefix + escape(userKey)`, or `prefix + '#' + ` the first 32 hex
+ * digits of SHA-256 of the escaped key when that is longer than MAX_PLAIN_ROUTE (escaped text never
+ * holds `#`, so the two forms never meet). Every record of the user key starts with it and a `|`,
+ * and the store's ring places a record by its route alone: all of a key's records (each policy,
+ * each window's counter) live on one server, so one dead server fails a key whole or not at all.
+ */
+export function memcachedRoute(prefix: string, userKey: string): string {
+  const escaped = escapeMemcachedPart(userKey)
+  if (prefix.length + escaped.length <= MAX_PLAIN_ROUTE) return prefix + escaped
+  return `${prefix}#${createHash('sha256').update(escaped).digest('hex').slice(0, 32)}`
+}
+
+/** The route of a record key (see memcachedRoute): what comes before its first `|` (all of it, without one). */
+export function routeOfRecord(recordKey: string): string {
+  const bar = recordKey.indexOf('|')
+  return bar < 0 ? recordKey : recordKey.slice(0, bar)
+}
+
+/**
+ * The key of one policy of one user key: `route + '|' + escape(policy name) + '|' + tag`, or, when
+ * that would leave no room for a window start within 250 bytes, `route + '|#' + SHA-256` of the part
+ * after the route's `|`. Counters append `:<window start>`.
  */
 export function memcachedPolicyKey(prefix: string, userKey: string, policy: Policy): string {
   const tag = policy.shaping ? `${ALGORITHM_TAG[policy.algorithm]}s` : ALGORITHM_TAG[policy.algorithm]
-  const plain = `${escapeMemcachedPart(userKey)}|${escapeMemcachedPart(policy.name)}|${tag}`
-  if (prefix.length + plain.length + WINDOW_SUFFIX_BYTES <= MAX_MEMCACHED_KEY_BYTES) return prefix + plain
-  return `${prefix}#${createHash('sha256').update(plain).digest('hex')}`
+  const route = memcachedRoute(prefix, userKey)
+  const rest = `${escapeMemcachedPart(policy.name)}|${tag}`
+  if (route.length + 1 + rest.length + WINDOW_SUFFIX_BYTES <= MAX_MEMCACHED_KEY_BYTES) return `${route}|${rest}`
+  return `${route}|#${createHash('sha256').update(rest).digest('hex')}`
 }
 
 /** Checks a prefix: printable ASCII without `#` or `|`, short enough to leave room for a hashed key. */

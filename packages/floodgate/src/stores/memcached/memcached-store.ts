@@ -1,13 +1,16 @@
 // MemcachedStore: the Store on one or more memcached servers (consistent hashing), counters by incr, other algorithms by gets/cas.
 
+import { EventEmitter } from 'node:events'
 import type { PolicyResult } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateRequest, EvaluateResponse, Store, SubmitCallback } from '../store.js'
 import { createMemjsClient, parseServers } from './create-client.js'
-import { memcachedPolicyKey, validateMemcachedPrefix } from './keys.js'
+import type { HashRing } from './hash-ring.js'
+import { memcachedPolicyKey, memcachedRoute, validateMemcachedPrefix } from './keys.js'
 import { PolicyOps, timedOut, type CasStats, type PolicyCharge } from './policy-ops.js'
 import { MemcachedOps, type MemjsClientLike } from './protocol.js'
+import { ShardOutages, type MemcachedStoreEvents } from './shard-outages.js'
 
 /** How to reach memcached: give `servers` or `client`. */
 export interface MemcachedStoreOptions {
@@ -15,15 +18,18 @@ export interface MemcachedStoreOptions {
    * Servers as `host:port` (an array, or one comma-separated string). The store creates a memjs
    * client (install `memjs`) and spreads keys over them by consistent hashing: a key is always on
    * the same server while the list is the same, and adding or removing one server moves only its
-   * share of keys (those start afresh). `close()` closes it.
+   * share of keys (those start afresh). Every record of one key is on the same server, and each
+   * server is a shard: the limiter keeps a circuit breaker per server, so a dead server sends only
+   * its own keys to the failure mode. `close()` closes it.
    */
   servers?: readonly string[] | string
   /** Extra options for the memjs client the store creates (e.g. `{ timeout: 0.2 }`, in seconds). */
   memjs?: object
   /**
    * A memjs `Client` of your own (`memjs.Client.create(...)`), recognised by its methods. It places
-   * keys with its own `getServer` (memjs's default is a hash modulo the server count). It stays
-   * yours: `close()` leaves it open.
+   * keys with its own `getServer` (memjs's default is a hash modulo the server count), so the store
+   * cannot tell which server holds a key: it is one shard, with one breaker. It stays yours:
+   * `close()` leaves it open.
    */
   client?: MemjsClientLike
   /** Put before every key (default `fg:`): printable ASCII, no spaces, `#` or `|`. */
@@ -51,17 +57,29 @@ export interface MemcachedStoreOptions {
  * the app's clock (or a request's `now`), so app servers' clocks must agree, as for envoyproxy/ratelimit.
  * A request's `deadline` is checked before each step: once it has passed, what was charged is
  * refunded and the request rejected with STORE_TIMEOUT.
+ *
+ * A server that does not answer is announced with 'unavailable' and, when it answers again,
+ * 'available' (MemcachedStoreEvents), each naming the server.
  */
-export class MemcachedStore implements Store {
+export class MemcachedStore extends EventEmitter<MemcachedStoreEvents> implements Store {
   /** The memjs client in use (created by the store or given to it). */
   readonly client: MemjsClientLike
   readonly prefix: string
+  /**
+   * The server (`host:port`) that holds every record of `key`; absent for a client of your own
+   * (the store is then one shard). The limiter keeps a circuit breaker per server with it.
+   */
+  readonly shardOf: ((key: string) => string) | undefined
+  /** The servers, with `shardOf`. */
+  readonly shards: (() => readonly string[]) | undefined
+  private readonly outages = new ShardOutages(this)
   private readonly ownsClient: boolean
   private readonly ops: MemcachedOps
   private readonly policyOps: PolicyOps
   private readonly clock: () => number
 
   constructor(options: MemcachedStoreOptions) {
+    super()
     if (options === null || typeof options !== 'object') {
       throw invalidOption('options', "expected an object like { servers: ['127.0.0.1:11211'] }")
     }
@@ -85,9 +103,15 @@ export class MemcachedStore implements Store {
       }
       this.client = options.client
       this.ownsClient = false
+      this.shardOf = undefined
+      this.shards = undefined
     } else if (options.servers !== undefined) {
-      this.client = createMemjsClient(parseServers(options.servers), options.memjs)
+      const servers = parseServers(options.servers)
+      const { client, ring } = createMemjsClient(servers, options.memjs)
+      this.client = client
       this.ownsClient = true
+      this.shardOf = shardsOn(ring, this.prefix)
+      this.shards = () => servers
     } else {
       throw invalidOption('options', "give servers (e.g. ['127.0.0.1:11211']) or client")
     }
@@ -104,14 +128,23 @@ export class MemcachedStore implements Store {
   /** Decides each request (concurrently; each request's policies in order). */
   evaluate(batch: readonly EvaluateRequest[]): Promise<EvaluateResponse[]> {
     if (!Array.isArray(batch)) return Promise.reject(invalidRequest('batch must be an array of requests'))
-    return Promise.all(batch.map((request) => this.decide(request)))
+    return Promise.all(
+      batch.map((request) =>
+        this.decide(request).then(
+          (response) => this.answered(request, response),
+          (error: unknown) => {
+            throw this.failed(request, error)
+          },
+        ),
+      ),
+    )
   }
 
   /** Decides one request and calls `done(null, response)` or `done(error)`. */
   submit(request: EvaluateRequest, done: SubmitCallback): void {
     this.decide(request).then(
-      (response) => done(null, response),
-      (error: unknown) => done(error),
+      (response) => done(null, this.answered(request, response)),
+      (error: unknown) => done(this.failed(request, error)),
     )
   }
 
@@ -133,6 +166,17 @@ export class MemcachedStore implements Store {
   close(): Promise<void> {
     if (this.ownsClient) this.client.close()
     return Promise.resolve()
+  }
+
+  // An answer ends its server's outage; the shard is worked out only while some outage is on.
+  private answered(request: EvaluateRequest, response: EvaluateResponse): EvaluateResponse {
+    if (this.outages.any) this.outages.answered(this.shardOf?.(request.key) ?? '')
+    return response
+  }
+
+  private failed(request: EvaluateRequest, error: unknown): unknown {
+    if (typeof request?.key === 'string') this.outages.failed(this.shardOf?.(request.key) ?? '', error)
+    return error
   }
 
   private async decide(request: EvaluateRequest): Promise<EvaluateResponse> {
@@ -205,6 +249,11 @@ async function refund(charged: readonly PolicyCharge[]): Promise<void> {
 }
 
 function nothing(): void {}
+
+// The server of each key by its route, as the ring places its records (create-client.ts).
+function shardsOn(ring: HashRing, prefix: string): (key: string) => string {
+  return (key) => ring.servers[ring.serverOf(memcachedRoute(prefix, key))]
+}
 
 function isMemjsClient(client: unknown): client is MemjsClientLike {
   const c = client as Partial<MemjsClientLike> | null

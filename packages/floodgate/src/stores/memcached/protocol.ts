@@ -197,8 +197,19 @@ function expectStatus(response: MemjsResponse, status: number, operation: string
 
 function unavailable(error: Error | null): FloodgateError {
   const reason = error === null ? 'no answer' : error.message
-  return new FloodgateError(
+  const failure = new FloodgateError(
     'STORE_UNAVAILABLE',
     `memcached did not answer (${reason}); the limiter answers with its onStoreError mode meanwhile`,
   )
+  noAnswers.add(failure)
+  return failure
+}
+
+// The errors of requests no server answered (refused, closed, timed out), as opposed to answers
+// the store could not use (a status, compare-and-swap conflicts): only those mean a server is down.
+const noAnswers = new WeakSet<Error>()
+
+/** True for the error of a request that its server did not answer (a server down or unreachable). */
+export function isNoAnswer(error: unknown): boolean {
+  return error instanceof Error && noAnswers.has(error)
 }

@@ -18,7 +18,7 @@ import { TickBatcher } from './batcher.js'
 import { toConnection, type Connection, type RedisClientLike } from './connection.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
 import { createClient, type ClusterStartupNode } from './create-client.js'
-import { policyKey, validatePrefix } from './keys.js'
+import { escapeKeyPart, policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
 import { LeaseCaller, ledgerKey } from './lease-call.js'
 import { mergeOnRedis } from './merge-calls.js'
@@ -72,13 +72,15 @@ export interface RedisStoreOptions {
 export interface RedisStoreEvents {
   /**
    * Redis cannot be reached: a connection attempt failed or the connection was lost (or, on a
-   * Cluster, the limiter's breaker opened). Emitted once per outage; the first one of a store also
-   * prints a process warning (code FLOODGATE_REDIS_UNAVAILABLE). Decisions meanwhile are refused
-   * at once, and the limiter answers with its `onStoreError` mode.
+   * Cluster, the limiter's breaker of a master opened). Emitted once per outage of a shard; the
+   * first one of a store also prints a process warning (code FLOODGATE_REDIS_UNAVAILABLE).
+   * Decisions of the shard's keys meanwhile fail, and the limiter answers them with its
+   * `onStoreError` mode. `shard` is the Cluster master (`host:port`), or `''` for the whole store
+   * (standalone, Sentinel, or a client that lost its connections), as `shardOf` names them.
    */
-  unavailable: [error: Error]
-  /** Redis may answer again after an outage: reconnected, or a Cluster's slot map changed. */
-  available: []
+  unavailable: [error: Error, shard: string]
+  /** `shard` may answer again after an outage: reconnected, answered, or a Cluster's slot map changed. */
+  available: [shard: string]
 }
 
 interface Pending extends CallRequest {
@@ -188,8 +190,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
       },
     )
     this.outage = new Outage(connection, {
-      unavailable: (error) => this.emit('unavailable', error),
-      available: () => this.emit('available'),
+      unavailable: (error, shard) => this.emit('unavailable', error, shard),
+      available: (shard) => this.emit('available', shard),
     })
     this.unsubscribe.push(
       connection.onDown(this.outage.connectionDown),
@@ -261,18 +263,38 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     )
   }
 
-  /** Calls `listener` when Redis may answer again after failing (the 'available' event); returns its remover. */
-  onRecovered(listener: () => void): () => void {
+  /**
+   * The shard of `key`: on a Cluster, the master that serves its slot as the client last read the
+   * slot map (`host:port`); `''` (the whole store) on a standalone or Sentinel Redis, or while the
+   * map is unknown. After a failover the key's shard is the promoted replica, whose breaker starts
+   * closed: the key goes back to the store as soon as the client knows the new master.
+   */
+  shardOf(key: string): string {
+    if (!this.connection.isCluster) return ''
+    // Every record of a key shares the hash tag {escaped key} (keys.ts), so this is their slot.
+    return this.connection.masterOf(keySlot(`{${escapeKeyPart(key)}}`)) ?? ''
+  }
+
+  /** The shards that hold keys now: the Cluster's masters (`['']` elsewhere, or while the map is unknown). */
+  shards(): string[] {
+    if (!this.connection.isCluster) return ['']
+    const masters = new Set<string>()
+    for (let slot = 0; slot < 16384; slot++) masters.add(this.connection.masterOf(slot) ?? '')
+    return [...masters]
+  }
+
+  /** Calls `listener` with the shard when Redis may answer again after failing (the 'available' event); returns its remover. */
+  onRecovered(listener: (shard: string) => void): () => void {
     this.on('available', listener)
     return () => this.off('available', listener)
   }
 
   /**
-   * The caller saw calls fail while its breaker is open: a Cluster store reads its slot map again
-   * until a replica has taken over, then emits 'available' (see outage.ts).
+   * The caller saw calls to `shard` fail while its breaker is open: a Cluster store reads its slot
+   * map again until a replica has taken over, then emits 'available' (see outage.ts).
    */
-  recover(): void {
-    this.outage.recover()
+  recover(shard = ''): void {
+    this.outage.recover(shard)
   }
 
   /** Closes the client if the store created it; a client passed in is left to its owner. */
@@ -395,7 +417,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
         done()
         const serverNow = readServerClock(reply)
         if (serverNow !== undefined) clock.learn(serverNow, performance.now())
-        this.outage.answered()
+        this.outage.answered(this.connection.isCluster ? (this.connection.masterOf(call.items[0].slot) ?? '') : '')
         this.answerAll(call, reply)
       },
       (error: unknown) => {

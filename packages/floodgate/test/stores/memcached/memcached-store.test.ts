@@ -79,7 +79,35 @@ test('keys are printable ASCII of at most 250 bytes; long or odd user keys are h
     }),
   )
   assert.equal(memcachedPolicyKey('fg:', 'user:1', policy), 'fg:user:1|hour|fw')
-  assert.match(memcachedPolicyKey('fg:', 'x'.repeat(300), policy), /^fg:#[0-9a-f]{64}$/)
+  // A long user key is hashed into its route; a long policy name after it, so the route stays.
+  assert.match(memcachedPolicyKey('fg:', 'x'.repeat(300), policy), /^fg:#[0-9a-f]{32}\|hour\|fw$/)
+  const [long] = createPolicies([{ name: 'p'.repeat(240), algorithm: 'gcra', limit: 1, period: '1s' }])
+  assert.match(memcachedPolicyKey('fg:', 'user:1', long), /^fg:user:1\|#[0-9a-f]{64}$/)
+})
+
+test('every record of one user key (each policy, each window) goes to one server: the one shardOf names', () => {
+  const names = servers.map((server) => server.address)
+  const ring = new HashRing(names)
+  const store = new MemcachedStore({ servers: names, prefix: 'route:' })
+  const policies = createPolicies([
+    { name: 'short', algorithm: 'fixed-window', limit: 3, period: '1s' },
+    { name: 'long', algorithm: 'sliding-window', limit: 3, period: '1h' },
+    { name: 'n'.repeat(220), algorithm: 'gcra', limit: 3, period: '1m' },
+  ])
+  try {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.nat(1_000), (key, window) => {
+        const records = policies.flatMap((policy) => {
+          const base = memcachedPolicyKey('route:', key, policy)
+          return [base, `${base}:${window * 1000}`]
+        })
+        const homes = new Set(records.map((record) => ring.servers[ring.serverOfRecord(record)]))
+        assert.deepEqual([...homes], [store.shardOf!(key)], JSON.stringify(key))
+      }),
+    )
+  } finally {
+    void store.close()
+  }
 })
 
 test('the hash ring: the same key always on the same server in any list order; one server of n removed moves only its keys', () => {
@@ -114,7 +142,8 @@ test('keys spread over every server, and each key is only on the server the ring
     const used = new Set<number>()
     for (const key of keys) {
       const counter = `${memcachedPolicyKey('spread:', key, perHour[0])}:${Math.floor(NOW / 3_600_000) * 3_600_000}`
-      const home = ring.serverOf(counter)
+      const home = ring.serverOfRecord(counter)
+      assert.equal(store.shardOf?.(key), names[home], `${key}: shardOf names the server that holds it`)
       used.add(home)
       for (const [i, name] of names.entries()) {
         const single = new MemcachedStore({ servers: [name] })
