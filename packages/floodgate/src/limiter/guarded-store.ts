@@ -36,6 +36,8 @@ export type Starter = (request: EvaluateRequest, done: SubmitCallback) => (() =>
 /** How a GuardedStore bounds its calls (from the limiter's resolved options). */
 export interface GuardOptions {
   timeoutMs: number
+  /** The shortest adaptive deadline (default `timeoutMs`: fixed); see Timeouts. */
+  timeoutMinMs?: number
   breakerFailures: number
   breakerCooldownMs: number
   /** Milliseconds since the epoch: when the breaker opened and when it may probe. */
@@ -76,7 +78,7 @@ export class GuardedStore implements Backend {
     this.synchronous = typeof store.evaluateSync === 'function'
     this.breakers = new ShardBreakers(options.breakerFailures, options.breakerCooldownMs)
     this.sharded = typeof store.shardOf === 'function'
-    this.timeouts = new Timeouts(options.timeoutMs, options.timers)
+    this.timeouts = new Timeouts(options.timeoutMs, options.timers, options.timeoutMinMs)
     this.clock = options.clock
     this.realTimers = options.timers === REAL_TIMERS
     this.timeoutMs = options.timeoutMs

@@ -12,7 +12,10 @@ import type { OnStoreError, RateLimiterOptions } from './types.js'
 export interface ResolvedOptions {
   store: Store | undefined
   policies: Policy[] | undefined
+  /** The longest any store call waits (the timeout's maximum; the whole timeout when fixed). */
   timeoutMs: number
+  /** The shortest adaptive deadline; equal to `timeoutMs` when the timeout is fixed. */
+  timeoutMinMs: number
   onStoreError: OnStoreError
   instances: number
   breakerFailures: number
@@ -58,7 +61,7 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
   return {
     store: resolveStore(options.store),
     policies,
-    timeoutMs: options.timeout === undefined ? 100 : parseDuration(options.timeout, 'timeout'),
+    ...resolveTimeout(options.timeout),
     onStoreError: resolveOnStoreError(options.onStoreError),
     instances:
       options.instances === undefined ? 1 : wholeNumber(options.instances, 'instances', 'the number of processes sharing the limits'),
@@ -96,6 +99,27 @@ function resolveStore(store: unknown): Store | undefined {
     throw invalid('store', 'expected a Store such as new MemoryStore() or new RedisStore({ client })')
   }
   return candidate as Store
+}
+
+/** The adaptive timeout's bounds when none is given: see Timeouts. */
+export const DEFAULT_TIMEOUT_MIN_MS = 100
+export const DEFAULT_TIMEOUT_MAX_MS = 1_000
+
+function resolveTimeout(value: unknown): { timeoutMs: number; timeoutMinMs: number } {
+  if (value === undefined) return { timeoutMs: DEFAULT_TIMEOUT_MAX_MS, timeoutMinMs: DEFAULT_TIMEOUT_MIN_MS }
+  // A duration is a fixed timeout: the caller asked for exactly that deadline.
+  if (typeof value !== 'object' || value === null) {
+    const ms = parseDuration(value as string | number, 'timeout')
+    return { timeoutMs: ms, timeoutMinMs: ms }
+  }
+  const { min, max, ...rest } = value as { min?: unknown; max?: unknown }
+  for (const field of Object.keys(rest)) throw invalid(`timeout.${field}`, 'unknown option; known options are min, max')
+  const timeoutMinMs = min === undefined ? DEFAULT_TIMEOUT_MIN_MS : parseDuration(min as string | number, 'timeout.min')
+  const timeoutMs = max === undefined ? Math.max(DEFAULT_TIMEOUT_MAX_MS, timeoutMinMs) : parseDuration(max as string | number, 'timeout.max')
+  if (timeoutMinMs > timeoutMs) {
+    throw invalid('timeout', `min (${timeoutMinMs}ms) is above max (${timeoutMs}ms); give min ≤ max, or one duration for a fixed timeout`)
+  }
+  return { timeoutMs, timeoutMinMs }
 }
 
 function resolveOnStoreError(value: unknown): OnStoreError {

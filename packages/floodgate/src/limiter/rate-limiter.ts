@@ -78,7 +78,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
           store: this.store,
           instances: this.options.instances,
           maxKeys: this.options.syncMaxKeys,
-          timeoutMs: this.options.timeoutMs,
+          // Write-back's own waits keep to the adaptive timeout's minimum (its former default).
+          timeoutMs: this.options.timeoutMinMs,
           clock: this.clock,
           timers: this.options.timers,
         })
@@ -89,7 +90,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
           this.store,
           this.clock,
           this.options.timers,
-          this.options.timeoutMs,
+          this.options.timeoutMinMs,
           this.options.syncMaxKeys,
         )
         return this.leaseEngines

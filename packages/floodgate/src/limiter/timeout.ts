@@ -1,6 +1,7 @@
 // Bounds store calls in time, so a slow or vanished store turns into the limiter's failure mode.
 
 import { FloodgateError } from '../core/errors.js'
+import { LatencyPeak } from './latency-peak.js'
 
 /** A timer as `Timers.setTimeout` returns it; Node's has ref/unref, which keep the process open or not. */
 export interface TimerHandle {
@@ -18,50 +19,100 @@ export interface Timers {
   now(): number
   /** Calls `callback` once, `ms` after now (default: the global `setTimeout`). */
   setTimeout(callback: () => void, ms: number): TimerHandle
+  /**
+   * Calls `callback` once the I/O already waiting has been read (default: the global
+   * `setImmediate`). Optional: without it, a timeout is judged as soon as its timer fires.
+   */
+  setImmediate?(callback: () => void): unknown
 }
 
 /** The real clock and timer. */
 export const REAL_TIMERS: Timers = Object.freeze({
   now: () => performance.now(),
   setTimeout: (callback: () => void, ms: number): TimerHandle => setTimeout(callback, ms),
+  setImmediate: (callback: () => void): unknown => setImmediate(callback),
 })
 
 /** One call being timed (see Timeouts.start). */
 export interface TimeoutEntry {
-  /** When it times out, on the Timers' clock. */
+  /** When it started, on the Timers' clock. */
+  readonly startedAt: number
+  /**
+   * The latest it times out, on the Timers' clock (start + the timeout's maximum): what the store is
+   * told, so that it charges nothing for a call its caller no longer waits for.
+   */
   readonly deadline: number
+  /** From when it times out if the store has been silent too (adaptive); `deadline` when fixed. */
+  readonly due: number
   readonly onTimeout: (error: FloodgateError) => void
   settled: boolean
 }
 
 // What a slot before the FIFO's head holds once its entry is gone.
-const GONE: TimeoutEntry = Object.freeze({ deadline: 0, onTimeout: () => {}, settled: true })
+const GONE: TimeoutEntry = Object.freeze({ startedAt: 0, deadline: 0, due: 0, onTimeout: () => {}, settled: true })
+
+// The timer while an expiry waits for the I/O already read to be handled (see onTimer).
+const YIELDING: TimerHandle = Object.freeze({})
+
+/** An adaptive deadline is this many times the slowest recent answer (within its minimum and maximum). */
+export const DEADLINE_FACTOR = 3
+/** How long a slow answer keeps the adaptive deadline up: one to two of these. */
+export const LATENCY_HORIZON_MS = 10_000
 
 /**
- * Times out calls that all share one limit, with one timer for all of them rather than a
- * setTimeout/clearTimeout pair per call (the largest per-decision cost on the Redis path after the
- * store itself). Calls share `ms`, so their deadlines fall in the order they start: a FIFO kept in
- * start order is also in deadline order, and the one timer only ever waits for its oldest entry.
+ * Times out calls, with one timer for all of them rather than a setTimeout/clearTimeout pair per
+ * call (the largest per-decision cost on the Redis path after the store itself).
  *
- * Settled entries leave the front of the FIFO as soon as they settle (calls mostly settle in the
- * order they started), so it holds about the calls in flight, not every call of the last `ms`: a
- * long timeout would otherwise keep hundreds of thousands of settled entries alive, and the
- * garbage collector would copy them all into the old generation.
+ * Fixed (`minMs` = `maxMs`, the default): a call times out `maxMs` after it started.
+ *
+ * Adaptive (`minMs` < `maxMs`): it tells a slow store from a dead one. A call times out once it
+ * has waited the adaptive deadline — `DEADLINE_FACTOR` × the slowest answer of the last
+ * ~`LATENCY_HORIZON_MS`, late answers included, at least `minMs` — *and* the store has answered
+ * nothing (no call at all) for that long; or, whatever the store does, once it has waited `maxMs`.
+ * A loaded machine slows every answer, and they keep coming: the deadline grows with them, and a
+ * call in a queue that is still moving waits its turn. A dead or frozen store answers nothing, and
+ * its calls time out after the adaptive deadline, which follows the store's usual speed.
+ *
+ * Either way deadlines fall in start order (an adaptive one never comes before its predecessor's),
+ * so a FIFO kept in start order is also in expiry order, and the one timer only ever waits for its
+ * oldest entry. Settled entries leave the front of the FIFO as soon as they settle (calls mostly
+ * settle in the order they started), so it holds about the calls in flight, not every call of the
+ * last `maxMs`: a long timeout would otherwise keep hundreds of thousands of settled entries alive,
+ * and the garbage collector would copy them all into the old generation.
  */
 export class Timeouts {
   private pending: TimeoutEntry[] = []
   // Entries before `head` are settled and gone; the array is compacted once they are the larger part.
   private head = 0
   private timer: TimerHandle | undefined
+  private readonly minMs: number
+  private readonly adaptive: boolean
+  // Adaptive only: the slowest recent answers, when the store last answered anything, the last due.
+  private readonly latency: LatencyPeak | undefined
+  private lastAnswerAt = -Infinity
+  private lastDue = -Infinity
 
+  /** `maxMs`: the longest any call waits; `minMs` (default `maxMs`: fixed): the shortest adaptive deadline. */
   constructor(
-    private readonly ms: number,
+    private readonly maxMs: number,
     private readonly timers: Timers = REAL_TIMERS,
-  ) {}
+    minMs: number = maxMs,
+  ) {
+    this.minMs = Math.min(minMs, maxMs)
+    this.adaptive = this.minMs < maxMs
+    this.latency = this.adaptive ? new LatencyPeak(LATENCY_HORIZON_MS, timers.now()) : undefined
+  }
 
   /** Calls started and not yet settled or timed out (at most; a few settled ones may still count). */
   get size(): number {
     return this.pending.length - this.head
+  }
+
+  /** How long a call started now waits for a store that answers nothing: the adaptive deadline (`maxMs` when fixed). */
+  currentMs(now: number = this.timers.now()): number {
+    if (!this.adaptive) return this.maxMs
+    const scaled = DEADLINE_FACTOR * this.latency!.peak(now)
+    return scaled <= this.minMs ? this.minMs : scaled >= this.maxMs ? this.maxMs : scaled
   }
 
   /**
@@ -88,15 +139,33 @@ export class Timeouts {
    * `settle(entry)` came first. For callers that are answered by callback rather than a promise.
    */
   start(onTimeout: (error: FloodgateError) => void): TimeoutEntry {
-    const entry: TimeoutEntry = { deadline: this.timers.now() + this.ms, onTimeout, settled: false }
+    const now = this.timers.now()
+    const deadline = now + this.maxMs
+    let due = deadline
+    if (this.adaptive) {
+      // Never before the previous call's: a deadline that shrank applies from the calls after it.
+      due = now + this.currentMs(now)
+      if (due < this.lastDue) due = this.lastDue
+      this.lastDue = due
+    }
+    const entry: TimeoutEntry = { startedAt: now, deadline, due, onTimeout, settled: false }
     this.pending.push(entry)
-    if (this.timer === undefined) this.arm(this.ms)
+    if (this.timer === undefined) this.arm(due - now)
     else this.timer.ref?.() // a no-op unless the FIFO had emptied
     return entry
   }
 
-  /** Marks the call answered. False when it had timed out already: its answer comes too late. */
+  /**
+   * Marks the call answered (by an answer or an error of the store). False when it had timed out
+   * already: its answer comes too late. A late answer still counts, adaptively: the store is slow,
+   * not dead, and its latency raises the deadline of the calls after it.
+   */
   settle(entry: TimeoutEntry): boolean {
+    if (this.adaptive && entry !== GONE) {
+      const now = this.timers.now()
+      this.lastAnswerAt = now
+      this.latency!.record(now - entry.startedAt, now)
+    }
     if (entry.settled) return false
     this.forget(entry)
     return true
@@ -126,26 +195,53 @@ export class Timeouts {
   }
 
   private arm(delayMs: number): void {
-    this.timer = this.timers.setTimeout(this.expire, Math.max(1, Math.ceil(delayMs)))
+    this.timer = this.timers.setTimeout(this.onTimer, Math.max(1, Math.ceil(delayMs)))
+  }
+
+  // A timer that fires late (this process was busy, or not scheduled) runs before the event loop
+  // reads the sockets: answers that came in time would be sitting unread. The expiry waits for
+  // them (one setImmediate: after the I/O of this turn), so only a call still unanswered times out.
+  private readonly onTimer = (): void => {
+    const immediate = this.timers.setImmediate
+    if (immediate === undefined) return this.expire()
+    this.timer = YIELDING
+    immediate(this.expire)
   }
 
   private readonly expire = (): void => {
     this.timer = undefined
     const now = this.timers.now()
     const pending = this.pending
+    const silenceMs = this.adaptive ? this.currentMs(now) : 0
+    // Adaptive: a call past its due times out only if the store has answered nothing for as long.
+    const silent = !this.adaptive || now - this.lastAnswerAt >= silenceMs
     let i = this.head
     for (; i < pending.length; i++) {
       const entry = pending[i]
       if (entry.settled) continue
-      if (entry.deadline > now) break
+      if (entry.deadline > now && (entry.due > now || !silent)) break
       entry.settled = true
-      const message = `the store did not answer within ${this.ms}ms; check the store, or raise the limiter's timeout option`
-      entry.onTimeout(new FloodgateError('STORE_TIMEOUT', message))
+      entry.onTimeout(new FloodgateError('STORE_TIMEOUT', this.message(now - entry.startedAt)))
     }
     // Settled entries before the first live one are dropped; the rest wait for the next turn.
     while (i < pending.length && pending[i].settled) i++
     this.pending = i === pending.length ? [] : pending.slice(i)
     this.head = 0
-    if (this.pending.length > 0) this.arm(this.pending[0].deadline - now)
+    if (this.pending.length === 0) return
+    const first = this.pending[0]
+    // The next moment the oldest call can time out: its due once the store has been silent as long, or its deadline.
+    const wake = this.adaptive ? Math.max(first.due, this.lastAnswerAt + silenceMs) : first.deadline
+    this.arm((wake < first.deadline ? wake : first.deadline) - now)
+  }
+
+  private message(waitedMs: number): string {
+    const waited = Math.round(waitedMs)
+    if (!this.adaptive) {
+      return `the store did not answer within ${this.maxMs}ms; check the store, or raise the limiter's timeout option`
+    }
+    return (
+      `the store did not answer within ${waited}ms (adaptive timeout: ${this.minMs}ms to ${this.maxMs}ms, ` +
+      `${DEADLINE_FACTOR}× its slowest recent answer); check the store, or raise the limiter's timeout option`
+    )
   }
 }

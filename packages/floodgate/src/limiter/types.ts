@@ -97,8 +97,14 @@ export interface RateLimiterOptions {
   store?: Store
   /** The policies of every key, decided all-or-nothing. Optional only if every call passes its own. */
   policies?: readonly PolicyOptions[]
-  /** Longest wait for the store per call before the failure mode applies (default 100ms). */
-  timeout?: Duration
+  /**
+   * How long a store call may take before the failure mode applies. By default adaptive, between
+   * `min` 100ms and `max` 1s: a call times out once it waited 3× the store's slowest recent answer
+   * (at least `min`) while the store answered nothing else, or once it waited `max` (see
+   * docs/failure-modes.md). A slow store thus keeps deciding; a silent one fails over quickly.
+   * One duration is a fixed timeout: every call times out after exactly that.
+   */
+  timeout?: Duration | { min?: Duration; max?: Duration }
   /** Behaviour when the store fails: allow (`open`, default), deny (`closed`) or decide locally (`local`). */
   onStoreError?: OnStoreError
   /** For `local`: divide each limit by this many instances (default 1), so the fleet stays near the global limit. */
