@@ -1,0 +1,131 @@
+// The adaptive timeout (issue 26 §3): a slow store keeps deciding, a silent one times out after
+// the adaptive deadline, and nothing waits past the maximum. Every timer runs on the test's clock.
+
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { FloodgateError } from '../../src/core/errors.js'
+import { resolveOptions } from '../../src/limiter/options.js'
+import { DEADLINE_FACTOR, LATENCY_HORIZON_MS, Timeouts, type TimeoutEntry } from '../../src/limiter/timeout.js'
+import { Clock } from './fixtures.js'
+
+const MIN = 100
+const MAX = 1_000
+
+/** Starts a call and records when (on the clock) it timed out. */
+function track(timeouts: Timeouts, clock: Clock): { entry: TimeoutEntry; timedOutAt: () => number | undefined } {
+  let at: number | undefined
+  const entry = timeouts.start((error: FloodgateError) => {
+    assert.equal(error.code, 'STORE_TIMEOUT')
+    at = clock.now
+  })
+  return { entry, timedOutAt: () => at }
+}
+
+describe('adaptive Timeouts', () => {
+  it('times out a call to a silent store after the minimum, not before', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    const start = clock.now
+    const call = track(timeouts, clock)
+    clock.advance(MIN - 1)
+    assert.equal(call.timedOutAt(), undefined)
+    clock.advance(1)
+    assert.equal(call.timedOutAt(), start + MIN)
+  })
+
+  it('raises the deadline after a late answer: a store that is slow, not dead, keeps deciding', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    // The first call meets a store that takes 250ms: it times out at 100ms, and its answer comes late.
+    const first = track(timeouts, clock)
+    clock.advance(MIN)
+    assert.notEqual(first.timedOutAt(), undefined)
+    clock.advance(150)
+    assert.equal(timeouts.settle(first.entry), false, 'a late answer is late')
+    assert.equal(timeouts.currentMs(clock.now), DEADLINE_FACTOR * 250)
+    // The next one, as slow, is answered in time: its deadline is 3 × 250ms.
+    const second = track(timeouts, clock)
+    clock.advance(700)
+    assert.equal(second.timedOutAt(), undefined)
+    assert.equal(timeouts.settle(second.entry), true)
+  })
+
+  it('lets a call behind a moving queue wait past its deadline, and never past the maximum', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    const hung = track(timeouts, clock)
+    // The store answers another call every 60ms (under the 100ms deadline): it is alive, so the
+    // hung call waits its turn; with no answer of its own it still times out at the maximum.
+    const start = clock.now
+    for (let t = 60; t < 1_500; t += 60) {
+      const other = timeouts.start(() => {})
+      clock.advance(60)
+      timeouts.settle(other)
+      if (hung.timedOutAt() !== undefined) break
+    }
+    assert.equal(hung.timedOutAt(), start + MAX)
+  })
+
+  it('times out within the adaptive deadline once the store falls silent, however many calls wait', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    // A store answering in 20ms: the deadline stays at the minimum.
+    for (let i = 0; i < 10; i++) {
+      const call = timeouts.start(() => {})
+      clock.advance(20)
+      timeouts.settle(call)
+    }
+    assert.equal(timeouts.currentMs(clock.now), MIN)
+    // It freezes (SIGSTOP): nothing answers. Every call times out within 2 × the deadline of its start.
+    const calls = Array.from({ length: 50 }, (_, i) => {
+      clock.advance(i % 2)
+      return { start: clock.now, ...track(timeouts, clock) }
+    })
+    clock.advance(3 * MIN)
+    for (const call of calls) {
+      const at = call.timedOutAt()
+      assert.ok(at !== undefined && at - call.start >= MIN && at - call.start <= 2 * MIN, `timed out after ${at! - call.start}ms`)
+    }
+  })
+
+  it('forgets a spike after its horizon, and a shorter deadline never comes before an earlier call', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    const slow = timeouts.start(() => {})
+    clock.advance(300)
+    timeouts.settle(slow)
+    assert.equal(timeouts.currentMs(clock.now), MAX * 0.9)
+    const before = timeouts.start(() => {})
+    clock.advance(2 * LATENCY_HORIZON_MS)
+    assert.equal(timeouts.currentMs(clock.now), MIN)
+    const after = timeouts.start(() => {})
+    assert.ok(after.due >= before.due)
+    assert.ok(after.deadline - after.startedAt === MAX)
+  })
+
+  it('keeps a fixed timeout fixed: answers to other calls do not extend it', () => {
+    const clock = new Clock()
+    const timeouts = new Timeouts(MIN, clock.timers)
+    const start = clock.now
+    const hung = track(timeouts, clock)
+    for (let i = 0; i < 5; i++) {
+      const other = timeouts.start(() => {})
+      clock.advance(30)
+      timeouts.settle(other)
+    }
+    assert.equal(hung.timedOutAt(), start + MIN)
+  })
+})
+
+describe('timeout option', () => {
+  it('is adaptive by default, fixed when one duration is given, and checks its bounds', () => {
+    const defaults = resolveOptions({})
+    assert.deepEqual([defaults.timeoutMinMs, defaults.timeoutMs], [MIN, MAX])
+    const fixed = resolveOptions({ timeout: '250ms' })
+    assert.deepEqual([fixed.timeoutMinMs, fixed.timeoutMs], [250, 250])
+    const tuned = resolveOptions({ timeout: { min: '50ms', max: '10s' } })
+    assert.deepEqual([tuned.timeoutMinMs, tuned.timeoutMs], [50, 10_000])
+    assert.throws(() => resolveOptions({ timeout: { min: '2s', max: '1s' } }), /min \(2000ms\) is above max/)
+    assert.throws(() => resolveOptions({ timeout: { floor: '1s' } as never }), /timeout\.floor: unknown option/)
+  })
+})
