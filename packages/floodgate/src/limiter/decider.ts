@@ -114,10 +114,11 @@ export class ExactDecider implements Decider {
     const response = await this.primary.call(key, this.plan.remote.policies, -cost)
     // The units may have been charged locally while the store was away: give them back there.
     if (response === undefined && onStoreError === 'local') local.call(key, this.plan.local.policies, -cost)
+    else if (response === undefined && onStoreError === 'open') local.ceiling(this.plan, key, -cost)
   }
 
   async reset(key: string): Promise<void> {
-    await this.context.local.reset(key, this.plan.local.policies)
+    await this.context.local.reset(key, this.plan.local.policies, this.plan)
     // Write-back forgets its copy (and the units it had not flushed) before the store's state goes.
     if (this.primary instanceof WriteBackBackend) this.primary.forget(key, this.plan.remote.policies)
     // A held lease was counted against the state being reset: it is dropped, not returned to the fresh one.
@@ -214,7 +215,7 @@ export class ExactDecider implements Decider {
   private fallback(key: string, cost: number, startedAt: number): MaybeDecision {
     const mode = this.context.onStoreError
     if (mode === 'local') return this.decideOn(this.context.local, key, cost, startedAt)
-    const decision = failedDecision(mode, this.plan, this.context.remote)
+    const decision = failedDecision(mode, this.plan, this.context.remote, this.context.local, key, cost)
     this.context.events.emit('fallback', decision.source)
     return decision
   }
