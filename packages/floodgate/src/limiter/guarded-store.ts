@@ -191,6 +191,8 @@ export class GuardedStore implements Backend {
       try {
         abandon = start(request, (error, response) => {
           if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, response, shard, breaker)
+          // A late answer: the store (this shard) is slow, not dead; its breaker must not stay open for it.
+          else if (error == null && response !== undefined) this.answered(shard, breaker)
         })
       } catch (error) {
         if (this.timeouts.settle(entry)) this.answer(resolve, reject, error, undefined, shard, breaker)

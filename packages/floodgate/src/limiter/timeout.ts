@@ -42,14 +42,12 @@ export interface TimeoutEntry {
    * told, so that it charges nothing for a call its caller no longer waits for.
    */
   readonly deadline: number
-  /** From when it times out if the store has been silent too (adaptive); `deadline` when fixed. */
-  readonly due: number
   readonly onTimeout: (error: FloodgateError) => void
   settled: boolean
 }
 
 // What a slot before the FIFO's head holds once its entry is gone.
-const GONE: TimeoutEntry = Object.freeze({ startedAt: 0, deadline: 0, due: 0, onTimeout: () => {}, settled: true })
+const GONE: TimeoutEntry = Object.freeze({ startedAt: 0, deadline: 0, onTimeout: () => {}, settled: true })
 
 // The timer while an expiry waits for the I/O already read to be handled (see onTimer).
 const YIELDING: TimerHandle = Object.freeze({})
@@ -67,15 +65,17 @@ export const LATENCY_HORIZON_MS = 10_000
  *
  * Adaptive (`minMs` < `maxMs`): it tells a slow store from a dead one. A call times out once it
  * has waited the adaptive deadline — `DEADLINE_FACTOR` × the slowest answer of the last
- * ~`LATENCY_HORIZON_MS`, late answers included, at least `minMs` — *and* the store has answered
- * nothing (no call at all) for that long; or, whatever the store does, once it has waited `maxMs`.
+ * ~`LATENCY_HORIZON_MS` with answers, late answers included, at least `minMs`; `maxMs` until the
+ * store first answered — *and* the store has answered nothing (no call at all) for that long; or,
+ * whatever the store does, once it has waited `maxMs`.
  * A loaded machine slows every answer, and they keep coming: the deadline grows with them, and a
  * call in a queue that is still moving waits its turn. A dead or frozen store answers nothing, and
  * its calls time out after the adaptive deadline, which follows the store's usual speed.
  *
- * Either way deadlines fall in start order (an adaptive one never comes before its predecessor's),
- * so a FIFO kept in start order is also in expiry order, and the one timer only ever waits for its
- * oldest entry. Settled entries leave the front of the FIFO as soon as they settle (calls mostly
+ * Either way calls time out in start order: every call in flight is held to the same adaptive
+ * deadline, the one of the moment (so one that shrank applies to them all at once), and an older
+ * call has always waited longer. A FIFO kept in start order is thus also in expiry order, and the
+ * one timer only ever waits for its oldest entry. Settled entries leave the front of the FIFO as soon as they settle (calls mostly
  * settle in the order they started), so it holds about the calls in flight, not every call of the
  * last `maxMs`: a long timeout would otherwise keep hundreds of thousands of settled entries alive,
  * and the garbage collector would copy them all into the old generation.
@@ -85,12 +85,14 @@ export class Timeouts {
   // Entries before `head` are settled and gone; the array is compacted once they are the larger part.
   private head = 0
   private timer: TimerHandle | undefined
+  // When the timer fires, and its generation: a timer replaced by an earlier one finds itself stale.
+  private armedAt = 0
+  private generation = 0
   private readonly minMs: number
   private readonly adaptive: boolean
-  // Adaptive only: the slowest recent answers, when the store last answered anything, the last due.
+  // Adaptive only: the slowest recent answers, and when the store last answered anything.
   private readonly latency: LatencyPeak | undefined
   private lastAnswerAt = -Infinity
-  private lastDue = -Infinity
 
   /** `maxMs`: the longest any call waits; `minMs` (default `maxMs`: fixed): the shortest adaptive deadline. */
   constructor(
@@ -110,7 +112,8 @@ export class Timeouts {
 
   /** How long a call started now waits for a store that answers nothing: the adaptive deadline (`maxMs` when fixed). */
   currentMs(now: number = this.timers.now()): number {
-    if (!this.adaptive) return this.maxMs
+    // No answer seen yet: nothing tells a slow store from a dead one, so the first calls wait up to the maximum.
+    if (!this.adaptive || !this.latency!.seen) return this.maxMs
     const scaled = DEADLINE_FACTOR * this.latency!.peak(now)
     return scaled <= this.minMs ? this.minMs : scaled >= this.maxMs ? this.maxMs : scaled
   }
@@ -140,17 +143,11 @@ export class Timeouts {
    */
   start(onTimeout: (error: FloodgateError) => void): TimeoutEntry {
     const now = this.timers.now()
-    const deadline = now + this.maxMs
-    let due = deadline
-    if (this.adaptive) {
-      // Never before the previous call's: a deadline that shrank applies from the calls after it.
-      due = now + this.currentMs(now)
-      if (due < this.lastDue) due = this.lastDue
-      this.lastDue = due
-    }
-    const entry: TimeoutEntry = { startedAt: now, deadline, due, onTimeout, settled: false }
+    const entry: TimeoutEntry = { startedAt: now, deadline: now + this.maxMs, onTimeout, settled: false }
+    const first = this.pending.length === this.head
     this.pending.push(entry)
-    if (this.timer === undefined) this.arm(due - now)
+    if (this.timer === undefined) this.arm(this.currentMs(now))
+    else if (first && this.timer !== YIELDING && this.armedAt > now + this.currentMs(now) + 1) this.arm(this.currentMs(now))
     else this.timer.ref?.() // a no-op unless the FIFO had emptied
     return entry
   }
@@ -163,8 +160,11 @@ export class Timeouts {
   settle(entry: TimeoutEntry): boolean {
     if (this.adaptive && entry !== GONE) {
       const now = this.timers.now()
+      const first = !this.latency!.seen
       this.lastAnswerAt = now
       this.latency!.record(now - entry.startedAt, now)
+      // The first answer ends "wait up to the maximum": the calls in flight get the new deadline.
+      if (first && this.timer !== undefined && this.timer !== YIELDING && this.size > 0) this.arm(this.currentMs(now))
     }
     if (entry.settled) return false
     this.forget(entry)
@@ -195,7 +195,14 @@ export class Timeouts {
   }
 
   private arm(delayMs: number): void {
-    this.timer = this.timers.setTimeout(this.onTimer, Math.max(1, Math.ceil(delayMs)))
+    const ms = Math.max(1, Math.ceil(delayMs))
+    const generation = ++this.generation
+    // A timer replaced before it fired does nothing then; it must not hold the process open meanwhile.
+    this.timer?.unref?.()
+    this.armedAt = this.timers.now() + ms
+    this.timer = this.timers.setTimeout(() => {
+      if (generation === this.generation) this.onTimer()
+    }, ms)
   }
 
   // A timer that fires late (this process was busy, or not scheduled) runs before the event loop
@@ -212,14 +219,14 @@ export class Timeouts {
     this.timer = undefined
     const now = this.timers.now()
     const pending = this.pending
-    const silenceMs = this.adaptive ? this.currentMs(now) : 0
-    // Adaptive: a call past its due times out only if the store has answered nothing for as long.
-    const silent = !this.adaptive || now - this.lastAnswerAt >= silenceMs
+    const waitMs = this.currentMs(now)
+    // Adaptive: a call that waited the deadline times out only if the store answered nothing for as long.
+    const silent = !this.adaptive || now - this.lastAnswerAt >= waitMs
     let i = this.head
     for (; i < pending.length; i++) {
       const entry = pending[i]
       if (entry.settled) continue
-      if (entry.deadline > now && (entry.due > now || !silent)) break
+      if (entry.deadline > now && (!silent || now - entry.startedAt < waitMs)) break
       entry.settled = true
       entry.onTimeout(new FloodgateError('STORE_TIMEOUT', this.message(now - entry.startedAt)))
     }
@@ -229,8 +236,9 @@ export class Timeouts {
     this.head = 0
     if (this.pending.length === 0) return
     const first = this.pending[0]
-    // The next moment the oldest call can time out: its due once the store has been silent as long, or its deadline.
-    const wake = this.adaptive ? Math.max(first.due, this.lastAnswerAt + silenceMs) : first.deadline
+    // The next moment the oldest call can time out: once it waited the deadline and the store was
+    // silent as long (checked again then: answers may come meanwhile), or at its hard deadline.
+    const wake = this.adaptive ? first.startedAt + waitMs + Math.max(0, this.lastAnswerAt - first.startedAt) : first.deadline
     this.arm((wake < first.deadline ? wake : first.deadline) - now)
   }
 

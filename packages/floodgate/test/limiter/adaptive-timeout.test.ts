@@ -22,10 +22,21 @@ function track(timeouts: Timeouts, clock: Clock): { entry: TimeoutEntry; timedOu
 }
 
 describe('adaptive Timeouts', () => {
-  it('times out a call to a silent store after the minimum, not before', () => {
+  it('waits up to the maximum before the store first answered, then times out a silent store after the minimum', () => {
     const clock = new Clock()
     const timeouts = new Timeouts(MAX, clock.timers, MIN)
-    const start = clock.now
+    // Nothing is known of the store yet: a slow first answer is no reason to fail.
+    let start = clock.now
+    const first = track(timeouts, clock)
+    clock.advance(MAX - 1)
+    assert.equal(first.timedOutAt(), undefined)
+    clock.advance(1)
+    assert.equal(first.timedOutAt(), start + MAX)
+    // Its answer comes, fast: from now on a silent store fails a call after the minimum, not before.
+    const answered = timeouts.start(() => {})
+    clock.advance(5)
+    timeouts.settle(answered)
+    start = clock.now
     const call = track(timeouts, clock)
     clock.advance(MIN - 1)
     assert.equal(call.timedOutAt(), undefined)
@@ -36,7 +47,10 @@ describe('adaptive Timeouts', () => {
   it('raises the deadline after a late answer: a store that is slow, not dead, keeps deciding', () => {
     const clock = new Clock()
     const timeouts = new Timeouts(MAX, clock.timers, MIN)
-    // The first call meets a store that takes 250ms: it times out at 100ms, and its answer comes late.
+    const fast = timeouts.start(() => {})
+    clock.advance(10)
+    timeouts.settle(fast)
+    // The store turns slow, 250ms an answer: the first such call times out at 100ms, and its answer comes late.
     const first = track(timeouts, clock)
     clock.advance(MIN)
     assert.notEqual(first.timedOutAt(), undefined)
@@ -53,6 +67,9 @@ describe('adaptive Timeouts', () => {
   it('lets a call behind a moving queue wait past its deadline, and never past the maximum', () => {
     const clock = new Clock()
     const timeouts = new Timeouts(MAX, clock.timers, MIN)
+    const fast = timeouts.start(() => {})
+    clock.advance(10)
+    timeouts.settle(fast)
     const hung = track(timeouts, clock)
     // The store answers another call every 60ms (under the 100ms deadline): it is alive, so the
     // hung call waits its turn; with no answer of its own it still times out at the maximum.
@@ -88,7 +105,7 @@ describe('adaptive Timeouts', () => {
     }
   })
 
-  it('forgets a spike after its horizon, and a shorter deadline never comes before an earlier call', () => {
+  it('forgets a spike once newer answers push it out, not by time alone; a shorter deadline never comes first', () => {
     const clock = new Clock()
     const timeouts = new Timeouts(MAX, clock.timers, MIN)
     const slow = timeouts.start(() => {})
@@ -96,11 +113,25 @@ describe('adaptive Timeouts', () => {
     timeouts.settle(slow)
     assert.equal(timeouts.currentMs(clock.now), MAX * 0.9)
     const before = timeouts.start(() => {})
-    clock.advance(2 * LATENCY_HORIZON_MS)
+    // A quiet store is no faster: with no answers, the spike stays.
+    clock.advance(3 * LATENCY_HORIZON_MS)
+    assert.equal(timeouts.currentMs(clock.now), MAX * 0.9)
+    // Fast answers over two horizons push it out.
+    for (let t = 0; t < 2 * LATENCY_HORIZON_MS + 1_000; t += 500) {
+      const fast = timeouts.start(() => {})
+      clock.advance(10)
+      timeouts.settle(fast)
+      clock.advance(490)
+    }
     assert.equal(timeouts.currentMs(clock.now), MIN)
-    const after = timeouts.start(() => {})
-    assert.ok(after.due >= before.due)
-    assert.ok(after.deadline - after.startedAt === MAX)
+    // The call started during the spike is held to today's deadline too, and times out first.
+    let beforeAt: number | undefined
+    let afterAt: number | undefined
+    const after = timeouts.start(() => (afterAt = clock.now))
+    clock.advance(MIN)
+    assert.equal(afterAt, after.startedAt + MIN)
+    assert.ok(beforeAt === undefined && before.settled, 'the older call timed out before the newer one')
+    assert.equal(after.deadline - after.startedAt, MAX)
   })
 
   it('keeps a fixed timeout fixed: answers to other calls do not extend it', () => {

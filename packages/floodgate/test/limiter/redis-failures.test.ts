@@ -34,13 +34,17 @@ describe('RateLimiter on a RedisStore that cannot connect', () => {
 
   const policies = [{ name: 'minute', algorithm: 'fixed-window' as const, limit: 2, period: '1m' as const }]
 
-  it('open: allows every request and opens the breaker', async () => {
+  it('open: allows up to the limit per window (its ceiling) and opens the breaker', async () => {
     const limiter = new RateLimiter({ store, policies, timeout: '50ms', onStoreError: 'open', breaker: { failures: 2, cooldown: '1m' } })
     let opened = 0
     limiter.on('breaker-open', () => opened++)
     const decisions = []
     for (let i = 0; i < 4; i++) decisions.push(await limiter.limit('k'))
-    assert.ok(decisions.every((d) => d.allowed && d.source === 'fallback-open'))
+    assert.ok(decisions.every((d) => d.source === 'fallback-open'))
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      [true, true, false, false],
+    )
     assert.equal(opened, 1)
   })
 
