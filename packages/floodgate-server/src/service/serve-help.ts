@@ -32,6 +32,7 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'onStoreError',
       'instances',
       'storeTimeout',
+      'storeTimeoutMax',
     ],
   },
   {
@@ -86,6 +87,7 @@ export const PLACEHOLDERS: Partial<Record<OptionName, string>> = {
   onStoreError: '<mode>',
   instances: '<count>',
   storeTimeout: '<duration>',
+  storeTimeoutMax: '<duration>',
   logLevel: '<level>',
   bodyLimit: '<bytes>',
   nearLimitRatio: '<0..1>',

@@ -95,11 +95,18 @@ export const SERVE_OPTIONS = {
     type: 'string',
     help: 'instances sharing the limits, for local fallback (default 1)',
   },
+  // Adaptive by default (store-timeout.ts reads the pair); upstream's REDIS_TIMEOUT sets the maximum.
   storeTimeout: {
     flag: 'store-timeout',
     env: 'FLOODGATE_STORE_TIMEOUT',
     type: 'string',
-    help: 'longest wait for the store (default 100ms)',
+    help: 'fixed wait for the store; with --store-timeout-max, the shortest adaptive wait (default adaptive 100ms..1s)',
+  },
+  storeTimeoutMax: {
+    flag: 'store-timeout-max',
+    env: 'FLOODGATE_STORE_TIMEOUT_MAX',
+    type: 'string',
+    help: "longest wait for the store, adaptive below it (default 1s; upstream's REDIS_TIMEOUT sets it)",
   },
   logLevel: {
     flag: 'log-level',

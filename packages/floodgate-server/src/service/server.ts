@@ -13,6 +13,7 @@ import { ServiceMetrics } from './metrics.js'
 import { countRules, ruleIds } from './rule-count.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
+import { limiterTimeout } from './store-timeout.js'
 import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
@@ -87,7 +88,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     store,
     onStoreError: limiterMode(settings.onStoreError),
     instances: settings.instances,
-    timeout: settings.storeTimeoutMs,
+    timeout: limiterTimeout(settings),
   })
   metrics.watchSync(() => limiter.syncState())
   // The shards whose breaker is open ('' for a store that is one shard): a handful at most.

@@ -8,6 +8,7 @@ import { readUpstreamEnvironment } from './upstream-env.js'
 import { type OptionName, type OptionSpec, SERVE_OPTIONS } from './serve-options.js'
 import { unknownFlagMessage } from './serve-help.js'
 import { peerEntry, readRegionsFile, REGION_NAME, type RegionSettings } from './region-settings.js'
+import { optionalDurationMs, storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 
 export type { RegionSettings } from './region-settings.js'
 
@@ -25,7 +26,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds {
+export interface Settings extends AbuseBounds, StoreTimeoutMs {
   /** The rules: one YAML file or a directory of them. */
   config: string
   store: StoreSettings
@@ -50,8 +51,6 @@ export interface Settings extends AbuseBounds {
   onStoreError: 'open' | 'closed' | 'local' | 'error'
   /** For `local`: how many service instances share the limits. */
   instances: number
-  /** Longest wait for the store per decision. */
-  storeTimeoutMs: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Reload the rules when their files change. */
   watch: boolean
@@ -336,7 +335,8 @@ const schema = z
       .transform(Number)
       .optional()
       .transform((n) => n ?? 1),
-    storeTimeout: durationMs(100),
+    storeTimeout: optionalDurationMs,
+    storeTimeoutMax: optionalDurationMs,
     logLevel: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'expected fatal, error, warn, info, debug, trace or silent',
@@ -392,6 +392,8 @@ const schema = z
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
+    const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
+    if (typeof timeout === 'string') issue('storeTimeout', timeout)
     if (o.memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
     if (o.compatKeys && stores === 0) {
       issue(
@@ -450,7 +452,7 @@ const schema = z
       dashboardRawKeys: o.dashboardRawKeys ?? false,
       onStoreError: o.onStoreError ?? 'open',
       instances: o.instances,
-      storeTimeoutMs: o.storeTimeout,
+      ...(storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax) as StoreTimeoutMs),
       logLevel: o.logLevel,
       watch: !o.noWatch,
       bodyLimitBytes: o.bodyLimit,

@@ -26,6 +26,8 @@ const SAME_MEANING: readonly [string, string][] = [
   ['SHADOW_MODE', 'FLOODGATE_SHADOW_MODE'],
   ['QUOTA_MODE', 'FLOODGATE_QUOTA_MODE'],
   ['RESPONSE_DYNAMIC_METADATA', 'FLOODGATE_RESPONSE_DYNAMIC_METADATA'],
+  // Upstream's longest wait for Redis: the adaptive store timeout's maximum (it waits less while the store answers fast).
+  ['REDIS_TIMEOUT', 'FLOODGATE_STORE_TIMEOUT_MAX'],
 ]
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
@@ -54,7 +56,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_PIPELINE_LIMIT: 'requests to Redis are batched per event-loop turn',
   REDIS_CLUSTER_PIPELINE_PARALLELISM: 'requests to Redis are batched per slot',
   REDIS_POOL_ON_EMPTY_BEHAVIOR: 'requests to Redis are batched on one connection',
-  REDIS_TIMEOUT: 'the decision deadline is --store-timeout (FLOODGATE_STORE_TIMEOUT)',
   REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: 'GET /readyz reports whether the store is reachable',
   REDIS_STARTUP_INITIAL_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',

@@ -18,7 +18,9 @@ describe('readSettings', () => {
     assert.equal(settings.adminToken, undefined)
     assert.equal(settings.watch, true)
     assert.equal(settings.bodyLimitBytes, 65_536)
-    assert.equal(settings.storeTimeoutMs, 100)
+    // Adaptive by default: from 100ms while the store answers fast, up to 1s (issue 26 §3).
+    assert.equal(settings.storeTimeoutMinMs, 100)
+    assert.equal(settings.storeTimeoutMs, 1_000)
     assert.equal(settings.nearLimitRatio, 0.8)
   })
 
@@ -56,6 +58,26 @@ describe('readSettings', () => {
       assert.match(option.env, /^FLOODGATE_[A-Z_]+$/)
       assert.ok(serveUsage().includes(`--${option.flag}`))
     }
+  })
+
+  it("takes a fixed --store-timeout, an adaptive one up to --store-timeout-max, and upstream's REDIS_TIMEOUT as that maximum", () => {
+    const fixed = readSettings(['rules.yaml', '--store-timeout', '250ms'], {})
+    assert.deepEqual([fixed.storeTimeoutMinMs, fixed.storeTimeoutMs], [250, 250])
+    const capped = readSettings(['rules.yaml', '--store-timeout-max', '5s'], {})
+    assert.deepEqual([capped.storeTimeoutMinMs, capped.storeTimeoutMs], [100, 5_000])
+    const both = readSettings(['rules.yaml', '--store-timeout', '50ms', '--store-timeout-max', '2s'], {})
+    assert.deepEqual([both.storeTimeoutMinMs, both.storeTimeoutMs], [50, 2_000])
+    // envoyproxy/ratelimit's variable, in its own format, is honoured, no longer accepted and ignored.
+    const upstream = readSettings(['rules.yaml'], { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'cache:6379', REDIS_TIMEOUT: '10s' })
+    assert.deepEqual([upstream.storeTimeoutMinMs, upstream.storeTimeoutMs], [100, 10_000])
+    assert.ok(!upstream.upstreamNotes.some((note) => note.startsWith('REDIS_TIMEOUT')))
+    // A Floodgate variable wins over upstream's.
+    const own = readSettings(['rules.yaml'], { REDIS_TIMEOUT: '10s', FLOODGATE_STORE_TIMEOUT_MAX: '3s' })
+    assert.equal(own.storeTimeoutMs, 3_000)
+    assert.throws(
+      () => readSettings(['rules.yaml', '--store-timeout', '3s', '--store-timeout-max', '1s'], {}),
+      /--store-timeout \/ FLOODGATE_STORE_TIMEOUT: .*no longer than --store-timeout-max/,
+    )
   })
 
   it('reads Redis Cluster nodes and Sentinels', () => {
