@@ -36,7 +36,7 @@ export class LatencyPeak {
   /** The longest latency of the last one to two horizons with answers (0: none seen). */
   peak(now: number): number {
     this.rotate(now)
-    return this.current > this.previous ? this.current : this.previous
+    return Math.max(this.current, this.previous)
   }
 
   private rotate(now: number): void {

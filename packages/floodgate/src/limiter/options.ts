@@ -115,7 +115,8 @@ function resolveTimeout(value: unknown): { timeoutMs: number; timeoutMinMs: numb
   const { min, max, ...rest } = value as { min?: unknown; max?: unknown }
   for (const field of Object.keys(rest)) throw invalid(`timeout.${field}`, 'unknown option; known options are min, max')
   const timeoutMinMs = min === undefined ? DEFAULT_TIMEOUT_MIN_MS : parseDuration(min as string | number, 'timeout.min')
-  const timeoutMs = max === undefined ? Math.max(DEFAULT_TIMEOUT_MAX_MS, timeoutMinMs) : parseDuration(max as string | number, 'timeout.max')
+  const timeoutMs =
+    max === undefined ? Math.max(DEFAULT_TIMEOUT_MAX_MS, timeoutMinMs) : parseDuration(max as string | number, 'timeout.max')
   if (timeoutMinMs > timeoutMs) {
     throw invalid('timeout', `min (${timeoutMinMs}ms) is above max (${timeoutMs}ms); give min ≤ max, or one duration for a fixed timeout`)
   }

@@ -115,7 +115,7 @@ export class Timeouts {
     // No answer seen yet: nothing tells a slow store from a dead one, so the first calls wait up to the maximum.
     if (!this.adaptive || !this.latency!.seen) return this.maxMs
     const scaled = DEADLINE_FACTOR * this.latency!.peak(now)
-    return scaled <= this.minMs ? this.minMs : scaled >= this.maxMs ? this.maxMs : scaled
+    return Math.min(this.maxMs, Math.max(this.minMs, scaled))
   }
 
   /**
@@ -239,7 +239,7 @@ export class Timeouts {
     // The next moment the oldest call can time out: once it waited the deadline and the store was
     // silent as long (checked again then: answers may come meanwhile), or at its hard deadline.
     const wake = this.adaptive ? first.startedAt + waitMs + Math.max(0, this.lastAnswerAt - first.startedAt) : first.deadline
-    this.arm((wake < first.deadline ? wake : first.deadline) - now)
+    this.arm(Math.min(wake, first.deadline) - now)
   }
 
   private message(waitedMs: number): string {

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { FloodgateError } from '../../src/core/errors.js'
+import type { FloodgateError } from '../../src/core/errors.js'
 import { resolveOptions } from '../../src/limiter/options.js'
 import { DEADLINE_FACTOR, LATENCY_HORIZON_MS, Timeouts, type TimeoutEntry } from '../../src/limiter/timeout.js'
 import { Clock } from './fixtures.js'

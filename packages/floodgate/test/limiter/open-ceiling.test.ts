@@ -44,7 +44,7 @@ describe("onStoreError 'open' ceiling", () => {
     assert.equal(await admitted(limiter, 'hot', 7), 5)
   })
 
-  it("divides the ceiling among `instances`, and holds for every enforced policy but shadow ones", async () => {
+  it('divides the ceiling among `instances`, and holds for every enforced policy but shadow ones', async () => {
     const { limiter } = failing(
       [
         { name: 'minute', algorithm: 'sliding-window', limit: 10, period: '1m' },

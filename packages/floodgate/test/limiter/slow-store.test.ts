@@ -45,7 +45,13 @@ function portOf(proxy: LinkProxy): number {
   return Number(new URL(proxy.url).port)
 }
 
-async function hotKey(workers: Workers, kind: SlowStoreConfig['kind'], port: number, via: string, t: { diagnostic(message: string): void }) {
+async function hotKey(
+  workers: Workers,
+  kind: SlowStoreConfig['kind'],
+  port: number,
+  via: string,
+  t: { diagnostic(message: string): void },
+) {
   const config: SlowStoreConfig = {
     kind,
     host: '127.0.0.1',
@@ -58,9 +64,8 @@ async function hotKey(workers: Workers, kind: SlowStoreConfig['kind'], port: num
   }
   const reports = await workers.run<SlowStoreConfig, SlowStoreReport>(4, config)
   const admitted = reports.reduce((sum, report) => sum + report.admitted, 0)
-  t.diagnostic(
-    `${kind} ${via}: admitted ${admitted} of ${LIMIT}; per worker ${reports.map((r) => `${r.admitted} ${JSON.stringify(r.sources)} slowest ${r.slowestMs}ms`).join(' | ')}`,
-  )
+  const perWorker = reports.map((r) => `${r.admitted} ${JSON.stringify(r.sources)} slowest ${r.slowestMs}ms`)
+  t.diagnostic(`${kind} ${via}: admitted ${admitted} of ${LIMIT}; per worker ${perWorker.join(' | ')}`)
   assert.ok(admitted <= 1.1 * LIMIT, `${kind} ${via}: ${admitted} admitted, above 1.1 × ${LIMIT}`)
   // Not by denying what the store would admit: the limit itself goes through.
   assert.ok(admitted >= LIMIT, `${kind} ${via}: only ${admitted} admitted of ${LIMIT}`)
@@ -151,7 +156,8 @@ describe('a Redis that stops answering (SIGSTOP), default options', () => {
   }
 
   for (const sync of ['exact', 'lease'] as const) {
-    it(`${sync}: answers every caller within the timeout's maximum, admits at most the limit plus open's ceiling, and the store decides again after`, async (t) => {
+    const name = `${sync}: answers every caller within the timeout's maximum, admits at most limit + open's ceiling, then the store decides`
+    it(name, async (t) => {
       const limit = 50
       const policy: PolicyOptions = { algorithm: 'sliding-window', limit, period: '1d' }
       if (sync === 'lease') Object.assign(policy, { sync: 'lease', leaseMs: '1s', leaseMax: 5 })
@@ -176,8 +182,11 @@ describe('a Redis that stops answering (SIGSTOP), default options', () => {
       const admitted = run.decisions.filter((d) => d.decision.allowed).length
       const slowest = Math.max(...run.decisions.map((d) => d.ms))
       const bySource: Record<string, number> = {}
-      for (const { decision } of run.decisions) bySource[`${decision.source}:${decision.allowed}`] = (bySource[`${decision.source}:${decision.allowed}`] ?? 0) + 1
-      t.diagnostic(`${sync}: ${run.decisions.length} decisions, ${admitted} admitted, slowest ${Math.round(slowest)}ms; ${JSON.stringify(bySource)}`)
+      for (const { decision } of run.decisions)
+        bySource[`${decision.source}:${decision.allowed}`] = (bySource[`${decision.source}:${decision.allowed}`] ?? 0) + 1
+      t.diagnostic(
+        `${sync}: ${run.decisions.length} decisions, ${admitted} admitted, slowest ${Math.round(slowest)}ms; ${JSON.stringify(bySource)}`,
+      )
       // The maximum plus generous slack for a loaded machine's timers; the point is "bounded", not "fast".
       assert.ok(slowest <= DEFAULT_TIMEOUT_MAX_MS + 2_000, `a caller waited ${Math.round(slowest)}ms`)
       // The store counted at most `limit`; open admitted at most its ceiling (limit / 1 instance) beside it.
