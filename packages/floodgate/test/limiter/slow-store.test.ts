@@ -173,7 +173,9 @@ describe('a Redis that stops answering (SIGSTOP), default options', () => {
         await until('fallback decisions', () => fallbacks() >= 3 * limit)
         server.resume()
         const resumedAt = performance.now()
-        await until('the store deciding again', () => run.decisions.some((d) => d.at > resumedAt && (d.decision.source === 'store' || d.decision.source === 'lease')))
+        await until('the store deciding again', () =>
+          run.decisions.some((d) => d.at > resumedAt && (d.decision.source === 'store' || d.decision.source === 'lease')),
+        )
       } finally {
         server.resume()
         await run.stop()
