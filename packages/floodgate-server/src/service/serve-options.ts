@@ -100,13 +100,13 @@ export const SERVE_OPTIONS = {
     flag: 'store-timeout',
     env: 'FLOODGATE_STORE_TIMEOUT',
     type: 'string',
-    help: 'fixed wait for the store; with --store-timeout-max, the shortest adaptive wait (default adaptive 100ms..1s)',
+    help: 'fixed wait for the store; with --store-timeout-max, the shortest adaptive wait (default adaptive 100ms..2s)',
   },
   storeTimeoutMax: {
     flag: 'store-timeout-max',
     env: 'FLOODGATE_STORE_TIMEOUT_MAX',
     type: 'string',
-    help: "longest wait for the store, adaptive below it (default 1s; upstream's REDIS_TIMEOUT sets it)",
+    help: "longest wait for the store, adaptive below it (default 2s; upstream's REDIS_TIMEOUT sets it)",
   },
   logLevel: {
     flag: 'log-level',

@@ -6,7 +6,7 @@ import { parseDuration, type RateLimiterOptions } from 'floodgate'
 
 /** The library's adaptive bounds, which the service keeps unless told otherwise. */
 const DEFAULT_MIN_MS = 100
-const DEFAULT_MAX_MS = 1_000
+const DEFAULT_MAX_MS = 2_000
 
 /** A duration flag that stays undefined when not given (in ms). */
 export const optionalDurationMs = z

@@ -18,9 +18,9 @@ describe('readSettings', () => {
     assert.equal(settings.adminToken, undefined)
     assert.equal(settings.watch, true)
     assert.equal(settings.bodyLimitBytes, 65_536)
-    // Adaptive by default: from 100ms while the store answers fast, up to 1s (issue 26 §3).
+    // Adaptive by default: from 100ms while the store answers fast, up to 2s (issue 26 §3).
     assert.equal(settings.storeTimeoutMinMs, 100)
-    assert.equal(settings.storeTimeoutMs, 1_000)
+    assert.equal(settings.storeTimeoutMs, 2_000)
     assert.equal(settings.nearLimitRatio, 0.8)
   })
 

@@ -103,7 +103,7 @@ function resolveStore(store: unknown): Store | undefined {
 
 /** The adaptive timeout's bounds when none is given: see Timeouts. */
 export const DEFAULT_TIMEOUT_MIN_MS = 100
-export const DEFAULT_TIMEOUT_MAX_MS = 1_000
+export const DEFAULT_TIMEOUT_MAX_MS = 2_000
 
 function resolveTimeout(value: unknown): { timeoutMs: number; timeoutMinMs: number } {
   if (value === undefined) return { timeoutMs: DEFAULT_TIMEOUT_MAX_MS, timeoutMinMs: DEFAULT_TIMEOUT_MIN_MS }

@@ -99,7 +99,7 @@ export interface RateLimiterOptions {
   policies?: readonly PolicyOptions[]
   /**
    * How long a store call may take before the failure mode applies. By default adaptive, between
-   * `min` 100ms and `max` 1s: a call times out once it waited 3× the store's slowest recent answer
+   * `min` 100ms and `max` 2s: a call times out once it waited 3× the store's slowest recent answer
    * (at least `min`) while the store answered nothing else, or once it waited `max` (see
    * docs/failure-modes.md). A slow store thus keeps deciding; a silent one fails over quickly.
    * One duration is a fixed timeout: every call times out after exactly that.

@@ -27,8 +27,11 @@ function loadMemjs(): unknown {
  * Defaults for a client the store creates: no retry inside memjs (the limiter has its own timeout
  * and breaker, and a retried increment could count twice), no failover to another server (that
  * would split a key's counter in two), and no log line per failed request (the limiter reports outages).
+ * memjs's own timeout (seconds) lies past the limiter's longest wait (2 s by default): the limiter
+ * tells a slow server from a dead one, and memjs timing out first — failing every request in flight
+ * on that connection — turned a slow but healthy server into an outage (issue 26 §3).
  */
-const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 0.5, logger: { log: () => {} } }
+const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 5, logger: { log: () => {} } }
 
 /**
  * A memjs client for `servers` (`host:port` each), with `memjs` as extra options. Its `getServer`
