@@ -85,7 +85,7 @@ export function failedDecision(
     const ceiling = local.ceiling(plan, key, cost)
     return toFallbackDecision(plan, ceiling.allowed, ceiling.retryAfterMs, 'fallback-open')
   }
-  return toFallbackDecision(plan, false, remote.closedWaitMs(), 'fallback-closed')
+  return toFallbackDecision(plan, false, remote.closedWaitMs(key), 'fallback-closed')
 }
 
 /**

@@ -117,4 +117,27 @@ describe('a breaker per shard', () => {
     assert.equal(breakers.nameOf('new', overflow), '')
     assert.equal(breakers.of('f0'), failing[0], 'failing breakers are kept')
   })
+  it("fail-closed tells a key to wait for its own shard's probe, not another shard's", async () => {
+    const clock = new Clock()
+    const store = new ShardedStore(clock)
+    const limiter = new RateLimiter({
+      store,
+      policies: [{ algorithm: 'fixed-window', limit: 1_000, period: '1h' }],
+      breaker: { failures: 1, cooldown: '10s' },
+      onStoreError: 'closed',
+      denyCache: false,
+      clock: clock.read,
+      timers: clock.timers,
+    })
+    store.dead.add('a')
+    store.dead.add('b')
+    assert.equal((await limiter.limit('a1')).source, 'fallback-closed')
+    clock.advance(6_000)
+    // b's breaker opens 6 s after a's: its probe is 10 s away, a's only 4 s.
+    const b = await limiter.limit('b1')
+    assert.equal(b.source, 'fallback-closed')
+    assert.equal(b.retryAfterMs, 10_000)
+    const a = await limiter.limit('a1')
+    assert.equal(a.retryAfterMs, 4_000)
+  })
 })
