@@ -56,6 +56,8 @@ export interface HttpServerOptions {
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
   health: () => HealthReport
+  /** Whether `/healthcheck` answers OK (default: ready); false gives 500, as upstream's failed health. */
+  serving?: () => boolean
   /** The dashboard's figures: served at /dashboard behind the admin token (when one is set). */
   dashboard?: DashboardCollector
   /** Envoy's `/json`: its answers as the gRPC server's (the same options). */
@@ -228,8 +230,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   })
 
   // As envoyproxy/ratelimit: plain "OK" when healthy, 500 with no body otherwise.
+  const serving = options.serving ?? (() => options.health().ready)
   app.get('/healthcheck', async (_request, reply) =>
-    options.health().ready ? reply.type('text/plain; charset=utf-8').send('OK') : reply.code(500).send(''),
+    serving() ? reply.type('text/plain; charset=utf-8').send('OK') : reply.code(500).send(''),
   )
   app.get('/healthz', async () => ({ status: 'alive' }))
   // Public, so it says only ready or not and why, as a code: rule file paths, the failure mode and

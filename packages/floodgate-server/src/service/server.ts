@@ -136,6 +136,10 @@ export async function startService(settings: Settings, options: StartOptions = {
     rulesError: rules.lastError?.issues.map(formatIssue),
     peersUnreachable: regionStatus()?.degraded,
   })
+  // --health-check-store (upstream's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION): gRPC health and /healthcheck
+  // fail while the store's connection is down. The connection, not the breaker: a breaker closes only
+  // on a decision, and traffic this health moved away would never come back to close it.
+  const serving = () => !draining && (!settings.healthCheckStore || storeConnected(store))
   const http = createHttpServer({
     decider,
     metrics,
@@ -148,6 +152,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
+    serving,
     dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
@@ -156,7 +161,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     decider,
     metrics,
     logger,
-    isReady: () => !draining,
+    isReady: serving,
     responseHeaders,
     dynamicMetadata: settings.dynamicMetadata,
     storeError: envoyStoreError,
