@@ -50,8 +50,6 @@ export interface HttpServerOptions {
   connectionTimeoutMs: number
   /** An idle keep-alive socket closes after this. */
   keepAliveTimeoutMs: number
-  /** Most sockets open at once; past it new connections are refused (closed at once). */
-  maxConnections: number
   /** Enables /admin with this bearer token; undefined leaves /admin unrouted (404). */
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
@@ -123,7 +121,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     return503OnClosing: false,
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.requestTimeoutMs),
   }) as unknown as FastifyInstance
-  app.server.maxConnections = options.maxConnections
+  // The connection cap (--max-connections) is kept by the ConnectionTracker, which sheds idle sockets.
   // Any body is read as JSON, whatever its content type: Envoy's /json is often called without a
   // JSON one (curl -d), and fetch sends a string body as text/plain. Fastify's own text/plain
   // parser would hand the routes a bare string, so it goes, and the catch-all below reads it.

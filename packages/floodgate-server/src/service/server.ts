@@ -14,6 +14,7 @@ import { countRules, ruleIds } from './rule-count.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
 import { limiterTimeout } from './store-timeout.js'
+import { registerConnectionMetrics } from './connection-metrics.js'
 import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
@@ -148,7 +149,6 @@ export async function startService(settings: Settings, options: StartOptions = {
     requestTimeoutMs: settings.requestTimeoutMs,
     connectionTimeoutMs: settings.connectionTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
-    maxConnections: settings.maxConnections,
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
@@ -166,8 +166,16 @@ export async function startService(settings: Settings, options: StartOptions = {
     dynamicMetadata: settings.dynamicMetadata,
     storeError: envoyStoreError,
     maxMessageBytes: settings.grpcMaxMessageBytes,
+    limits: {
+      maxConnections: settings.grpcMaxConnections,
+      idleTimeoutMs: settings.grpcIdleTimeoutMs,
+      handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
+      keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
+      maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+    },
   })
-  const connections = new ConnectionTracker(http.server)
+  const connections = new ConnectionTracker(http.server, settings.maxConnections)
+  registerConnectionMetrics(metrics.registry, { http: () => connections.stats(), grpc: () => grpc.connections() })
   const timers = options.timers ?? SYSTEM_TIMERS
 
   const closeBackends = async () => {

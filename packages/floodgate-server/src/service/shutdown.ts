@@ -1,5 +1,6 @@
 // Graceful shutdown pieces: the HTTP server's sockets tracked so a drain closes idle keep-alive ones at
-// once and busy ones as soon as their requests end, and the timers a shutdown deadline runs on.
+// once and busy ones as soon as their requests end (and so a full server sheds the longest idle one
+// for a new client), and the timers a shutdown deadline runs on.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -23,11 +24,23 @@ export const SYSTEM_TIMERS: ShutdownTimers = {
  */
 export class ConnectionTracker {
   readonly #inFlight = new Map<Socket, number>()
+  // Sockets with no request in flight, in the order they fell idle (the longest idle first), with the
+  // bytes read when they did: one that read more since holds part of a request head, and is not idle.
+  readonly #idle = new Map<Socket, number>()
+  readonly #maxConnections: number
+  #shed = 0
   // Answers not yet finished: those whose head is still unwritten get Connection: close at a drain.
   readonly #responses = new Set<ServerResponse>()
   #draining = false
 
-  constructor(server: Server) {
+  /**
+   * `maxConnections`: past it, a new connection sheds the socket idle the longest (never one with a
+   * request in flight or arriving); with none idle, the new one is closed unanswered. Node's own
+   * `server.maxConnections` would refuse the new client instead, so a flood of idle sockets would lock
+   * legitimate clients out until the timeouts freed them.
+   */
+  constructor(server: Server, maxConnections = Number.POSITIVE_INFINITY) {
+    this.#maxConnections = maxConnections
     const tracker = this
     // One listener for every answer's `close` (the answer is `this`), not a closure and a `once`
     // wrapper per request; the request still holds its socket when the answer closes.
@@ -41,7 +54,12 @@ export class ConnectionTracker {
         return
       }
       this.#inFlight.set(socket, 0)
-      socket.once('close', () => this.#inFlight.delete(socket))
+      this.#idle.set(socket, socket.bytesRead)
+      socket.once('close', () => {
+        this.#inFlight.delete(socket)
+        this.#idle.delete(socket)
+      })
+      if (this.#inFlight.size > this.#maxConnections) this.#shedIdle()
     })
     // First among the request listeners, so a request is counted before any handler can answer it.
     server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
@@ -49,6 +67,7 @@ export class ConnectionTracker {
       const count = this.#inFlight.get(socket)
       if (count === undefined) return
       this.#inFlight.set(socket, count + 1)
+      if (count === 0) this.#idle.delete(socket)
       // While draining every answer says the connection ends with it (Node then closes the socket).
       if (this.#draining) response.setHeader('Connection', 'close')
       this.#responses.add(response)
@@ -59,6 +78,11 @@ export class ConnectionTracker {
   /** Open sockets, busy or idle. */
   get size(): number {
     return this.#inFlight.size
+  }
+
+  /** Open sockets, and those closed at the cap for a newer client (the idle one shed, or the newcomer refused). */
+  stats(): { open: number; shed: { cap: number } } {
+    return { open: this.#inFlight.size, shed: { cap: this.#shed } }
   }
 
   /**
@@ -77,11 +101,25 @@ export class ConnectionTracker {
     for (const socket of this.#inFlight.keys()) socket.destroy()
   }
 
+  /** Closes the socket idle the longest (the newcomer itself when no other is): the server is over its cap. */
+  #shedIdle(): void {
+    this.#shed++
+    for (const [socket, bytesRead] of this.#idle) {
+      // Bytes since it fell idle: a request head is arriving (a pipelined one, or a slow client the request timeout will end).
+      if (socket.bytesRead !== bytesRead) continue
+      this.#idle.delete(socket)
+      this.#inFlight.delete(socket)
+      socket.destroy()
+      return
+    }
+  }
+
   #ended(socket: Socket, response: ServerResponse): void {
     this.#responses.delete(response)
     const count = this.#inFlight.get(socket)
     if (count === undefined) return
     this.#inFlight.set(socket, count - 1)
+    if (count === 1) this.#idle.set(socket, socket.bytesRead)
     // The answer is written: end the socket once it is flushed to the client.
     if (this.#draining && count === 1) socket.destroySoon()
   }
