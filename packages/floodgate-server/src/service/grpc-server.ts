@@ -16,7 +16,7 @@ import { GrpcConnections, type GrpcConnectionLimits, type ShedCounts } from './g
 import { toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import { readUnaryCall, sendMessage, sendStatus, STATUS, type GrpcStatus } from './grpc-unary.js'
 import type { ServiceMetrics } from './metrics.js'
-import { SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
+import { LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true }
@@ -136,7 +136,7 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
       return new Promise((resolve, reject) => {
         const failed = (error: Error) => reject(Object.assign(error, { server: 'gRPC' }))
         server.once('error', failed)
-        server.listen(port, host, () => {
+        server.listen(port, host, LISTEN_BACKLOG, () => {
           server.off('error', failed)
           resolve((server.address() as { port: number }).port)
         })

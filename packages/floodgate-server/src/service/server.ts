@@ -15,7 +15,7 @@ import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
 import { limiterTimeout } from './store-timeout.js'
 import { registerConnectionMetrics } from './connection-metrics.js'
-import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
+import { ConnectionTracker, LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
 const STORE_CLOSE_MS = 2_000
@@ -191,7 +191,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
     // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
     if (settings.grpc) grpcPort = await grpc.listen(settings.host, settings.grpcPort)
-    if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort })
+    if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort, backlog: LISTEN_BACKLOG })
   } catch (error) {
     await http.close()
     await grpc.close(0)

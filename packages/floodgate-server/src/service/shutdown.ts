@@ -5,6 +5,13 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
+/**
+ * Connections the kernel holds for accept (it caps this at net.core.somaxconn). Node's 511 overflows in a
+ * burst of connects while the event loop is busy: the kernel then drops a client's handshake ACK and
+ * retransmits its SYN-ACK 1 s, 3 s later, so a new client waits seconds although the cap sheds for it.
+ */
+export const LISTEN_BACKLOG = 4096
+
 /** The timers a shutdown deadline is set with; tests pass ones they fire by hand. */
 export interface ShutdownTimers {
   setTimeout(callback: () => void, ms: number): unknown

@@ -5,6 +5,8 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync } from 'node:fs'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { request } from 'node:http'
 import http2 from 'node:http2'
 import { connect, type Socket } from 'node:net'
 import * as grpc from '@grpc/grpc-js'
@@ -77,10 +79,17 @@ async function eventually(probe: () => Promise<boolean> | boolean, what: () => s
   assert.fail(`timed out waiting for ${what()}`)
 }
 
+// The service, the flood and the clients share this process: a stalled event loop (the machine is busy)
+// delays every answer alike, so the longest stall is printed beside the latencies.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+loopDelay.enable()
+
 function summary(latencies: number[]): string {
   const sorted = [...latencies].sort((a, b) => a - b)
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(1)
-  return `${sorted.length} calls, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms`
+  const stall = (loopDelay.max / 1e6).toFixed(0)
+  loopDelay.reset()
+  return `${sorted.length} calls, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms (longest event-loop stall ${stall} ms)`
 }
 
 /**
@@ -95,6 +104,27 @@ const closedOf = async (service: TestService, server: 'http' | 'grpc', reason: s
   (await scrape(service.httpUrl)).get(`floodgate_connections_closed_total{server="${server}",reason="${reason}"}`) ?? 0
 
 const VIP = { domain: 'test', descriptors: [{ entries: [{ key: 'vip', value: 'legit' }] }] }
+
+/** The longest wait for a new connection's TCP connect seen by freshCheck, in ms. */
+let slowestConnect = 0
+
+/** POST /v1/check on a connection of its own (a client arriving while the cap is full); resolves with the status. */
+function freshCheck(port: number): Promise<number> {
+  const started = performance.now()
+  const body = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'vip', value: 'fresh' }]] })
+  return new Promise((resolve, reject) => {
+    const call = request(
+      { host: '127.0.0.1', port, method: 'POST', path: '/v1/check', agent: false, headers: { 'content-type': 'application/json' } },
+      (response) => {
+        response.resume()
+        response.on('end', () => resolve(response.statusCode ?? 0))
+      },
+    )
+    call.on('error', reject)
+    call.on('socket', (socket) => socket.once('connect', () => (slowestConnect = Math.max(slowestConnect, performance.now() - started))))
+    call.end(body)
+  })
+}
 
 describe('gRPC connection cap: 1000 hostile sockets against --grpc-max-connections 200', () => {
   const CAP = 200
@@ -124,6 +154,13 @@ describe('gRPC connection cap: 1000 hostile sockets against --grpc-max-connectio
         () => open() <= CAP,
         () => `the flood cut to the cap (${open()} open)`,
       )
+      // At the cap, full of idle hostile connections: a new grpc-js client is still served.
+      const newcomer = rlsClients(service.grpcPort)
+      try {
+        assert.equal((await newcomer.shouldRateLimit(VIP)).overall_code, 'OK')
+      } finally {
+        newcomer.close()
+      }
       done()
       const latencies = await calls
       const onServer = await connectionsOf(service, 'grpc')
@@ -180,7 +217,8 @@ describe('gRPC deadlines: the preface, idleness, pings', () => {
       assert.ok((await closedOf(service, 'grpc', 'handshake')) >= 400)
       assert.ok((await closedOf(service, 'grpc', 'idle')) >= 100)
       assert.ok(Math.max(...latencies) < ANSWER_WITHIN_MS, summary(latencies))
-      process.stdout.write(`# gRPC deadline flood: ${summary(latencies)}\n`)
+      const closed = `handshake ${await closedOf(service, 'grpc', 'handshake')}, idle ${await closedOf(service, 'grpc', 'idle')}`
+      process.stdout.write(`# gRPC deadline flood: ${summary(latencies)}; closed: ${closed}\n`)
     } finally {
       for (const f of floods) f.destroy()
       client.close()
@@ -249,22 +287,33 @@ describe('HTTP: 1000 hostile idle sockets against --max-connections 200', () => 
       let done!: () => void
       const stop = new Promise<void>((resolve) => (done = resolve))
       const body = { domain: 'test', descriptors: [[{ key: 'vip', value: 'legit' }]] }
+      // A kept-alive client, and clients that each arrive on a new connection.
       const calls = keepCalling(async () => assert.equal((await postJson(`${service.httpUrl}/v1/check`, body)).status, 200), stop)
+      const fresh = keepCalling(async () => assert.equal(await freshCheck(service.httpPort), 200), stop)
       floods.push(await flood(service.httpPort, 1000))
       const open = () => floods.reduce((sum, f) => sum + f.open(), 0)
       await eventually(
         () => open() <= CAP,
         () => `the flood cut to the cap (${open()} open)`,
       )
+      // At the cap, full of idle hostile sockets: a new client is still served.
+      assert.equal(await freshCheck(service.httpPort), 200)
       done()
-      const latencies = await calls
+      const kept = await calls
+      const arriving = await fresh
+      process.stdout.write(
+        `# HTTP kept-alive client: ${summary(kept)}\n# HTTP new-connection clients: ${summary(arriving)}, slowest connect ${slowestConnect.toFixed(0)} ms\n`,
+      )
       const onServer = await connectionsOf(service, 'http')
       assert.ok(onServer <= CAP, `HTTP sockets on the server: ${onServer}`)
       assert.ok((await closedOf(service, 'http', 'cap')) >= 1000 - CAP)
       const fdsGrown = openFds() - fdsBefore
       assert.ok(fdsGrown <= 2 * CAP + 20, `descriptors grew by ${fdsGrown}`)
-      assert.ok(Math.max(...latencies) < ANSWER_WITHIN_MS, summary(latencies))
-      process.stdout.write(`# HTTP cap flood: ${summary(latencies)}; ${onServer} sockets; descriptors +${fdsGrown}\n`)
+      // A kept-alive client is answered promptly. A new connection queues behind the flood's connects in
+      // the kernel's accept queue, each of which the service accepts (and the cap sheds) first: on a
+      // machine this busy that can take seconds, so it is only required to be answered (printed above).
+      assert.ok(Math.max(...kept) < ANSWER_WITHIN_MS, summary(kept))
+      process.stdout.write(`# HTTP cap flood: ${onServer} sockets; descriptors +${fdsGrown}\n`)
     } finally {
       for (const f of floods) f.destroy()
     }
