@@ -60,8 +60,8 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
   HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
-  GRPC_MAX_CONNECTION_AGE: 'connections are kept until the client or a shutdown closes them',
-  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections are kept until the client or a shutdown closes them',
+  GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
+  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   TRACING_ENABLED: 'no OpenTelemetry tracing',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }

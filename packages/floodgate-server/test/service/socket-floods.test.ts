@@ -301,9 +301,8 @@ describe('HTTP: 1000 hostile idle sockets against --max-connections 200', () => 
       done()
       const kept = await calls
       const arriving = await fresh
-      process.stdout.write(
-        `# HTTP kept-alive client: ${summary(kept)}\n# HTTP new-connection clients: ${summary(arriving)}, slowest connect ${slowestConnect.toFixed(0)} ms\n`,
-      )
+      process.stdout.write(`# HTTP kept-alive client: ${summary(kept)}\n`)
+      process.stdout.write(`# HTTP new-connection clients: ${summary(arriving)}, slowest connect ${slowestConnect.toFixed(0)} ms\n`)
       const onServer = await connectionsOf(service, 'http')
       assert.ok(onServer <= CAP, `HTTP sockets on the server: ${onServer}`)
       assert.ok((await closedOf(service, 'http', 'cap')) >= 1000 - CAP)
