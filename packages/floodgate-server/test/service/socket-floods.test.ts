@@ -150,7 +150,9 @@ describe('gRPC connection cap: 1000 hostile sockets against --grpc-max-connectio
   const CAP = 200
   let service: TestService
   before(async () => {
-    service = await startTestService(undefined, ['--grpc-max-connections', String(CAP)])
+    // Long deadlines: on a busy machine the flood may take longer than the default 10 s preface
+    // deadline, and the cap alone is under test here.
+    service = await startTestService(undefined, ['--grpc-max-connections', String(CAP), '--grpc-handshake-timeout', '10m'])
   })
   after(async () => {
     await service?.stop()
@@ -294,7 +296,8 @@ describe('HTTP: 1000 hostile idle sockets against --max-connections 200', () => 
   const CAP = 200
   let service: TestService
   before(async () => {
-    service = await startTestService(undefined, ['--max-connections', String(CAP)])
+    // A long request timeout: Node's would close the idle sockets after it, and the cap alone is under test.
+    service = await startTestService(undefined, ['--max-connections', String(CAP), '--request-timeout', '10m'])
   })
   after(async () => {
     await service?.stop()
