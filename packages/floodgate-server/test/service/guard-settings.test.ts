@@ -3,7 +3,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { FloodgateError } from 'floodgate'
-import { readSettings, serveUsage } from '../../src/service/settings.js'
+import { readSettings } from '../../src/service/settings.js'
+import { serveUsage } from '../../src/service/serve-help.js'
 
 describe('guard settings', () => {
   it('default to production values', () => {
