@@ -12,10 +12,11 @@ import type { Decider } from './decide.js'
 import type { StoreErrorHandling } from './decide.js'
 import { createRlsCodec, type RlsCodec } from './envoy-codec.js'
 import { fromGrpcRequest } from './envoy-request.js'
+import { GrpcConnections, type GrpcConnectionLimits, type ShedCounts } from './grpc-connections.js'
 import { toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import { readUnaryCall, sendMessage, sendStatus, STATUS, type GrpcStatus } from './grpc-unary.js'
 import type { ServiceMetrics } from './metrics.js'
-import { SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
+import { LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true }
@@ -55,6 +56,8 @@ export interface GrpcServerOptions {
   maxMessageBytes: number
   /** Milliseconds since the epoch (default Date.now); tests inject one. */
   clock?: () => number
+  /** The connection bounds (--grpc-max-connections, --grpc-idle-timeout, …), and the calls at once per connection. */
+  limits: GrpcConnectionLimits & { maxConcurrentStreams: number }
 }
 
 export interface FloodgateGrpcServer {
@@ -65,6 +68,8 @@ export interface FloodgateGrpcServer {
    * rest; resolves as soon as the running calls are done, or at the deadline.
    */
   close(timeoutMs: number, timers?: ShutdownTimers): Promise<void>
+  /** Connections open now, and how many the server closed and why (for /metrics). */
+  connections(): { open: number; shed: Readonly<ShedCounts> }
 }
 
 /**
@@ -91,7 +96,10 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
     [SHOULD_RATE_LIMIT, shouldRateLimitHandler(options, codec)],
     [HEALTH_CHECK, healthCheckHandler(options.isReady, codec)],
   ])
-  const server = http2.createServer()
+  // The cap on calls at once is advertised in SETTINGS (clients queue past it) and enforced by nghttp2,
+  // which refuses a stream over it (REFUSED_STREAM, which gRPC clients retry).
+  const server = http2.createServer({ settings: { maxConcurrentStreams: options.limits.maxConcurrentStreams } })
+  const connections = new GrpcConnections(server, options.limits)
   const sessions = new Set<http2.ServerHttp2Session>()
   // Sockets too: a connection that never sent the HTTP/2 preface has no session to close.
   const sockets = new Set<Socket>()
@@ -107,6 +115,7 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
   server.on('stream', (stream, headers) => {
     // A stream error (a reset, a broken socket) ends the call; the session reports nothing further.
     stream.on('error', () => {})
+    connections.streamStarted(stream)
     const contentType = headers['content-type']
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
       // Not gRPC at all, as grpc-js answers it: plain HTTP 415.
@@ -127,13 +136,15 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
       return new Promise((resolve, reject) => {
         const failed = (error: Error) => reject(Object.assign(error, { server: 'gRPC' }))
         server.once('error', failed)
-        server.listen(port, host, () => {
+        server.listen(port, host, LISTEN_BACKLOG, () => {
           server.off('error', failed)
           resolve((server.address() as { port: number }).port)
         })
       })
     },
+    connections: () => ({ open: connections.size, shed: connections.shed }),
     close(timeoutMs, timers = SYSTEM_TIMERS) {
+      connections.stop()
       return new Promise((resolve) => {
         if (!server.listening) {
           resolve()

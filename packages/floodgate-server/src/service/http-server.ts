@@ -50,12 +50,12 @@ export interface HttpServerOptions {
   connectionTimeoutMs: number
   /** An idle keep-alive socket closes after this. */
   keepAliveTimeoutMs: number
-  /** Most sockets open at once; past it new connections are refused (closed at once). */
-  maxConnections: number
   /** Enables /admin with this bearer token; undefined leaves /admin unrouted (404). */
   adminToken: string | undefined
   describeRules: () => RuleSetDescription
   health: () => HealthReport
+  /** Whether `/healthcheck` answers OK (default: ready); false gives 500, as upstream's failed health. */
+  serving?: () => boolean
   /** The dashboard's figures: served at /dashboard behind the admin token (when one is set). */
   dashboard?: DashboardCollector
   /** Envoy's `/json`: its answers as the gRPC server's (the same options). */
@@ -121,7 +121,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     return503OnClosing: false,
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.requestTimeoutMs),
   }) as unknown as FastifyInstance
-  app.server.maxConnections = options.maxConnections
+  // The connection cap (--max-connections) is kept by the ConnectionTracker, which sheds idle sockets.
   // Any body is read as JSON, whatever its content type: Envoy's /json is often called without a
   // JSON one (curl -d), and fetch sends a string body as text/plain. Fastify's own text/plain
   // parser would hand the routes a bare string, so it goes, and the catch-all below reads it.
@@ -228,8 +228,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   })
 
   // As envoyproxy/ratelimit: plain "OK" when healthy, 500 with no body otherwise.
+  const serving = options.serving ?? (() => options.health().ready)
   app.get('/healthcheck', async (_request, reply) =>
-    options.health().ready ? reply.type('text/plain; charset=utf-8').send('OK') : reply.code(500).send(''),
+    serving() ? reply.type('text/plain; charset=utf-8').send('OK') : reply.code(500).send(''),
   )
   app.get('/healthz', async () => ({ status: 'alive' }))
   // Public, so it says only ready or not and why, as a code: rule file paths, the failure mode and

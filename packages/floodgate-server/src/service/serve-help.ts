@@ -33,6 +33,7 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'instances',
       'storeTimeout',
       'storeTimeoutMax',
+      'healthCheckStore',
     ],
   },
   {
@@ -59,7 +60,19 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
   { title: 'Regions (docs/regions.md)', options: ['region', 'peer', 'regionInterval', 'regionsFile'] },
   {
     title: 'Limits and timeouts',
-    options: ['requestTimeout', 'connectionTimeout', 'keepAliveTimeout', 'maxConnections', 'bodyLimit', 'shutdownTimeout'],
+    options: [
+      'requestTimeout',
+      'connectionTimeout',
+      'keepAliveTimeout',
+      'maxConnections',
+      'bodyLimit',
+      'shutdownTimeout',
+      'grpcMaxConnections',
+      'grpcIdleTimeout',
+      'grpcHandshakeTimeout',
+      'grpcKeepaliveMinTime',
+      'grpcMaxConcurrentStreams',
+    ],
   },
   { title: 'Observability', options: ['logLevel', 'logFormat', 'upstreamMetrics'] },
 ]
@@ -110,6 +123,11 @@ export const PLACEHOLDERS: Partial<Record<OptionName, string>> = {
   maxConnections: '<count>',
   memoryMaxKeys: '<count>',
   memoryMaxBytes: '<bytes>',
+  grpcMaxConnections: '<count>',
+  grpcIdleTimeout: '<duration>',
+  grpcHandshakeTimeout: '<duration>',
+  grpcKeepaliveMinTime: '<duration>',
+  grpcMaxConcurrentStreams: '<count>',
 }
 
 const FLAG_COLUMN = 34

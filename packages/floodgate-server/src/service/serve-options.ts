@@ -51,6 +51,46 @@ export const ABUSE_BOUND_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec>
 
+// Edges: health that follows the store, the gRPC port's socket bounds (guard-settings.ts reads them).
+export const GUARD_OPTIONS = {
+  healthCheckStore: {
+    flag: 'health-check-store',
+    env: 'FLOODGATE_HEALTH_CHECK_STORE',
+    type: 'boolean',
+    help: 'gRPC health NOT_SERVING, /healthcheck 500 while the store is unreachable',
+  },
+  grpcMaxConnections: {
+    flag: 'grpc-max-connections',
+    env: 'FLOODGATE_GRPC_MAX_CONNECTIONS',
+    type: 'string',
+    help: 'most gRPC connections at once; the longest idle is shed (default 10000)',
+  },
+  grpcIdleTimeout: {
+    flag: 'grpc-idle-timeout',
+    env: 'FLOODGATE_GRPC_IDLE_TIMEOUT',
+    type: 'string',
+    help: 'close a gRPC connection with no call for this long (default 5m)',
+  },
+  grpcHandshakeTimeout: {
+    flag: 'grpc-handshake-timeout',
+    env: 'FLOODGATE_GRPC_HANDSHAKE_TIMEOUT',
+    type: 'string',
+    help: 'a gRPC connection must send the HTTP/2 preface within this (default 10s)',
+  },
+  grpcKeepaliveMinTime: {
+    flag: 'grpc-keepalive-min-time',
+    env: 'FLOODGATE_GRPC_KEEPALIVE_MIN_TIME',
+    type: 'string',
+    help: 'shortest interval allowed between client pings (default 5m)',
+  },
+  grpcMaxConcurrentStreams: {
+    flag: 'grpc-max-concurrent-streams',
+    env: 'FLOODGATE_GRPC_MAX_CONCURRENT_STREAMS',
+    type: 'string',
+    help: 'most calls at once per gRPC connection (default 100)',
+  },
+} as const satisfies Record<string, OptionSpec>
+
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
@@ -135,6 +175,7 @@ export const SERVE_OPTIONS = {
     help: 'longest graceful drain (default 10s)',
   },
   ...ABUSE_BOUND_OPTIONS,
+  ...GUARD_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   wildcardOrder: {

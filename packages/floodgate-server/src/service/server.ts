@@ -14,7 +14,8 @@ import { countRules, ruleIds } from './rule-count.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
 import { limiterTimeout } from './store-timeout.js'
-import { ConnectionTracker, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
+import { registerConnectionMetrics } from './connection-metrics.js'
+import { ConnectionTracker, LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
 const STORE_CLOSE_MS = 2_000
@@ -136,6 +137,10 @@ export async function startService(settings: Settings, options: StartOptions = {
     rulesError: rules.lastError?.issues.map(formatIssue),
     peersUnreachable: regionStatus()?.degraded,
   })
+  // --health-check-store (upstream's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION): gRPC health and /healthcheck
+  // fail while the store's connection is down. The connection, not the breaker: a breaker closes only
+  // on a decision, and traffic this health moved away would never come back to close it.
+  const serving = () => !draining && (!settings.healthCheckStore || storeConnected(store))
   const http = createHttpServer({
     decider,
     metrics,
@@ -144,10 +149,10 @@ export async function startService(settings: Settings, options: StartOptions = {
     requestTimeoutMs: settings.requestTimeoutMs,
     connectionTimeoutMs: settings.connectionTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
-    maxConnections: settings.maxConnections,
     adminToken: settings.adminToken,
     describeRules: () => rules.current.describe(),
     health,
+    serving,
     dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
@@ -156,13 +161,21 @@ export async function startService(settings: Settings, options: StartOptions = {
     decider,
     metrics,
     logger,
-    isReady: () => !draining,
+    isReady: serving,
     responseHeaders,
     dynamicMetadata: settings.dynamicMetadata,
     storeError: envoyStoreError,
     maxMessageBytes: settings.grpcMaxMessageBytes,
+    limits: {
+      maxConnections: settings.grpcMaxConnections,
+      idleTimeoutMs: settings.grpcIdleTimeoutMs,
+      handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
+      keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
+      maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+    },
   })
-  const connections = new ConnectionTracker(http.server)
+  const connections = new ConnectionTracker(http.server, settings.maxConnections)
+  registerConnectionMetrics(metrics.registry, { http: () => connections.stats(), grpc: () => grpc.connections() })
   const timers = options.timers ?? SYSTEM_TIMERS
 
   const closeBackends = async () => {
@@ -178,7 +191,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
     // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
     if (settings.grpc) grpcPort = await grpc.listen(settings.host, settings.grpcPort)
-    if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort })
+    if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort, backlog: LISTEN_BACKLOG })
   } catch (error) {
     await http.close()
     await grpc.close(0)

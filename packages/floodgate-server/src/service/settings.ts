@@ -9,6 +9,7 @@ import { type OptionName, type OptionSpec, SERVE_OPTIONS } from './serve-options
 import { unknownFlagMessage } from './serve-help.js'
 import { peerEntry, readRegionsFile, REGION_NAME, type RegionSettings } from './region-settings.js'
 import { optionalDurationMs, storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
+import { guardFields, guardSettings, type GuardSettings } from './guard-settings.js'
 
 export type { RegionSettings } from './region-settings.js'
 
@@ -26,7 +27,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds, StoreTimeoutMs {
+export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings {
   /** The rules: one YAML file or a directory of them. */
   config: string
   store: StoreSettings
@@ -359,6 +360,7 @@ const schema = z
       .transform((n) => n ?? 0.8),
     shutdownTimeout: durationMs(10_000),
     ...abuseBoundFields(),
+    ...guardFields(),
 
     // --- Envoy drop-in ---
     wildcardOrder: z
@@ -460,6 +462,7 @@ const schema = z
       nearLimitRatio: o.nearLimitRatio,
       shutdownTimeoutMs: o.shutdownTimeout,
       ...abuseBounds(o),
+      ...guardSettings(o),
 
       // --- Envoy drop-in ---
       envoyOnStoreError: o.onStoreError ?? 'error',

@@ -1,8 +1,16 @@
 // Graceful shutdown pieces: the HTTP server's sockets tracked so a drain closes idle keep-alive ones at
-// once and busy ones as soon as their requests end, and the timers a shutdown deadline runs on.
+// once and busy ones as soon as their requests end (and so a full server sheds the longest idle one
+// for a new client), and the timers a shutdown deadline runs on.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+
+/**
+ * Connections the kernel holds for accept (it caps this at net.core.somaxconn). Node's 511 overflows in a
+ * burst of connects while the event loop is busy: the kernel then drops a client's handshake ACK and
+ * retransmits its SYN-ACK 1 s, 3 s later, so a new client waits seconds although the cap sheds for it.
+ */
+export const LISTEN_BACKLOG = 4096
 
 /** The timers a shutdown deadline is set with; tests pass ones they fire by hand. */
 export interface ShutdownTimers {
@@ -23,11 +31,23 @@ export const SYSTEM_TIMERS: ShutdownTimers = {
  */
 export class ConnectionTracker {
   readonly #inFlight = new Map<Socket, number>()
+  // Sockets with no request in flight, in the order they fell idle (the longest idle first), with the
+  // bytes read when they did: one that read more since holds part of a request head, and is not idle.
+  readonly #idle = new Map<Socket, number>()
+  readonly #maxConnections: number
+  #shed = 0
   // Answers not yet finished: those whose head is still unwritten get Connection: close at a drain.
   readonly #responses = new Set<ServerResponse>()
   #draining = false
 
-  constructor(server: Server) {
+  /**
+   * `maxConnections`: past it, a new connection sheds the socket idle the longest (never one with a
+   * request in flight or arriving); with none idle, the new one is closed unanswered. Node's own
+   * `server.maxConnections` would refuse the new client instead, so a flood of idle sockets would lock
+   * legitimate clients out until the timeouts freed them.
+   */
+  constructor(server: Server, maxConnections = Number.POSITIVE_INFINITY) {
+    this.#maxConnections = maxConnections
     const tracker = this
     // One listener for every answer's `close` (the answer is `this`), not a closure and a `once`
     // wrapper per request; the request still holds its socket when the answer closes.
@@ -41,7 +61,12 @@ export class ConnectionTracker {
         return
       }
       this.#inFlight.set(socket, 0)
-      socket.once('close', () => this.#inFlight.delete(socket))
+      this.#idle.set(socket, socket.bytesRead)
+      socket.once('close', () => {
+        this.#inFlight.delete(socket)
+        this.#idle.delete(socket)
+      })
+      if (this.#inFlight.size > this.#maxConnections) this.#shedIdle()
     })
     // First among the request listeners, so a request is counted before any handler can answer it.
     server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
@@ -49,6 +74,7 @@ export class ConnectionTracker {
       const count = this.#inFlight.get(socket)
       if (count === undefined) return
       this.#inFlight.set(socket, count + 1)
+      if (count === 0) this.#idle.delete(socket)
       // While draining every answer says the connection ends with it (Node then closes the socket).
       if (this.#draining) response.setHeader('Connection', 'close')
       this.#responses.add(response)
@@ -59,6 +85,11 @@ export class ConnectionTracker {
   /** Open sockets, busy or idle. */
   get size(): number {
     return this.#inFlight.size
+  }
+
+  /** Open sockets, and those closed at the cap for a newer client (the idle one shed, or the newcomer refused). */
+  stats(): { open: number; shed: { cap: number } } {
+    return { open: this.#inFlight.size, shed: { cap: this.#shed } }
   }
 
   /**
@@ -77,11 +108,25 @@ export class ConnectionTracker {
     for (const socket of this.#inFlight.keys()) socket.destroy()
   }
 
+  /** Closes the socket idle the longest (the newcomer itself when no other is): the server is over its cap. */
+  #shedIdle(): void {
+    this.#shed++
+    for (const [socket, bytesRead] of this.#idle) {
+      // Bytes since it fell idle: a request head is arriving (a pipelined one, or a slow client the request timeout will end).
+      if (socket.bytesRead !== bytesRead) continue
+      this.#idle.delete(socket)
+      this.#inFlight.delete(socket)
+      socket.destroy()
+      return
+    }
+  }
+
   #ended(socket: Socket, response: ServerResponse): void {
     this.#responses.delete(response)
     const count = this.#inFlight.get(socket)
     if (count === undefined) return
     this.#inFlight.set(socket, count - 1)
+    if (count === 1) this.#idle.set(socket, socket.bytesRead)
     // The answer is written: end the socket once it is flushed to the client.
     if (this.#draining && count === 1) socket.destroySoon()
   }

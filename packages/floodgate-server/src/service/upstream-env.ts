@@ -56,13 +56,12 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_PIPELINE_LIMIT: 'requests to Redis are batched per event-loop turn',
   REDIS_CLUSTER_PIPELINE_PARALLELISM: 'requests to Redis are batched per slot',
   REDIS_POOL_ON_EMPTY_BEHAVIOR: 'requests to Redis are batched on one connection',
-  REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: 'GET /readyz reports whether the store is reachable',
   REDIS_STARTUP_INITIAL_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
   HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
-  GRPC_MAX_CONNECTION_AGE: 'connections are kept until the client or a shutdown closes them',
-  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections are kept until the client or a shutdown closes them',
+  GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
+  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   TRACING_ENABLED: 'no OpenTelemetry tracing',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
@@ -143,10 +142,14 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
     set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
     if (given('REDIS_URL')) notes.push('REDIS_URL is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     if (isTrue(env.REDIS_PERSECOND)) notes.push('REDIS_PERSECOND is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
+    if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION'))
+      notes.push('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     return { env: out, notes }
   }
   if (given('MEMCACHE_HOST_PORT')) notes.push('MEMCACHE_HOST_PORT is ignored without BACKEND_TYPE=memcache, as upstream ignores it')
   if (given('REDIS_URL')) readRedis(env, set)
+  // Health follows the store: NOT_SERVING and /healthcheck 500 while Redis is unreachable.
+  if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION')) set('FLOODGATE_HEALTH_CHECK_STORE', env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION as string)
   if (isTrue(env.REDIS_PERSECOND)) readRedisPerSecond(env, set)
   return { env: out, notes }
 }

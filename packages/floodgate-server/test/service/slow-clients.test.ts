@@ -1,5 +1,5 @@
 // Slow and greedy clients through real sockets: a trickled body or head gets 408 and the socket closes;
-// past --max-connections new connections are refused while the open ones keep working.
+// past --max-connections a new client sheds the socket idle longest (a request in flight is never cut).
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -71,21 +71,36 @@ describe('connection cap', () => {
     await service.stop()
   })
 
-  it('refuses connections past --max-connections and serves the open ones', { timeout: 60_000 }, async () => {
-    const first = await rawSocket(service.httpPort)
-    const second = await rawSocket(service.httpPort)
-    const third = await rawSocket(service.httpPort)
-    assert.equal(await third.closed, '', 'the third connection is closed without an answer')
-    first.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
-    assert.match(await first.closed, /^HTTP\/1\.1 200 [\s\S]*"status":"alive"/)
-    second.socket.destroy()
-    await second.closed
-    // With the others gone there is room again (the server counts a socket until its close reaches it).
-    let status = 0
-    while (status !== 200) {
-      const again = await rawSocket(service.httpPort)
-      again.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
-      status = Number(/^HTTP\/1\.1 (\d+)/.exec(await again.closed)?.[1] ?? 0)
+  /** A socket with a request in flight: its head is in (the server said 100 Continue), its body not yet sent. */
+  async function midRequest() {
+    const raw = await rawSocket(service.httpPort)
+    raw.socket.write(
+      'POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n' +
+        `Expect: 100-continue\r\nContent-Length: ${BODY.length}\r\n\r\n`,
+    )
+    while (!raw.received().includes('100 Continue')) await new Promise((resolve) => raw.socket.once('data', resolve))
+    return raw
+  }
+  const BODY = JSON.stringify({ domain: 'test', descriptors: [[{ key: 'user', value: 'cap' }]] })
+
+  it('past --max-connections a new client sheds the idle socket, never one with a request in flight', { timeout: 60_000 }, async () => {
+    // The oldest socket is mid-request; the idle one came after it.
+    const busy = await midRequest()
+    const idle = await rawSocket(service.httpPort)
+    const response = fetch(`${service.httpUrl}/healthz`)
+    assert.equal(await idle.closed, '', 'the idle socket is shed for the newcomer')
+    assert.equal((await response).status, 200, 'the newcomer is served')
+    busy.socket.write(BODY)
+    assert.match(await busy.closed, /HTTP\/1\.1 200 [\s\S]*"allowed":true/, 'the request in flight is answered')
+  })
+
+  it('with no socket idle, the newcomer is the one closed', { timeout: 60_000 }, async () => {
+    const busy = [await midRequest(), await midRequest()]
+    const refused = await rawSocket(service.httpPort)
+    assert.equal(await refused.closed, '', 'the newcomer is closed unanswered')
+    for (const { socket, closed } of busy) {
+      socket.write(BODY)
+      assert.match(await closed, /HTTP\/1\.1 200 /)
     }
   })
 })

@@ -1,0 +1,202 @@
+// The gRPC port's connections, bounded: a cap that sheds the longest idle connection, a deadline for the
+// HTTP/2 preface, an idle timeout, and grpc-go's keepalive enforcement (too many pings end a connection).
+
+import http2, { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
+import type { Socket } from 'node:net'
+
+export interface GrpcConnectionLimits {
+  /** Most connections at once; past it the longest idle one is shed (the newcomer itself when none is idle). */
+  maxConnections: number
+  /** A connection with no call in flight this long gets GOAWAY and closes. */
+  idleTimeoutMs: number
+  /** A connection must send the HTTP/2 preface and its SETTINGS within this, else it is cut. */
+  handshakeTimeoutMs: number
+  /** Client pings closer together than this are strikes; the third ends the connection (GOAWAY too_many_pings). */
+  keepaliveMinTimeMs: number
+}
+
+/** Why connections were closed by the server, counted for /metrics. */
+export interface ShedCounts {
+  /** Shed at the cap for a newer connection (or the newcomer refused, with none idle). */
+  cap: number
+  /** No call for --grpc-idle-timeout. */
+  idle: number
+  /** No HTTP/2 preface within --grpc-handshake-timeout. */
+  handshake: number
+  /** Pinged more often than --grpc-keepalive-min-time allows. */
+  keepalive: number
+}
+
+interface Connection {
+  readonly session: ServerHttp2Session
+  /** The TCP socket itself: a session's own `socket` is a proxy that refuses to be destroyed. */
+  readonly socket: Socket | undefined
+  /** Calls in flight. */
+  streams: number
+  /** performance.now() of the connect (pending), of the last call's end (idle), or of the GOAWAY (closing). */
+  since: number
+  lastPing: number
+  strikes: number
+}
+
+/** Pings too close together tolerated before the connection ends, as grpc-go's enforcement (the third strike ends it). */
+const MAX_PING_STRIKES = 2
+
+/** A connection told to go (GOAWAY) that has not closed after this is cut: a client that never reads holds its socket. */
+const CLOSE_GRACE_MS = 1_000
+
+const TOO_MANY_PINGS = Buffer.from('too_many_pings')
+
+/**
+ * Tracks every session of an http2 server. Three queues, each in the order its deadline runs (Maps
+ * keep insertion order): connections still to send their preface, idle ones (no call in flight) by
+ * when they fell idle, and ones told to go. A sweep every quarter of the shortest timeout (10 ms to
+ * 1 s) ends what is due, so a call costs two Map operations, never a timer.
+ */
+export class GrpcConnections {
+  readonly #limits: GrpcConnectionLimits
+  readonly #all = new Map<ServerHttp2Session, Connection>()
+  readonly #pending = new Map<ServerHttp2Session, Connection>()
+  readonly #idle = new Map<ServerHttp2Session, Connection>()
+  readonly #closing = new Map<ServerHttp2Session, Connection>()
+  readonly #sweeper: NodeJS.Timeout
+  readonly shed: ShedCounts = { cap: 0, idle: 0, handshake: 0, keepalive: 0 }
+
+  /** Tracks `server`'s connections from now on. */
+  constructor(server: Http2Server, limits: GrpcConnectionLimits) {
+    this.#limits = limits
+    // http2 makes a connection's session and emits 'session' synchronously inside its own 'connection'
+    // listener: one put first sees the socket just before its session.
+    let arriving: Socket | undefined
+    server.prependListener('connection', (socket: Socket) => {
+      arriving = socket
+    })
+    server.on('session', (session) => {
+      this.#add(session, arriving)
+      arriving = undefined
+    })
+    const tick = Math.max(10, Math.min(1_000, Math.floor(Math.min(limits.idleTimeoutMs, limits.handshakeTimeoutMs) / 4)))
+    this.#sweeper = setInterval(() => this.sweep(performance.now()), tick)
+    this.#sweeper.unref()
+  }
+
+  /** Connections open now. */
+  get size(): number {
+    return this.#all.size
+  }
+
+  /** A new session (a TCP connection; http2 makes its session at once): tracked, and the cap kept. */
+  #add(session: ServerHttp2Session, socket: Socket | undefined): void {
+    const now = performance.now()
+    const connection: Connection = { session, socket, streams: 0, since: now, lastPing: Number.NEGATIVE_INFINITY, strikes: 0 }
+    this.#all.set(session, connection)
+    this.#pending.set(session, connection)
+    session.once('remoteSettings', () => {
+      if (this.#pending.delete(session) && connection.streams === 0) {
+        connection.since = performance.now()
+        this.#idle.set(session, connection)
+      }
+    })
+    session.on('ping', () => this.#pinged(connection))
+    session.once('close', () => this.#forget(session))
+    if (this.#all.size > this.#limits.maxConnections) this.#shedOne(session)
+  }
+
+  /** A call started on its session: the connection is busy until the call's stream closes. */
+  streamStarted(stream: ServerHttp2Stream): void {
+    const connection = this.#all.get(stream.session as ServerHttp2Session)
+    if (connection === undefined) return
+    if (connection.streams++ === 0) {
+      this.#idle.delete(connection.session)
+      // A stream means the preface and SETTINGS came (remoteSettings may not have fired yet).
+      this.#pending.delete(connection.session)
+    }
+    // As grpc-go: calls reset the ping strikes.
+    connection.strikes = 0
+    stream.once('close', () => {
+      if (--connection.streams > 0 || !this.#all.has(connection.session) || this.#closing.has(connection.session)) return
+      connection.since = performance.now()
+      this.#idle.set(connection.session, connection)
+    })
+  }
+
+  /** Ends what is due at `now` (performance.now()); runs on its own timer, and tests may call it. */
+  sweep(now: number): void {
+    const { idleTimeoutMs, handshakeTimeoutMs } = this.#limits
+    for (const connection of this.#pending.values()) {
+      if (now - connection.since < handshakeTimeoutMs) break
+      this.shed.handshake++
+      this.#cut(connection)
+    }
+    for (const connection of this.#idle.values()) {
+      if (now - connection.since < idleTimeoutMs) break
+      this.shed.idle++
+      this.#goAway(connection)
+    }
+    for (const connection of this.#closing.values()) {
+      if (now - connection.since < CLOSE_GRACE_MS) break
+      this.#cut(connection)
+    }
+  }
+
+  /** Stops the sweeps (the server is closing; its shutdown ends the sessions). */
+  stop(): void {
+    clearInterval(this.#sweeper)
+  }
+
+  /**
+   * Over the cap: the connection that never sent its preface, oldest first (other than the one just
+   * come), else the one idle longest, else the newcomer itself. A call in flight is never cut.
+   */
+  #shedOne(newcomer: ServerHttp2Session): void {
+    this.shed.cap++
+    for (const connection of this.#pending.values()) {
+      if (connection.session !== newcomer) return this.#cut(connection)
+    }
+    const idle = this.#idle.values().next()
+    if (!idle.done) return this.#goAway(idle.value)
+    const connection = this.#all.get(newcomer)
+    if (connection !== undefined) this.#cut(connection)
+  }
+
+  /** grpc-go's enforcement: a ping within the minimum time of the last one is a strike; the third ends the connection. */
+  #pinged(connection: Connection): void {
+    const now = performance.now()
+    if (now - connection.lastPing < this.#limits.keepaliveMinTimeMs) connection.strikes++
+    connection.lastPing = now
+    if (connection.strikes <= MAX_PING_STRIKES || this.#closing.has(connection.session)) return
+    this.shed.keepalive++
+    const session = connection.session
+    if (!session.destroyed) {
+      // ENHANCE_YOUR_CALM with "too_many_pings", as grpc-go: gRPC clients then ping less often.
+      session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, session.state.lastProcStreamID ?? 0, TOO_MANY_PINGS)
+    }
+    this.#goAway(connection)
+  }
+
+  /** GOAWAY: no new calls; running ones finish; the socket is cut if it is still open after a grace. */
+  #goAway(connection: Connection): void {
+    const session = connection.session
+    this.#pending.delete(session)
+    this.#idle.delete(session)
+    connection.since = performance.now()
+    this.#closing.set(session, connection)
+    if (!session.closed) session.close()
+  }
+
+  /** Cuts the connection at once (nothing runs on it, or it outstayed its grace). */
+  #cut(connection: Connection): void {
+    const session = connection.session
+    this.#forget(session)
+    // The session alone would wait for its socket's writes to flush, which a client that never reads never lets happen.
+    session.destroy()
+    connection.socket?.destroy()
+  }
+
+  #forget(session: ServerHttp2Session): void {
+    this.#all.delete(session)
+    this.#pending.delete(session)
+    this.#idle.delete(session)
+    this.#closing.delete(session)
+  }
+}
