@@ -164,6 +164,7 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
       throw invalid(`${where}.overage`, 'soft mode needs overage > 0, e.g. 0.1 to allow 10% over the limit')
     }
     overage = options.overage
+    checkScaled(limit, burst, 1 + overage, `${where}.overage`)
   } else if (options.overage !== undefined) {
     throw invalid(`${where}.overage`, `only applies to mode 'soft'`)
   }
@@ -171,6 +172,7 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
   if (mode === 'elastic') {
     ceiling = positiveInteger(options.ceiling, `${where}.ceiling`)
     if (ceiling < limit) throw invalid(`${where}.ceiling`, `must be at least the limit (${limit}), got ${ceiling}`)
+    checkScaled(limit, burst, ceiling / limit, `${where}.ceiling`)
   } else if (options.ceiling !== undefined) {
     throw invalid(`${where}.ceiling`, `only applies to mode 'elastic'`)
   }
@@ -295,11 +297,32 @@ export function syncMismatchMessage(policies: readonly Policy[], index: number):
   )
 }
 
+/**
+ * The largest count a policy may hold: 2^53 - 1. A state counted past it in a double (JavaScript,
+ * Lua, the memcached records) no longer moves by one unit, so a hit would be admitted and not
+ * counted; below it, every admitted cost is charged whole (costs above a policy's capacity never
+ * reach a store: see RateLimiter.limit). And any cost above 2^53 (an Envoy uint64 hits addend read
+ * as a number) rounds to 2^53 or more, never into an admissible cost.
+ */
+export const MAX_COUNT = Number.MAX_SAFE_INTEGER
+
+const TOO_LARGE = `a count above ${MAX_COUNT} (2^53 - 1) cannot move by one unit in a double, so hits would be admitted uncharged`
+
 function positiveInteger(value: unknown, field: string, message = 'must be a whole number greater than 0'): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
     throw invalid(field, `${message}, got ${JSON.stringify(value)}`)
   }
+  if (value > MAX_COUNT) throw invalid(field, `must be at most ${MAX_COUNT}, got ${value}: ${TOO_LARGE}`)
   return value
+}
+
+// Soft and elastic modes run the policy scaled (by 1 + overage, by ceiling / limit; see
+// scaledPolicy): those counts must stay exact too.
+function checkScaled(limit: number, burst: number, factor: number, field: string): void {
+  const scaled = Math.floor(Math.max(limit, burst) * factor)
+  if (scaled > MAX_COUNT) {
+    throw invalid(field, `the policy as it runs (capacity ${scaled}) must count at most ${MAX_COUNT}: ${TOO_LARGE}`)
+  }
 }
 
 function invalid(field: string, message: string): FloodgateError {
