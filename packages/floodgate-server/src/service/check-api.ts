@@ -10,6 +10,11 @@ import type { DecideInput, DecideResult, DescriptorInput, DescriptorOutcome, Ent
 export const MAX_DESCRIPTORS = 64
 /** Most entries per descriptor (Envoy configs nest a handful of levels). */
 export const MAX_ENTRIES = 16
+/**
+ * Most hits one check may charge: any uint64, as Envoy's hits_addend. JSON numbers above 2^53 are
+ * rounded, never down to a cost a policy could admit (limits are at most 2^53 - 1): they are denied.
+ */
+const MAX_HITS = 2 ** 64
 
 const checkBody = z
   .object(
@@ -36,9 +41,9 @@ const checkBody = z
         .max(MAX_DESCRIPTORS, `at most ${MAX_DESCRIPTORS} descriptors per request`),
       hits: z
         .number({ error: 'expected a whole number ≥ 0' })
-        .int('expected a whole number ≥ 0')
-        .min(0, 'expected a whole number ≥ 0')
-        .max(1_000_000_000)
+        // Not zod's .int(), which stops at 2^53: larger hits are decided (denied), not refused.
+        .refine((hits) => Number.isInteger(hits) && hits >= 0, 'expected a whole number ≥ 0')
+        .refine((hits) => hits <= MAX_HITS, 'at most 18446744073709551615 (a uint64, as Envoy’s hits_addend)')
         .optional(),
     },
     {
@@ -78,7 +83,7 @@ function readWellFormedCheck(body: unknown): DecideInput | undefined {
   for (const field in body) if (field !== 'domain' && field !== 'descriptors' && field !== 'hits') return undefined
   const { domain, descriptors, hits } = body
   if (typeof domain !== 'string' || domain === '') return undefined
-  if (hits !== undefined && !(typeof hits === 'number' && Number.isInteger(hits) && hits >= 0 && hits <= 1_000_000_000)) return undefined
+  if (hits !== undefined && !(typeof hits === 'number' && Number.isInteger(hits) && hits >= 0 && hits <= MAX_HITS)) return undefined
   if (!Array.isArray(descriptors) || descriptors.length === 0 || descriptors.length > MAX_DESCRIPTORS) return undefined
   const inputs: DescriptorInput[] = new Array(descriptors.length)
   for (let d = 0; d < descriptors.length; d++) {

@@ -129,9 +129,11 @@ export interface DeciderOptions {
 }
 
 /**
- * The limit of an upstream-style counter. The counter is a fixed window that never denies: the
- * store counts every hit, as upstream's INCRBY does, and the limit is compared afterwards.
- * Below 2^53 so every count stays an exact integer in JavaScript and in Lua.
+ * The limit of an upstream-style counter. The counter is a fixed window that denies nothing a
+ * rule could admit: the store counts every hit, as upstream's INCRBY does, and the limit is
+ * compared afterwards. Below 2^53 so every count stays an exact integer in JavaScript and in Lua.
+ * Hits the counter cannot take (more than is left of it; any addend above it is never even sent
+ * to the store, see RateLimiter.limit) are denied by it, uncharged, and the descriptor is over.
  */
 export const COUNT_CEILING = 1e15
 
@@ -393,9 +395,15 @@ export class Decider {
   }
 
   #envoyOutcome(plan: EnvoyPlan, decision: Decision): DescriptorOutcome {
-    const count = countOf(decision)
     const { requestsPerUnit } = plan.limit
-    const over = count > requestsPerUnit
+    // Admitted only if charged: a counter that did not take the hits (a cost above its ceiling, or
+    // above what is left of it: see COUNT_CEILING) says so by denying, and its count, unchanged,
+    // must not read as "within the limit". Such a request is over, counted as upstream's INCRBY
+    // would have left it, and no hit is stored. Whatever else denies (a failure mode's `closed`)
+    // is over as well; only a decision the store charged is judged by its count.
+    const charged = decision.allowed
+    const count = charged ? countOf(decision) : countOf(decision) + plan.cost
+    const over = !charged || count > requestsPerUnit
     const allowed = !over || plan.shadow
     const remaining = over ? 0 : requestsPerUnit - count
     // The answer as Floodgate's own clients (/v1/check, admin) read a Decision: the rule's limit,

@@ -64,9 +64,21 @@ function descriptorInput(
 const uint32 = z
   .union([z.number().int().min(0).max(0xffffffff), z.string().regex(/^\d+$/).transform(Number)])
   .refine((n) => n <= 0xffffffff, 'must be a uint32')
-const uint64 = z
-  .union([z.number().int().nonnegative(), z.string().regex(/^\d+$/).transform(Number)])
-  .refine(Number.isSafeInteger, 'too large')
+// Any uint64, as upstream takes it. A hits addend becomes a number: above 2^53 it is rounded, but
+// never down to 2^53 or below, and any cost that large is above every limit (policies are capped
+// at 2^53 - 1), so it is denied, never admitted by a rounding.
+const UINT64_MAX = 2n ** 64n - 1n
+const UINT64_RANGE = 'must be a uint64: a whole number from 0 to 18446744073709551615'
+const uint64 = z.union([z.number(), z.string()]).transform((value, context) => {
+  // A JSON number above 2^53 arrives rounded (2^64 - 1 itself reads as 2^64): accepted up to there.
+  if (typeof value === 'number' ? Number.isInteger(value) && value >= 0 && value <= 2 ** 64 : isUint64Text(value)) return Number(value)
+  context.addIssue({ code: 'custom', message: UINT64_RANGE })
+  return z.NEVER
+})
+
+function isUint64Text(text: string): boolean {
+  return /^\d{1,20}$/.test(text) && BigInt(text) <= UINT64_MAX
+}
 const unit = z.union([z.string(), z.number().int()])
 const entry = z.strictObject({ key: z.string().default(''), value: z.string().default('') })
 const override = z

@@ -51,6 +51,11 @@ export interface StartOptions {
   logger?: Logger
   /** Timers for the shutdown deadline (default the system's); tests pass ones they fire by hand. */
   timers?: ShutdownTimers
+  /**
+   * Milliseconds since the epoch for the limiter and the embedded and memcached stores (default
+   * Date.now); tests freeze it. A Redis store decides on its server's clock.
+   */
+  clock?: () => number
 }
 
 /** Holds the rules: a watcher that hot-reloads them, or a snapshot loaded once (`--no-watch`). */
@@ -73,7 +78,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const rules = openRules(settings, logger, metrics)
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
-  const store = createStore(settings, (ms) => storeLatency?.(ms))
+  const store = createStore(settings, (ms) => storeLatency?.(ms), options.clock)
   // --compat-keys wraps the region's store: upstream-format rules count on upstream's keys, the rest
   // (rules with `regions` among them) go through the region sync inside.
   const own = store instanceof EnvoyCompatStore ? store.inner : store
@@ -90,6 +95,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     onStoreError: limiterMode(settings.onStoreError),
     instances: settings.instances,
     timeout: limiterTimeout(settings),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   })
   metrics.watchSync(() => limiter.syncState())
   // The shards whose breaker is open ('' for a store that is one shard): a handful at most.
@@ -296,8 +302,8 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
 }
 
 /** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
-function createStore(settings: Settings, onCall: (ms: number) => void): Store {
-  const store = createOwnStore(settings, onCall)
+function createStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
+  const store = createOwnStore(settings, onCall, clock)
   if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
   const counter =
     settings.store.kind === 'memcached'
@@ -306,10 +312,12 @@ function createStore(settings: Settings, onCall: (ms: number) => void): Store {
   return new EnvoyCompatStore(store, counter, settings.compatPrefix)
 }
 
-function createOwnStore(settings: Settings, onCall: (ms: number) => void): Store {
-  if (settings.store.kind === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes })
+function createOwnStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
+  if (settings.store.kind === 'memory')
+    return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes, ...(clock && { clock }) })
   // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
-  if (settings.store.kind === 'memcached') return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix })
+  if (settings.store.kind === 'memcached')
+    return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix, ...(clock && { clock }) })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
   return new LazyRedisStore(settings.store, settings.redisPrefix, onCall, settings.regions)
 }
