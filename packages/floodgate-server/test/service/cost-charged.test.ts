@@ -72,7 +72,7 @@ function caller(service: TestService, grpc: ReturnType<typeof rlsClients>) {
       return {
         allowed: status.code === 'OK',
         remaining: status.limitRemaining ?? 0,
-        resetSeconds: Number.parseInt(status.durationUntilReset ?? '0'),
+        resetSeconds: Number.parseInt(status.durationUntilReset ?? '0', 10),
       }
     }
     const response = await grpc.shouldRateLimit({ domain: 'cost', descriptors: [{ entries, hits_addend: { value: String(hits) } }] })
@@ -141,7 +141,7 @@ describe('a cost the store cannot charge is denied, never admitted (embedded sto
     }
   })
 
-  it('/json takes any uint64 hitsAddend (string or number) and denies what cannot be charged; past uint64 is a 400 with the reason', async () => {
+  it('/json takes any uint64 hitsAddend (string or number), denies what cannot be charged; past uint64: 400', async () => {
     for (const hitsAddend of ['1000000000000001', 2e15, '9223372036854775807', '18446744073709551615', 2 ** 64]) {
       const response = await postJson(`${service.httpUrl}/json`, {
         domain: 'cost',

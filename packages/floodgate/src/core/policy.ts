@@ -164,7 +164,6 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
       throw invalid(`${where}.overage`, 'soft mode needs overage > 0, e.g. 0.1 to allow 10% over the limit')
     }
     overage = options.overage
-    checkScaled(limit, burst, 1 + overage, `${where}.overage`)
   } else if (options.overage !== undefined) {
     throw invalid(`${where}.overage`, `only applies to mode 'soft'`)
   }
@@ -172,10 +171,11 @@ export function createPolicy(options: PolicyOptions, where = 'policy'): Policy {
   if (mode === 'elastic') {
     ceiling = positiveInteger(options.ceiling, `${where}.ceiling`)
     if (ceiling < limit) throw invalid(`${where}.ceiling`, `must be at least the limit (${limit}), got ${ceiling}`)
-    checkScaled(limit, burst, ceiling / limit, `${where}.ceiling`)
   } else if (options.ceiling !== undefined) {
     throw invalid(`${where}.ceiling`, `only applies to mode 'elastic'`)
   }
+  const scale = mode === 'soft' ? 1 + overage : mode === 'elastic' && limit > 0 ? ceiling / limit : 1
+  checkExact(algorithm, limit, burst, periodMs, mode, scale, where)
   const blockMs = options.blockMs === undefined ? 0 : parseDuration(options.blockMs, `${where}.blockMs`)
   if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
     throw invalid(`${where}.shadow`, 'must be true or false')
@@ -316,12 +316,36 @@ function positiveInteger(value: unknown, field: string, message = 'must be a who
   return value
 }
 
-// Soft and elastic modes run the policy scaled (by 1 + overage, by ceiling / limit; see
-// scaledPolicy): those counts must stay exact too.
-function checkScaled(limit: number, burst: number, factor: number, field: string): void {
-  const scaled = Math.floor(Math.max(limit, burst) * factor)
-  if (scaled > MAX_COUNT) {
-    throw invalid(field, `the policy as it runs (capacity ${scaled}) must count at most ${MAX_COUNT}: ${TOO_LARGE}`)
+/** Algorithms that count in ticks of 1/periodMs unit (or ms × limit), so `capacity × periodMs` must be exact too. */
+const TICKED: ReadonlySet<AlgorithmName> = new Set(['sliding-window', 'token-bucket', 'leaky-bucket', 'gcra'])
+
+/**
+ * Refuses a policy whose counts a double cannot keep exact as it runs: soft and elastic modes scale
+ * its capacity (by 1 + overage, by ceiling / limit; see scaledPolicy), and the ticked algorithms
+ * count `capacity × periodMs` (see their files). Past that, a charge could round away.
+ */
+function checkExact(
+  algorithm: AlgorithmName,
+  limit: number,
+  burst: number,
+  periodMs: number,
+  mode: Mode,
+  factor: number,
+  where: string,
+): void {
+  const base = algorithm === 'sliding-window' ? limit : Math.max(limit, burst)
+  const field = mode === 'soft' ? 'overage' : mode === 'elastic' ? 'ceiling' : base === limit ? 'limit' : 'burst'
+  const capacity = Math.floor(base * factor)
+  if (capacity > MAX_COUNT) {
+    throw invalid(`${where}.${field}`, `the policy as it runs (capacity ${capacity}) must count at most ${MAX_COUNT}: ${TOO_LARGE}`)
+  }
+  if (TICKED.has(algorithm) && capacity * periodMs > MAX_COUNT) {
+    const most = Math.max(1, Math.floor(MAX_COUNT / periodMs))
+    throw invalid(
+      `${where}.${field}`,
+      `${algorithm} counts capacity × period in ms (${capacity} × ${periodMs}), which must be at most ${MAX_COUNT}: ` +
+        `${TOO_LARGE}; at most ${most} for this period, or the same rate over a shorter period`,
+    )
   }
 }
 
