@@ -166,7 +166,12 @@ export class ExactDecider implements Decider {
     // Only shadow policies denied: the enforced ones are decided again alone. The first answer may
     // be the store's scratch object, which the second call overwrites: its results are copied.
     const firstResults = first.results.map(copyResult)
-    const second = backend.call(key, backend.tier(plan).enforced, cost)
+    const enforced = backend.tier(plan).enforced
+    // Shadow policies alone: nothing is enforced, so there is nothing to charge and no store to ask
+    // (a store refuses a request without policies: memcached's answered every would-deny with an error).
+    if (enforced.length === 0)
+      return this.decideEnforced(backend, firstResults, { allowed: true, results: [], now: first.now }, key, cost, startedAt)
+    const second = backend.call(key, enforced, cost)
     if (second instanceof Promise) return this.decideEnforcedLater(backend, firstResults, second, key, cost, startedAt)
     return this.decideEnforced(backend, firstResults, second, key, cost, startedAt)
   }

@@ -3,7 +3,7 @@
 
 import { EventEmitter } from 'node:events'
 import { FloodgateError } from '../core/errors.js'
-import type { Policy } from '../core/policy.js'
+import { MAX_COUNT, type Policy } from '../core/policy.js'
 import { MemoryStore } from '../stores/memory/memory-store.js'
 import type { Store } from '../stores/store.js'
 import { createDecider, type Decider, type DeciderContext, type MaybeDecision } from './decider.js'
@@ -203,7 +203,9 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     checkCost(cost, 1)
     const decider = this.deciderFor(options?.policies)
     this.denials?.forget(key, decider.plan)
-    await decider.refund(key, cost)
+    // No state holds more than MAX_COUNT units: a larger refund gives back all of them, and a store
+    // gets a cost it can write (memcached's decr takes digits, not `1e+300`).
+    await decider.refund(key, Math.min(cost, MAX_COUNT))
   }
 
   /** Forgets every counter and block of `key` for the set (in the store and the local fallback). */
@@ -268,11 +270,25 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (this.ownsStore) await this.store.close()
   }
 
-  // Shared by limit and limitSync once the arguments are checked: the never-admitted cost, the deny
-  // cache, then the decider.
+  /**
+   * Shared by limit and limitSync once the arguments are checked: the never-admitted cost, the deny
+   * cache, then the decider.
+   *
+   * The one place where "admitted only if charged" holds for every store and every path (the
+   * service's /v1/check, /json and gRPC come through here too). A cost above what the policies
+   * could ever hold (`plan.maxCost`, at most 2^53 - 1 as createPolicy bounds every count) never
+   * reaches a store (nor, for shadow policies alone, a cost past 2^53 - 1): it is answered from a peek, denied with `never`. Any other cost is one every
+   * store can count exactly, and a store answers `allowed` only with every policy charged (all or
+   * nothing, core/evaluate.ts). A cost as a number needs no upper bound of its own: any integer
+   * past 2^53 (a uint64 rounded) is above every maxCost.
+   */
   private decideWith(decider: Decider, key: string, cost: number): MaybeDecision {
     const plan = decider.plan
     if (cost > plan.maxCost) return this.neverAdmitted(decider, key, cost)
+    // Only a set of shadow policies alone (maxCost Infinity) gets here with such a cost. Stores take
+    // safe integers only; 2^53 - 1 is denied as the real cost would be (by every policy short of
+    // that bound) and the shadow answer is the same.
+    if (cost > MAX_COUNT) cost = MAX_COUNT
     if (cost > 0 && this.denials !== undefined && this.denials.size > 0) {
       const denied = this.denials.lookup(key, plan, cost)
       if (denied !== undefined) return denied

@@ -53,6 +53,12 @@ export interface Lease {
 
 /** The answer to `limiter.limit(key)`. Every number is whole milliseconds or units, ≥ 0. */
 export interface Decision {
+  /**
+   * Admitted, and so charged: true only when the store (or a lease it granted) took the whole cost.
+   * A cost no policy could hold is denied (`never`), uncharged. Two documented exceptions admit
+   * without charging: `source` 'fallback-open' (the store failed, onStoreError 'open') and shadow
+   * policies (which never deny). See RateLimiter.limit.
+   */
   allowed: boolean
   /** The deciding policy's nominal limit. */
   limit: number

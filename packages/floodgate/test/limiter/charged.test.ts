@@ -98,6 +98,22 @@ describe('admitted only if charged: any cost in [0, 2^64), every algorithm', () 
     for (const algorithm of ALGORITHMS) {
       it(algorithm, () => assertAdmittedOnlyIfCharged(store, algorithm, 40))
     }
+
+    it('a set of shadow policies alone, and a refund, take any cost: the store is sent one it can write', async () => {
+      const limiter = new RateLimiter({ store, clock: () => T0, timeout: 5_000 })
+      const errors: Error[] = []
+      limiter.on('store-error', (error) => errors.push(error))
+      const shadow = [createPolicy({ name: 's', algorithm: 'fixed-window', limit: 10, period: '1h', shadow: true })]
+      const decision = await limiter.limit('shadow-huge', { cost: 2 ** 64, policies: shadow })
+      assert.equal(decision.source, 'store', String(errors[0]))
+      assert.equal(decision.shadow, true, 'the shadow policy would have denied it')
+      assert.equal((await limiter.get('shadow-huge', { policies: shadow })).remaining, 10, 'nothing was charged')
+      const policies = [createPolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, period: '1h' })]
+      assert.equal((await limiter.limit('refund-huge', { cost: 4, policies })).allowed, true)
+      await limiter.refund('refund-huge', 1e300, { policies })
+      assert.deepEqual(errors, [])
+      assert.equal((await limiter.get('refund-huge', { policies })).remaining, 10, 'the refund gave everything back')
+    })
   })
 })
 
