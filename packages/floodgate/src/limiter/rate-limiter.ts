@@ -277,7 +277,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * The one place where "admitted only if charged" holds for every store and every path (the
    * service's /v1/check, /json and gRPC come through here too). A cost above what the policies
    * could ever hold (`plan.maxCost`, at most 2^53 - 1 as createPolicy bounds every count) never
-   * reaches a store (nor, for shadow policies alone, a cost past 2^53 - 1): it is answered from a peek, denied with `never`. Any other cost is one every
+   * reaches a store: it is answered from a peek, denied with `never`. Any other cost is one every
    * store can count exactly, and a store answers `allowed` only with every policy charged (all or
    * nothing, core/evaluate.ts). A cost as a number needs no upper bound of its own: any integer
    * past 2^53 (a uint64 rounded) is above every maxCost.
