@@ -110,8 +110,22 @@ async function assertAdmittedOnlyIfCharged(call: ReturnType<typeof caller>, path
         )
       }
     }),
-    { numRuns },
+    { numRuns, includeErrorInReport: true },
   )
+}
+
+/**
+ * Waits (up to 10 s) until the service is ready and answers a check: a decision made before the
+ * store is connected would be the failure mode's (admitted, uncharged by design).
+ */
+async function untilAnswered(service: TestService): Promise<void> {
+  const body = { domain: 'cost', descriptors: [{ entries: [{ key: 'upstream', value: 'ready' }], hitsAddend: 0 }] }
+  for (let tries = 0; tries < 200; tries++) {
+    const ready = ((await (await fetch(`${service.httpUrl}/readyz`)).json()) as { status: string }).status === 'ready'
+    if (ready && (await postJson(`${service.httpUrl}/json`, body)).status === 200) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  assert.fail('the service did not answer from its store within 10 s')
 }
 
 describe('a cost the store cannot charge is denied, never admitted (embedded store)', () => {
@@ -200,6 +214,7 @@ describe('a cost the store cannot charge is denied, never admitted (Redis)', () 
     redis = await startRedis()
     service = await startTestService(RULES, ['--redis', redis.url, '--store-timeout', '5s'])
     grpc = rlsClients(service.grpcPort)
+    await untilAnswered(service)
   })
   after(async () => {
     grpc?.close()
@@ -212,6 +227,19 @@ describe('a cost the store cannot charge is denied, never admitted (Redis)', () 
     // window restarted between its checks is skipped (see assertAdmittedOnlyIfCharged).
     await assertAdmittedOnlyIfCharged(caller(service, grpc), PATHS, ['upstream'], 60)
   })
+
+  it("with --compat-keys envoy (upstream's counters, INCRBY): the same, any cost in [0, 2^64)", async () => {
+    const compat = await startTestService(RULES, ['--redis', redis.url, '--compat-keys', 'envoy', '--store-timeout', '5s'])
+    const client = rlsClients(compat.grpcPort)
+    try {
+      // Upstream's counters have a connection of their own, which refuses commands until it is up.
+      await untilAnswered(compat)
+      await assertAdmittedOnlyIfCharged(caller(compat, client), PATHS, ['upstream'], 40)
+    } finally {
+      client.close()
+      await compat.stop()
+    }
+  })
 })
 
 describe('a cost the store cannot charge is denied, never admitted (memcached)', () => {
@@ -222,6 +250,7 @@ describe('a cost the store cannot charge is denied, never admitted (memcached)',
     memcached = await startMemcached()
     service = await startTestService(RULES, ['--memcached', memcached.address, '--store-timeout', '5s'], { clock: () => T0 })
     grpc = rlsClients(service.grpcPort)
+    await untilAnswered(service)
   })
   after(async () => {
     grpc?.close()

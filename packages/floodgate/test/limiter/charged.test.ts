@@ -57,7 +57,7 @@ async function assertAdmittedOnlyIfCharged(store: Store, algorithm: AlgorithmNam
       if (decision.allowed) assert.equal(charged, Number(units), `${algorithm}: admitted ${units}, charged ${charged}`)
       else assert.equal(charged, 0, `${algorithm}: denied ${units}, charged ${charged}`)
     }),
-    { numRuns },
+    { numRuns, includeErrorInReport: true },
   )
 }
 
@@ -161,7 +161,7 @@ describe('admitted only if charged: any policy createPolicy takes, up to its lar
           }
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 300, includeErrorInReport: true },
     )
   })
 })
