@@ -12,7 +12,7 @@ import {
   type SubmitCallback,
 } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
-import { COUNT_CEILING } from './decide.js'
+import { COUNT_CEILING } from './envoy-counter.js'
 import type { StoreSettings } from './settings.js'
 
 /** One descriptor entry as upstream joins it into a key. */
