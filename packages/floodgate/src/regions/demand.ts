@@ -55,6 +55,14 @@ export class DemandMeter {
     const span = last[0] - base[0]
     return span > this.horizonMs ? (grown * this.horizonMs) / span : grown
   }
+
+  /** How much `region`'s demand grew between the last two samples (0 before two). */
+  lastGrowth(region: string): number {
+    const samples = this.samples
+    const index = this.regions.indexOf(region) + 1
+    if (samples.length < 2 || index === 0) return 0
+    return samples[samples.length - 1][index] - samples[samples.length - 2][index]
+  }
 }
 
 /** Units `region` can still admit as a copy sees it: its allotment less what it admitted. */
@@ -63,8 +71,8 @@ export function freeOf(limit: number, regions: readonly string[], region: string
 }
 
 /**
- * What this region (`self`) asks each peer for: nothing unless it wants more for the next
- * horizon than it holds. The need is spread over the peers by what they seem to hold beyond
+ * What this region (`self`) asks each peer for: nothing unless it was asked for units since the
+ * last sample and wants more for the next horizon than it holds. The need is spread over the peers by what they seem to hold beyond
  * their own recent demand (else by what they hold, else evenly), so that regions together are
  * asked for about the need once, not once each. `known` is what this copy has heard each peer
  * gave it: a peer counts what it gave since as already answered.
@@ -77,6 +85,8 @@ export function asksOf(
   meter: DemandMeter,
 ): Map<string, HandOverAsk> {
   const asks = new Map<string, HandOverAsk>()
+  // A region whose clients left wants nothing more, whatever its recent past says.
+  if (meter.lastGrowth(self) <= 0) return asks
   const want = meter.recent(self)
   if (want === undefined) return asks
   const need = Math.ceil(want - freeOf(limit, regions, self, fields))

@@ -56,8 +56,13 @@ export interface RegionSyncStatus {
 }
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/
-/** Split mode: demand over this many intervals counts as recent (demand.ts); asks are kept as long. */
+/** Split mode: demand over this many intervals counts as recent (demand.ts). */
 const HORIZON_INTERVALS = 5
+/**
+ * Split mode: how long a peer's ask is kept. A short peer asks again every exchange, so this
+ * only needs to outlast one late exchange; an ask kept longer would outlive the asker's need.
+ */
+const ASK_TTL_INTERVALS = 3
 
 /**
  * Links this region's store to its peers. Give the limiter `sync.store` instead of the region's
@@ -119,7 +124,7 @@ export class RegionSync {
       intervalMs: Math.max(1, intervalMs),
       timeoutMs: Math.max(1, timeoutMs),
       policies: new Map<string, Policy>(),
-      asks: new AskBook(horizonMs),
+      asks: new AskBook(ASK_TTL_INTERVALS * Math.max(1, intervalMs)),
       horizonMs,
       counters: { merged: 0, unitsGiven: 0, unitsClaimed: 0, lost: 0, ticks: 0, failedTicks: 0 },
       lastTickMs: 0,
