@@ -11,57 +11,71 @@
 import { allotment, type HandOverAsk } from './allotments.js'
 import { demandField, grantField, usedBy, type UsageFields } from './crdt.js'
 
-/** Samples kept per entry: the horizon at one a tick, with room for ticks closer than the interval. */
-const MAX_SAMPLES = 24
+/** Samples are kept at least a horizon / this apart (a closer one replaces the newest): ~10 per entry at most. */
+const SAMPLES_PER_HORIZON = 8
+/** A bound whatever the clock does. */
+const MAX_SAMPLES = 16
 
 /**
- * Samples of every region's cumulative demand for one entry, as this process saw them: each is
- * `[at, d(region 0), d(region 1), …]` in the regions' sorted order. Only the newest sample at or
- * before `at - horizonMs` is kept of the older ones: the base the recent growth is measured from.
+ * Samples of every region's cumulative demand for one entry, as this process saw them, in one flat
+ * array: each sample is `at, d(region 0), d(region 1), …` in the regions' sorted order. Of the
+ * samples older than `at - horizonMs` only the newest is kept: the base recent growth is measured from.
  */
 export class DemandMeter {
-  private readonly samples: number[][] = []
+  private readonly data: number[] = []
+  private readonly width: number
 
   constructor(
     private readonly regions: readonly string[],
     private readonly horizonMs: number,
-  ) {}
+  ) {
+    this.width = regions.length + 1
+  }
 
-  /** Records the counts of `fields` at `at` (a sample no later than the newest replaces it, but never the first). */
+  /** Records the counts of `fields` at `at`. The first sample always stays until a later one is a horizon old. */
   observe(at: number, fields: UsageFields): void {
-    const sample = [at]
-    for (const region of this.regions) sample.push(fields.get(demandField(region)) ?? 0)
-    const samples = this.samples
-    // The first sample stays: it is the base until a later one is a horizon old.
-    if (samples.length > 1 && samples[samples.length - 1][0] >= at) samples[samples.length - 1] = sample
-    else samples.push(sample)
-    while (samples.length > MAX_SAMPLES || (samples.length > 2 && samples[1][0] <= at - this.horizonMs)) samples.shift()
+    const { data, width } = this
+    let n = data.length / width
+    if (n > 1 && (at <= data[(n - 1) * width] || at - data[(n - 2) * width] < this.horizonMs / SAMPLES_PER_HORIZON)) {
+      data.length = --n * width
+    }
+    data.push(at)
+    for (const region of this.regions) data.push(fields.get(demandField(region)) ?? 0)
+    n++
+    let drop = Math.max(0, n - MAX_SAMPLES)
+    while (n - drop > 2 && data[(drop + 1) * width] <= at - this.horizonMs) drop++
+    if (drop > 0) data.splice(0, drop * width)
   }
 
   /**
-   * Units `region` was asked for over the last horizon (as this process heard of them), or
-   * undefined before two samples. A base older than the horizon (an entry not looked at for a
-   * while) scales the growth down to one horizon's worth: an average, never an extrapolation of a
-   * short span, so one request just before a tick never reads as a flood.
+   * What `region` wants for the next horizon, as this process heard of its demand: the larger of
+   * what it was asked for over the last horizon and its rate since the sample before the last
+   * taken over a horizon; undefined before two samples. The second reads a burst at once, and
+   * drops to nothing the moment a region's clients leave, so the first keeps a region that just
+   * went quiet from giving away all at once. A span is never taken as shorter than a fifth of the
+   * horizon (about an interval), so one request just before a tick never reads as a flood, and a
+   * base older than the horizon (an entry not looked at for a while) scales down to its average.
    */
   recent(region: string): number | undefined {
-    const samples = this.samples
-    if (samples.length < 2) return undefined
+    const { data, width, horizonMs } = this
+    const n = data.length / width
     const index = this.regions.indexOf(region) + 1
+    if (n < 2) return undefined
     if (index === 0) return 0
-    const base = samples[0]
-    const last = samples[samples.length - 1]
-    const grown = last[index] - base[index]
-    const span = last[0] - base[0]
-    return span > this.horizonMs ? (grown * this.horizonMs) / span : grown
+    const last = (n - 1) * width
+    const before = (n - 2) * width
+    const overHorizon = ((data[last + index] - data[index]) * horizonMs) / Math.max(horizonMs, data[last] - data[0])
+    const lately = ((data[last + index] - data[before + index]) * horizonMs) / Math.max(horizonMs / 5, data[last] - data[before])
+    return Math.max(overHorizon, lately)
   }
 
   /** How much `region`'s demand grew between the last two samples (0 before two). */
   lastGrowth(region: string): number {
-    const samples = this.samples
+    const { data, width } = this
+    const n = data.length / width
     const index = this.regions.indexOf(region) + 1
-    if (samples.length < 2 || index === 0) return 0
-    return samples[samples.length - 1][index] - samples[samples.length - 2][index]
+    if (n < 2 || index === 0) return 0
+    return data[(n - 1) * width + index] - data[(n - 2) * width + index]
   }
 }
 
