@@ -48,6 +48,16 @@ export class PeerLink {
     readonly owned: boolean,
   ) {}
 
+  /** Counts `work` (calls on the peer's link) in `inFlight` until it settles, timed out or not. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight++
+    const settle = () => {
+      this.inFlight--
+    }
+    work.then(settle, settle)
+    return work
+  }
+
   /** Records a successful exchange that started at `startedAt` and ended at `endedAt`. */
   heard(startedAt: number, endedAt: number): void {
     this.connected = true

@@ -262,7 +262,7 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
   const startedAt = ctx.clock()
   try {
     // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
-    if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
+    if (entries.length === 0) await withTimeout(peer.track(peer.connection.evalBuffer('eval', 'return 1', [], [])), ctx.timeoutMs)
     // The peer is the authority on its own entries: sending them back would only cost bytes.
     const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
     const items = entries.map(
@@ -279,13 +279,8 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
       }),
     )
     const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
-    peer.inFlight++
-    const settle = () => {
-      peer.inFlight--
-    }
-    merging.then(settle, settle)
     const asking = asks.length > 0 ? pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks) : undefined
-    const [replies] = await withTimeout(Promise.all([merging, asking]), ctx.timeoutMs)
+    const [replies] = await withTimeout(peer.track(Promise.all([merging, asking])), ctx.timeoutMs)
     entries.forEach((entry, i) => {
       peer.sent++
       const news = newer(ctx.views.fields(entry.id), replies[i].fields)
