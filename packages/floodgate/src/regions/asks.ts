@@ -43,7 +43,17 @@ export async function pushAsks(connection: Connection, listKey: string, asks: re
   const items = asks
     .slice(0, MAX_TAKEN)
     .map((ask) =>
-      JSON.stringify([ask.key, ask.policy.name, ask.policy.algorithm, ask.policy.limit, ask.policy.periodMs, ask.window, ask.from, ask.need, ask.known]),
+      JSON.stringify([
+        ask.key,
+        ask.policy.name,
+        ask.policy.algorithm,
+        ask.policy.limit,
+        ask.policy.periodMs,
+        ask.window,
+        ask.from,
+        ask.need,
+        ask.known,
+      ]),
     )
   await connection.evalBuffer('eval', PUSH, [listKey], items)
 }

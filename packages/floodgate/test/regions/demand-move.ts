@@ -88,7 +88,13 @@ export class MoveBed {
       const store = new RedisStore({ url: this.servers[name].url, prefix })
       const peers = Object.fromEntries(names.filter((peer) => peer !== name).map((peer) => [peer, this.proxies[name][peer].url]))
       const sync = new RegionSync({ region: name, local: store, peers, interval: intervalMs, clock })
-      const limiter = new RateLimiter({ store: sync.store, policies: [policy], clock, timeout: '5s', ...(c.denyCache ? {} : { denyCache: false }) })
+      const limiter = new RateLimiter({
+        store: sync.store,
+        policies: [policy],
+        clock,
+        timeout: '5s',
+        ...(c.denyCache ? {} : { denyCache: false }),
+      })
       return { name, store, sync, limiter }
     })
     const byName = (name: string) => regions.find((region) => region.name === name)!
