@@ -36,7 +36,7 @@ export interface RegionContext {
   readonly policies: Map<string, Policy>
   /** Split mode: peers' asks taken from this region's list, kept while they are fresh. */
   readonly asks: AskBook
-  /** Split mode: how far back demand counts as recent (demand.ts); also how long an ask is kept. */
+  /** Split mode: how far back demand counts as recent (demand.ts). */
   readonly horizonMs: number
   readonly counters: RegionCounters
   /** How long the last tick took (ms): a copy older than two intervals plus this is stale. */
