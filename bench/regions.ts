@@ -4,7 +4,11 @@
 // the documented bounds. Two local redis-servers as regions, linked through a 50 ms proxy each way.
 // Not a test: numbers only, printed as tables.
 //
-// Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and round).
+// Then split mode's hand-over when demand moves between regions (bench/regions-move.ts).
+//
+// Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and round),
+// BENCH_MOVE_ROUNDS (default 3 runs per demand-move case), BENCH_PARTS (default
+// `throughput,accuracy,move`: the parts to run).
 
 import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { RedisStore, RegionSync } from '../packages/floodgate/src/redis.js'
@@ -12,6 +16,7 @@ import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
 import { startProxy } from '../packages/floodgate/test/regions/support.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
+import { demandMoves } from './regions-move.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -22,6 +27,8 @@ const LATENCY_MS = 50
 const INTERVAL_MS = 100
 // Throughput: high enough that everything is admitted (the same work for every contender).
 const HUGE = 1_000_000_000
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'throughput,accuracy,move').split(','))
+const MOVE_ROUNDS = Number(process.env.BENCH_MOVE_ROUNDS ?? 3)
 
 async function main(): Promise<void> {
   const [euRedis, usRedis] = await Promise.all([startRedis(), startRedis()])
@@ -42,8 +49,8 @@ async function main(): Promise<void> {
   try {
     // Accuracy first: the throughput rounds leave thousands of keys waiting for the peer, which would
     // make the lag (and so the bound) of the accuracy rounds that of a backlog, not of the link.
-    await accuracy(eu, us, limiterOn)
-    await throughput(euStore, eu, limiterOn)
+    if (PARTS.has('accuracy')) await accuracy(eu, us, limiterOn)
+    if (PARTS.has('throughput')) await throughput(euStore, eu, limiterOn)
   } finally {
     for (const limiter of limiters) await limiter.close()
     await eu.close()
@@ -160,4 +167,5 @@ async function accuracy(eu: RegionSync, us: RegionSync, limiterOn: LimiterOn): P
 
 function nothing(): void {}
 
-await main()
+if (PARTS.has('accuracy') || PARTS.has('throughput')) await main()
+if (PARTS.has('move')) await demandMoves(MOVE_ROUNDS)

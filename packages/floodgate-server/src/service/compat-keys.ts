@@ -265,6 +265,11 @@ export class EnvoyCompatStore implements Store {
     this.inner.recover?.(shard)
   }
 
+  // Only `inner` learns demand from calls (split regions); an upstream-style counter never denies.
+  noteDenied(key: string, policies: readonly Policy[], cost: number): void {
+    this.inner.noteDenied?.(key, policies, cost)
+  }
+
   reset(key: string, policies: readonly Policy[]): Promise<void> {
     return this.inner.reset(key, policies)
   }

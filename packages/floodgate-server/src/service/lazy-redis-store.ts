@@ -78,6 +78,11 @@ export class LazyRedisStore implements LeaseStore {
     return store !== undefined ? store.merge!(batch) : this.#ready.then((ready) => ready.merge!(batch))
   }
 
+  // Denials the limiter's deny cache answered are still demand, which moves split allotments.
+  noteDenied(key: string, policies: Parameters<Store['reset']>[1], cost: number): void {
+    this.#store?.noteDenied?.(key, policies, cost)
+  }
+
   async reset(key: string, policies: Parameters<Store['reset']>[1]) {
     return (this.#store ?? (await this.#ready)).reset(key, policies)
   }

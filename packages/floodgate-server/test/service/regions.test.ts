@@ -4,6 +4,7 @@
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { Redis } from 'ioredis'
 import type { LinkProxy } from '../../../floodgate/test/regions/support.js'
 import { checkBody, postJson, scrape, type TestService } from './helpers.js'
 import { eventually, readyz, startTwoRegions, type TwoRegions } from './regions-helpers.js'
@@ -14,6 +15,9 @@ descriptors:
   - key: tenant
     limits:
       - { name: tenant-hourly, algorithm: fixed-window, limit: 10, period: 1h, regions: shared }
+  - key: team
+    limits:
+      - { name: team-hourly, algorithm: fixed-window, limit: 10, period: 1h, regions: split }
 `
 
 describe('floodgate serve with --region and --peer', () => {
@@ -45,6 +49,26 @@ describe('floodgate serve with --region and --peer', () => {
     await eventually(() => spent(us), 'us hears eu')
     assert.equal((await postJson(`${eu.httpUrl}/v1/check`, body)).status, 429)
     assert.equal((await postJson(`${us.httpUrl}/v1/check`, body)).status, 429)
+  })
+
+  it('split: denials the deny cache answers still count as the region’s demand', async () => {
+    const body = checkBody('test', [{ team: 'busy' }])
+    const asked = 60
+    for (let i = 0; i < asked; i++) await postJson(`${eu.httpUrl}/v1/check`, body)
+    const client = new Redis(regions.redis[0].url)
+    try {
+      const demand = async () => {
+        let total = 0
+        for (const key of await client.keys('*team-hourly*:rg:*')) total += Number((await client.hget(key, 'd|eu')) ?? 0)
+        return total
+      }
+      await eventually(async () => (await demand()) >= asked, `eu's demand counts all ${asked} checks`)
+      assert.equal(await demand(), asked)
+      const hits = (await scrape(eu.httpUrl)).get('floodgate_deny_cache_hits{rule="test.team"}') ?? 0
+      console.log(`split demand through the service: ${asked} checks counted, ${hits} answered by the deny cache`)
+    } finally {
+      client.disconnect()
+    }
   })
 
   it('exports the links to peers in /metrics', async () => {

@@ -291,7 +291,11 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (cost > MAX_COUNT) cost = MAX_COUNT
     if (cost > 0 && this.denials !== undefined && this.denials.size > 0) {
       const denied = this.denials.lookup(key, plan, cost)
-      if (denied !== undefined) return denied
+      if (denied !== undefined) {
+        // Still demand: region sync moves split allotments by it (Store.noteDenied).
+        this.store.noteDenied?.(key, plan.remote.policies, cost)
+        return denied
+      }
     }
     // Read before the store decides, so a lease's expiry is never estimated later than the store's.
     return decider.decide(key, cost, plan.hasConcurrency ? this.clock() : 0)

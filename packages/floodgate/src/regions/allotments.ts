@@ -8,10 +8,10 @@
 // whatever the delays, duplicates or partitions between regions (test/regions/allotments.test.ts
 // checks it against a model with arbitrary message delivery).
 //
-// Which units move follows Doorman's proportional-share idea: capacity goes where the demand is.
-// A region gives from what it has left beyond its own expected need (its recent demand rate times
-// the time left in the window) to peers whose demand exceeds their allotment, in proportion to
-// their shortfall.
+// Which units move follows Doorman's proportional-share idea: capacity goes where the demand is
+// now. A region asks its peers for what its recent demand wants beyond what it holds
+// (demand.ts), and a region gives from what it holds beyond its own recent demand to the peers
+// that asked, in proportion to what each still wants (hand-over.ts).
 
 import { demandOf, grantedBy, grantedTo, usedBy, type UsageFields } from './crdt.js'
 
@@ -36,49 +36,53 @@ export function allotment(limit: number, regions: readonly string[], region: str
   return enforcedLimit(limit, regions, region, fields) - grantedBy(fields, region)
 }
 
-/** What a region knows when it considers handing units away. */
-export interface GiveInput {
-  limit: number
-  regions: readonly string[]
-  self: string
-  fields: UsageFields
-  /** Units this region can still admit in the window (its enforced limit minus its charged state). */
-  free: number
-  /** Units this region expects to need for the rest of the window (recent demand rate × time left). */
-  reserve: number
+/** A peer's ask as this region holds it: units it wants from this region, and what it had heard this region gave it when it asked. */
+export interface HandOverAsk {
+  need: number
+  known: number
+}
+
+/** What a peer still wants from this region: its ask, less what was given to it since it asked. */
+export function outstanding(ask: HandOverAsk, givenSince: number): number {
+  return Math.max(0, ask.need - Math.max(0, givenSince - ask.known))
 }
 
 /**
- * Units to hand to each needy peer (only positive amounts). A peer is needy when its demand
- * exceeds its allotment; a region that is itself short gives nothing. The total never exceeds
- * `free - reserve`, and a peer never gets more than its shortfall.
+ * Units to hand to each asking peer (only positive amounts): `spare` (what this region holds
+ * beyond its own recent demand) shared in proportion to what each peer still wants, never more
+ * than it wants, and never more than `spare` in all.
  */
-export function planGives(input: GiveInput): Map<string, number> {
-  const { limit, regions, self, fields } = input
+export function planGives(spare: number, wants: ReadonlyMap<string, number>): Map<string, number> {
   const gives = new Map<string, number>()
-  if (shortfall(limit, regions, self, fields) > 0) return gives
-  const spare = Math.floor(input.free - input.reserve)
-  if (spare <= 0) return gives
-  const needs: [string, number][] = []
-  let totalNeed = 0
-  for (const peer of regions) {
-    if (peer === self) continue
-    const need = shortfall(limit, regions, peer, fields)
-    if (need > 0) {
-      needs.push([peer, need])
-      totalNeed += need
-    }
-  }
-  if (totalNeed === 0) return gives
-  const budget = Math.min(spare, totalNeed)
-  for (const [peer, need] of needs) {
-    const amount = Math.floor((budget * need) / totalNeed)
+  const budgetCap = Math.floor(spare)
+  if (budgetCap <= 0) return gives
+  let total = 0
+  for (const want of wants.values()) if (want > 0) total += Math.floor(want)
+  if (total === 0) return gives
+  const budget = Math.min(budgetCap, total)
+  let left = budget
+  const order = [...wants].filter(([, want]) => want >= 1).sort((a, b) => b[1] - a[1])
+  for (const [peer, want] of order) {
+    const amount = Math.floor((budget * Math.floor(want)) / total)
     if (amount > 0) gives.set(peer, amount)
+    left -= amount
+  }
+  // What the rounding down left goes one unit at a time to the largest wants, so a small budget still moves.
+  for (const [peer, want] of order) {
+    if (left <= 0) break
+    const amount = gives.get(peer) ?? 0
+    if (amount < Math.floor(want)) {
+      gives.set(peer, amount + 1)
+      left--
+    }
   }
   return gives
 }
 
-/** How many more units `region` asked for than its allotment allows (0 when it has enough). */
+/**
+ * How many more units `region` asked for in the whole window than its allotment allows (0 when it
+ * has enough): what an ask from a region of an older version stands for, which carries no need.
+ */
 export function shortfall(limit: number, regions: readonly string[], region: string, fields: UsageFields): number {
   const demand = demandOf(fields, region)
   const held = allotment(limit, regions, region, fields)

@@ -36,8 +36,8 @@ export class PeerLink {
   sent = 0
   received = 0
   failures = 0
-  /** An exchange that outlived its timeout and still runs; the next waits for it rather than pile on. */
-  pending: Promise<unknown> | undefined
+  /** Exchanges still running (also those past their timeout): past a few, the next waits rather than pile on. */
+  inFlight = 0
   /** Entries this process could not send to the peer yet (unreachable, or timed out): sent with the next exchange. */
   private readonly unsent = new Map<string, TrackedEntry>()
 
@@ -48,9 +48,21 @@ export class PeerLink {
     readonly owned: boolean,
   ) {}
 
+  /** Counts `work` (calls on the peer's link) in `inFlight` until it settles, timed out or not. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight++
+    const settle = () => {
+      this.inFlight--
+    }
+    work.then(settle, settle)
+    return work
+  }
+
   /** Records a successful exchange that started at `startedAt` and ended at `endedAt`. */
   heard(startedAt: number, endedAt: number): void {
     this.connected = true
+    // Exchanges overlap: one that started before the last one heard says nothing newer.
+    if (this.lastStartedAt !== undefined && startedAt < this.lastStartedAt) return
     this.lastStartedAt = startedAt
     this.lastHeardAt = endedAt
     this.exchangeMs = endedAt - startedAt

@@ -19,6 +19,7 @@ import { entryId } from './usage-tracker.js'
 import { mergeUsageBatch, usageKey, type MergeItem } from './usage-script.js'
 import { TickBatcher } from '../stores/redis/batcher.js'
 import { claimNow, usageTtlMs, type RegionContext } from './replicator.js'
+import { meterOf } from './hand-over.js'
 
 /** Policies kept by name for peers' asks; a bound, as policies may come per call. */
 const MAX_POLICIES = 10_000
@@ -239,16 +240,33 @@ export class RegionStore implements Store {
 
   // Counts what a request asked for and what was charged for it, per regional policy.
   private count(key: string, policies: readonly Policy[], asked: number, admitted: number, now: number): void {
+    for (const policy of policies) if (policy.regions !== undefined) this.countOne(key, policy, asked, admitted, now)
+  }
+
+  private countOne(key: string, policy: Policy, asked: number, admitted: number, now: number): void {
     const { ctx } = this
-    for (const policy of policies) {
-      if (policy.regions === undefined) continue
-      if (!ctx.policies.has(policy.name)) {
-        if (ctx.policies.size >= MAX_POLICIES) ctx.policies.delete(ctx.policies.keys().next().value!)
-        ctx.policies.set(policy.name, policy)
-      }
-      const counted = ctx.tracker.record(key, policy, windowOf(now, policy.periodMs), asked, admitted)
-      if (!counted) ctx.counters.lost++
+    if (!ctx.policies.has(policy.name)) {
+      if (ctx.policies.size >= MAX_POLICIES) ctx.policies.delete(ctx.policies.keys().next().value!)
+      ctx.policies.set(policy.name, policy)
     }
+    const entry = ctx.tracker.entry(key, policy, windowOf(now, policy.periodMs))
+    if (entry === undefined) {
+      ctx.counters.lost++
+      return
+    }
+    // Split: the demand meter's first sample is the copy before this request's demand (hand-over.ts).
+    if (policy.regions === 'split' && entry.meter === undefined) meterOf(ctx, entry, now)
+    ctx.tracker.count(entry, asked, admitted)
+  }
+
+  /**
+   * The limiter answered `cost` for `key` from its deny cache (a denial this store made, still in
+   * force): no store call, but still demand, which is what moves split allotments to this region.
+   * Counted as asked and not admitted, like the denial it repeats: a lookup and two additions.
+   */
+  noteDenied(key: string, policies: readonly Policy[], cost: number): void {
+    if (cost <= 0) return
+    for (const policy of policies) if (policy.regions === 'split') this.countOne(key, policy, cost, 0, this.ctx.clock())
   }
 
   // Copies a decision needs that are missing or older than two intervals and a tick: the current

@@ -9,7 +9,8 @@ import { toConnection, type Connection, type RedisClientLike } from '../stores/r
 import { createClient } from '../stores/redis/create-client.js'
 import { PeerLink, type PeerStatus } from './peer-link.js'
 import { RegionStore } from './region-store.js'
-import { tick, type RegionContext, type RegionCounters } from './replicator.js'
+import { AskBook } from './asks.js'
+import { startTick, tick, type RegionContext, type RegionCounters } from './replicator.js'
 import { UsageTracker } from './usage-tracker.js'
 import { UsageViews } from './usage-views.js'
 
@@ -55,6 +56,13 @@ export interface RegionSyncStatus {
 }
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/
+/** Split mode: demand over this many intervals counts as recent (demand.ts). */
+const HORIZON_INTERVALS = 5
+/**
+ * Split mode: how long a peer's ask is kept. A short peer asks again every exchange, so this
+ * only needs to outlast one late exchange; an ask kept longer would outlive the asker's need.
+ */
+const ASK_TTL_INTERVALS = 3
 
 /**
  * Links this region's store to its peers. Give the limiter `sync.store` instead of the region's
@@ -80,6 +88,8 @@ export class RegionSync {
   private readonly timers: RegionTimers
   private timer: unknown
   private running: Promise<void> = Promise.resolve()
+  // Exchanges the loop's ticks started and did not wait for (close waits for them).
+  private readonly exchanging = new Set<Promise<void>>()
   private closed = false
 
   constructor(options: RegionSyncOptions) {
@@ -94,6 +104,7 @@ export class RegionSync {
     const intervalMs = parseDuration(options.interval ?? '100ms', 'RegionSync interval')
     const timeoutMs = parseDuration(options.timeout ?? '1s', 'RegionSync timeout')
     const maxKeys = options.maxKeys ?? 100_000
+    const horizonMs = HORIZON_INTERVALS * Math.max(1, intervalMs)
     if (!Number.isInteger(maxKeys) || maxKeys < 1) throw invalid('maxKeys', `must be a whole number ≥ 1, got ${JSON.stringify(maxKeys)}`)
     this.region = region
     this.timers = options.timers ?? {
@@ -113,6 +124,8 @@ export class RegionSync {
       intervalMs: Math.max(1, intervalMs),
       timeoutMs: Math.max(1, timeoutMs),
       policies: new Map<string, Policy>(),
+      asks: new AskBook(ASK_TTL_INTERVALS * Math.max(1, intervalMs)),
+      horizonMs,
       counters: { merged: 0, unitsGiven: 0, unitsClaimed: 0, lost: 0, ticks: 0, failedTicks: 0 },
       lastTickMs: 0,
     }
@@ -147,16 +160,30 @@ export class RegionSync {
     this.closed = true
     if (this.timer !== undefined) this.timers.clearTimeout(this.timer)
     for (const entry of this.ctx.tracker.all()) this.ctx.tracker.touch(entry)
+    await this.running
+    await Promise.all(this.exchanging)
     await this.tick()
     await Promise.all(this.ctx.peers.filter((peer) => peer.owned).map((peer) => peer.connection.close().catch(() => undefined)))
   }
 
-  private schedule(): void {
+  // The next tick starts an interval after this one started, once the region's part of this one
+  // is done; its exchanges with peers run on meanwhile (replicator.ts startTick). So counts and
+  // hand-overs move every interval, not every interval plus a link's round trip.
+  private schedule(delayMs = this.ctx.intervalMs): void {
     if (this.closed) return
     this.timer = this.timers.setTimeout(() => {
       this.timer = undefined
-      void this.tick().then(() => this.schedule())
-    }, this.ctx.intervalMs)
+      const started = performance.now()
+      const step = this.running.then(() => startTick(this.ctx))
+      this.running = step.then(() => undefined)
+      void step.then(({ exchanged }) => {
+        this.exchanging.add(exchanged)
+        void exchanged.then(() => this.exchanging.delete(exchanged))
+        const elapsed = performance.now() - started
+        // A tick longer than the interval (many keys) still leaves the process a quarter interval to itself.
+        this.schedule(Math.max(this.ctx.intervalMs / 4, this.ctx.intervalMs - elapsed))
+      })
+    }, delayMs)
   }
 }
 

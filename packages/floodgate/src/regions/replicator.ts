@@ -8,14 +8,14 @@
 import type { Policy } from '../core/policy.js'
 import type { LeaseStore, Store } from '../stores/store.js'
 import type { Connection } from '../stores/redis/connection.js'
-import { planGives, shortfall } from './allotments.js'
-import { demandOf, isSharedField, mergeInto } from './crdt.js'
+import { isSharedField, mergeInto } from './crdt.js'
+import { activateAsks, asksToSend, handOver, observeDemand } from './hand-over.js'
 import type { PeerLink } from './peer-link.js'
-import { forcedChargePolicy, isWindowed, regionalPolicy, windowOf } from './region-policy.js'
+import { forcedChargePolicy, isWindowed, windowOf } from './region-policy.js'
 import { entryId, isDirty, type TrackedEntry, type UsageTracker } from './usage-tracker.js'
 import { mergeUsageBatch, usageKey, type MergeItem, type MergeReply } from './usage-script.js'
 import type { UsageViews } from './usage-views.js'
-import { askKey, popAsks, pushAsks, type Ask } from './asks.js'
+import { askKey, pushAsks, type Ask, type AskBook } from './asks.js'
 
 /** Everything a tick works with; owned by RegionSync. */
 export interface RegionContext {
@@ -34,6 +34,10 @@ export interface RegionContext {
   readonly timeoutMs: number
   /** Policies seen in decisions, by name: what a peer's ask names. */
   readonly policies: Map<string, Policy>
+  /** Split mode: peers' asks taken from this region's list, kept while they are fresh. */
+  readonly asks: AskBook
+  /** Split mode: how far back demand counts as recent (demand.ts). */
+  readonly horizonMs: number
   readonly counters: RegionCounters
   /** How long the last tick took (ms): a copy older than two intervals plus this is stale. */
   lastTickMs: number
@@ -45,6 +49,12 @@ const MAX_PER_EXCHANGE = 8192
 const PRUNE_TICKS = 10
 /** Merge calls in flight at once on a peer's link (64 keys each): a tick costs about one round trip. */
 const PEER_CALLS_IN_FLIGHT = 32
+/**
+ * Exchanges with one peer running at once. A tick does not wait for its exchanges (a link's round
+ * trip may be longer than the interval), so the next tick's may start while one is on the way; a
+ * peer slower than that gets the next tick's entries later, instead of a pile of exchanges.
+ */
+const EXCHANGES_IN_FLIGHT = 3
 
 /** Totals since start, for metrics. */
 export interface RegionCounters {
@@ -69,6 +79,16 @@ interface MergeCapable {
 
 /** Runs one tick. Resolves when every part has finished or failed (never rejects). */
 export async function tick(ctx: RegionContext): Promise<void> {
+  await (await startTick(ctx)).exchanged
+}
+
+/**
+ * Runs one tick's part in the region (merge, hand-over) and starts its exchanges with every peer.
+ * Resolves once the region's part is done; `exchanged` resolves when the exchanges have finished
+ * or failed. The sync loop schedules the next tick from the first, so a peer's round trip does
+ * not stretch the interval at which counts and hand-overs move.
+ */
+export async function startTick(ctx: RegionContext): Promise<{ exchanged: Promise<void> }> {
   ctx.counters.ticks++
   const now = ctx.clock()
   const started = performance.now()
@@ -79,15 +99,18 @@ export async function tick(ctx: RegionContext): Promise<void> {
   await activateAsks(ctx, now).catch(note)
   const entries = ctx.tracker.takeActive()
   await mergeLocal(ctx, entries).catch(note)
-  const giving = await rebalance(ctx, entries, now).catch(() => [] as TrackedEntry[])
+  observeDemand(ctx, entries, ctx.clock())
+  const giving = await handOver(ctx, entries, now).catch(() => [] as TrackedEntry[])
   await mergeLocal(ctx, giving).catch(note)
   // Counts a failed merge left behind go again next tick.
   for (const entry of entries) if (isDirty(entry) || entry.learned.size > 0) ctx.tracker.touch(entry)
-  await Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries)))
+  const asks = asksToSend(ctx, entries, now)
+  const exchanged = Promise.all(ctx.peers.map((peer) => exchange(ctx, peer, entries, asks.get(peer.name) ?? []))).then(() => undefined)
   // Windows end rarely next to ticks: old entries are looked for every PRUNE_TICKS ticks, not every tick.
   if (ctx.counters.ticks % PRUNE_TICKS === 0) ctx.tracker.prune((entry) => windowOf(ctx.clock(), entry.policy.periodMs) - 1)
   if (failed) ctx.counters.failedTicks++
   ctx.lastTickMs = performance.now() - started
+  return { exchanged }
 }
 
 /** How long a usage hash must outlive its window: the next window still reads it (sliding weight, late claims). */
@@ -221,63 +244,12 @@ async function takeLeased(store: LeaseStore, key: string, policy: Policy, heard:
   }
 }
 
-// Split mode: hands units this region will not need to peers whose demand exceeds their
-// allotment. Each hand-over is first charged to this region's own state (atomically, like a
-// decision), and only then counted as given; the peer raises its limit when it hears of it.
-async function rebalance(ctx: RegionContext, entries: readonly TrackedEntry[], now: number): Promise<TrackedEntry[]> {
-  const giving: TrackedEntry[] = []
-  for (const entry of entries) {
-    const policy = entry.policy
-    if (policy.regions !== 'split' || entry.window !== windowOf(now, policy.periodMs)) continue
-    const fields = ctx.views.fields(entry.id)
-    if (!ctx.regions.some((peer) => peer !== ctx.region && shortfall(policy.limit, ctx.regions, peer, fields) > 0)) continue
-    const regional = regionalPolicy(policy, 'split', { current: fields, previous: new Map() }, ctx.regions, ctx.region, now)
-    const charging = [{ ...regional, blockMs: 0, shadow: false }]
-    const [peek] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: 0, now }])
-    const gives = planGives({
-      limit: policy.limit,
-      regions: ctx.regions,
-      self: ctx.region,
-      fields,
-      free: peek.results[0].remaining,
-      reserve: reserveFor(entry, fields, ctx.region, now),
-    })
-    for (const [peer, units] of gives) {
-      const [charged] = await ctx.store.evaluate([{ key: entry.key, policies: charging, cost: units, now }])
-      if (!charged.allowed) break
-      ctx.tracker.give(entry, peer, units)
-      ctx.counters.unitsGiven += units
-      if (!giving.includes(entry)) giving.push(entry)
-    }
-  }
-  return giving
-}
-
-// What this region expects to need for the rest of the window: its demand rate over the last
-// tick times the time left. Before a second look at the entry the rate is unknown, and nothing is
-// given: a region must not hand away units its own clients are about to ask for.
-function reserveFor(entry: TrackedEntry, fields: ReadonlyMap<string, number>, region: string, now: number): number {
-  const left = Math.max(0, (entry.window + 1) * entry.policy.periodMs - now)
-  const rate = recentDemandRate(entry, demandOf(fields, region), now)
-  return rate === undefined ? Infinity : Math.ceil(rate * left)
-}
-
-const lastDemand = new WeakMap<TrackedEntry, { demand: number; at: number }>()
-
-// The region's demand rate over the last tick (units/ms), once two observations exist.
-function recentDemandRate(entry: TrackedEntry, demand: number, now: number): number | undefined {
-  const before = lastDemand.get(entry)
-  lastDemand.set(entry, { demand, at: now })
-  if (before === undefined || now <= before.at) return undefined
-  return Math.max(0, demand - before.demand) / (now - before.at)
-}
-
 // Exchanges every entry of the tick with one peer: sends this region's copy, merges the peer's
-// answer into this process's copy (and into the region's hash at the next tick), and asks the
-// peer for units where this region is short (split).
-async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonly TrackedEntry[]): Promise<void> {
-  if (peer.pending !== undefined) {
-    // The last exchange outlived its timeout and still runs: these wait for the next tick.
+// answer into this process's copy (and into the region's hash at the next tick), and leaves the
+// tick's asks for units (split) in the peer's list, in the same round trip.
+async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonly TrackedEntry[], asks: readonly Ask[]): Promise<void> {
+  if (peer.inFlight >= EXCHANGES_IN_FLIGHT) {
+    // Earlier exchanges still run (a slow link, or past their timeout): these wait for the next tick.
     peer.defer(tickEntries)
     return
   }
@@ -288,10 +260,9 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
     return
   }
   const startedAt = ctx.clock()
-  const asks: Ask[] = []
   try {
     // Nothing to exchange: a heartbeat, so an idle link still tells whether the peer is there.
-    if (entries.length === 0) await withTimeout(peer.connection.evalBuffer('eval', 'return 1', [], []), ctx.timeoutMs)
+    if (entries.length === 0) await withTimeout(peer.track(peer.connection.evalBuffer('eval', 'return 1', [], [])), ctx.timeoutMs)
     // The peer is the authority on its own entries: sending them back would only cost bytes.
     const sent = entries.map((entry) => fieldsFor(peer.name, ctx.views.fields(entry.id)))
     const items = entries.map(
@@ -308,12 +279,8 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
       }),
     )
     const merging = mergeUsageBatch(peer.connection, '', items, PEER_CALLS_IN_FLIGHT)
-    peer.pending = merging
-    const clear = () => {
-      if (peer.pending === merging) peer.pending = undefined
-    }
-    merging.then(clear, clear)
-    const replies = await withTimeout(merging, ctx.timeoutMs)
+    const asking = asks.length > 0 ? pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks) : undefined
+    const [replies] = await withTimeout(peer.track(Promise.all([merging, asking])), ctx.timeoutMs)
     entries.forEach((entry, i) => {
       peer.sent++
       const news = newer(ctx.views.fields(entry.id), replies[i].fields)
@@ -323,31 +290,11 @@ async function exchange(ctx: RegionContext, peer: PeerLink, tickEntries: readonl
         mergeInto(entry.learned, news)
         ctx.tracker.touch(entry)
       }
-      if (entry.policy.regions === 'split' && shortfall(entry.policy.limit, ctx.regions, ctx.region, ctx.views.fields(entry.id)) > 0) {
-        asks.push(toAsk(entry))
-      }
     })
-    if (asks.length > 0) await withTimeout(pushAsks(peer.connection, askKey(ctx.prefix, peer.name), asks), ctx.timeoutMs)
     peer.heard(startedAt, ctx.clock())
   } catch {
     peer.failed(entries)
   }
-}
-
-// Takes the asks peers left for this region and marks their entries for this tick.
-async function activateAsks(ctx: RegionContext, now: number): Promise<void> {
-  if (ctx.peers.length === 0) return
-  const asks = await popAsks(ctx.local, askKey(ctx.prefix, ctx.region))
-  for (const ask of asks) {
-    const policy = ctx.policies.get(ask.policy.name) ?? ask.policy
-    if (policy.regions !== 'split' || ask.window !== windowOf(now, policy.periodMs)) continue
-    const entry = ctx.tracker.entry(ask.key, policy, ask.window)
-    if (entry !== undefined) ctx.tracker.touch(entry)
-  }
-}
-
-function toAsk(entry: TrackedEntry): Ask {
-  return { key: entry.key, policy: entry.policy, window: entry.window }
 }
 
 // The fields of the peer's answer this process's copy lacked (or held smaller).

@@ -1,6 +1,7 @@
 // What this process admitted, was asked for and handed away, per (key, policy, window): cumulative, until merged.
 
 import type { Policy } from '../core/policy.js'
+import type { DemandMeter } from './demand.js'
 
 /** One (key, policy, window) this process has counted in. */
 export interface TrackedEntry {
@@ -27,6 +28,8 @@ export interface TrackedEntry {
   active: boolean
   /** Shared fields peers told this process about, not yet merged into the region's store. */
   learned: Map<string, number>
+  /** Split mode: the region's recent demand as this process sampled it (hand-over.ts), made on first use. */
+  meter?: DemandMeter
 }
 
 /** True while the entry has counts not yet merged into the region's store. */
@@ -85,15 +88,12 @@ export class UsageTracker {
     return entry
   }
 
-  /** Counts a decision: `asked` units were asked for, `admitted` of them admitted. False when it could not be counted. */
-  record(key: string, policy: Policy, window: number, asked: number, admitted: number): boolean {
-    const entry = this.entry(key, policy, window)
-    if (entry === undefined) return false
+  /** Counts a decision into an entry of this tracker: `asked` units were asked for, `admitted` of them admitted. */
+  count(entry: TrackedEntry, asked: number, admitted: number): void {
     entry.demand += asked
     entry.used += admitted
     entry.version++
     this.touch(entry)
-    return true
   }
 
   /** Marks the entry for the next tick (merged if dirty, exchanged either way). */

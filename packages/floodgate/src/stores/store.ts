@@ -122,6 +122,12 @@ export interface Store {
    * and region replication are built on. Rejects only when the backend fails.
    */
   merge?(batch: readonly MergeRequest[]): Promise<MergeResponse[]>
+  /**
+   * Optional: the limiter answered a request of `cost` for `key` from its deny cache, without
+   * calling the store. A store that learns demand from its calls counts it there (region sync's
+   * split mode moves allotments by demand); it must be cheap and must not throw.
+   */
+  noteDenied?(key: string, policies: readonly Policy[], cost: number): void
   /** Forgets all state (counters and blocks) of `key` for these policies. */
   reset(key: string, policies: readonly Policy[]): Promise<void>
   /** Releases connections and timers the store owns (not clients the caller passed in). */

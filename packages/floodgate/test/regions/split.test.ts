@@ -42,21 +42,25 @@ describe('split: two regions, one limit in allotments', () => {
         admitted += got.eu + got.us
         assert.ok(admitted <= LIMIT)
       }
+      const [eu, us] = net.regions
+      // eu, idle, may hand us units while us runs short, up to us's last asks (kept 3 intervals);
+      // after those, with the demand eu's own, it gives nothing.
+      let givenByEu = Infinity
       let rounds = 0
       let quiet = 0
       while (rounds < 80 && quiet < 5) {
         const got = await round(policies, key, { eu: 50, us: 0 })
         admitted += got.eu + got.us
         rounds++
+        if (rounds === 3) givenByEu = eu.sync.status().counters.unitsGiven
         quiet = got.eu === 0 ? quiet + 1 : 0
         assert.ok(admitted <= LIMIT, `admitted ${admitted} > ${LIMIT} after round ${rounds}`)
       }
-      const [eu, us] = net.regions
       const share = ((100 * admitted) / LIMIT).toFixed(1)
       const given = us.sync.status().counters.unitsGiven
       console.log(`split ${algorithm}: admitted ${admitted} of ${LIMIT} (${share}%) after demand moved; given by us ${given}`)
       assert.ok(admitted >= 0.9 * LIMIT, `admitted ${admitted} < 90% of ${LIMIT}`)
-      assert.ok(eu.sync.status().counters.unitsGiven === 0)
+      assert.equal(eu.sync.status().counters.unitsGiven, givenByEu)
     })
   }
 
