@@ -1,136 +1,26 @@
 // The one place a domain + descriptors + hits become per-descriptor decisions (rules → limiter); shared by HTTP and gRPC.
 
 import { createHash } from 'node:crypto'
-import type { Logger } from 'pino'
-import { createPolicy, type Decision, FloodgateError, type LimitOptions, type Policy } from 'floodgate'
-import { envoyPolicyName, type EnvoyUnit, type MatchedRule, storeKeyOf, UNIT_MS } from 'floodgate/rules'
-import { COUNT_CEILING, countOf, type EnvoyLimit, envoyLimitOf, overrideMetricKey, reportedDecision } from './envoy-counter.js'
+import { type Decision, FloodgateError, type Policy } from 'floodgate'
+import { type MatchedRule, storeKeyOf } from 'floodgate/rules'
+import { CounterPolicies, countOf, envoyLimitOf, overrideMetricKey, reportedDecision } from './envoy-counter.js'
+import { type EnvoyPlan, markReplaced, type Plan, type PoliciesPlan } from './decide-plan.js'
+import type {
+  DecideInput,
+  DecideOptions,
+  DecideResult,
+  DeciderOptions,
+  DecisionLimiter,
+  DescriptorInput,
+  DescriptorOutcome,
+  Entry,
+  EnvoyStatus,
+  RuleLookup,
+} from './decide-types.js'
+
+export type * from './decide-types.js'
 import { floodgateCounts, nearLimitThreshold, upstreamCounts } from './hit-counts.js'
-import type { HitCounts, ServiceMetrics } from './metrics.js'
-
-/** One descriptor entry, e.g. `{ key: 'user', value: 'alice' }`. */
-export interface Entry {
-  key: string
-  value: string
-}
-
-/** One descriptor to decide. */
-export interface DescriptorInput {
-  entries: Entry[]
-  /** Units to charge this descriptor; wins over the request's `hits` (Envoy's per-descriptor hits_addend). */
-  hits?: number
-  /** Envoy's per-descriptor limit override: a fixed window of this size in place of the configured rule. */
-  limit?: { requestsPerUnit: number; unit: EnvoyUnit }
-}
-
-export interface DecideInput {
-  domain: string
-  descriptors: DescriptorInput[]
-  /** Units to charge each descriptor without its own `hits`; 0 checks without counting. */
-  hits: number
-  /** The request's hits_addend as sent (0 when not given), for dynamic metadata. */
-  requestHits?: number
-}
-
-/** The rules snapshot (a RuleSet): which rule applies to each descriptor. */
-export interface RuleLookup {
-  readonly domains: ReadonlySet<string>
-  match(domain: string, descriptors: Entry[][]): (MatchedRule | undefined)[]
-}
-
-/** The limiter, as far as deciding and resetting need it. */
-export interface DecisionLimiter {
-  limit(key: string, options?: LimitOptions): Promise<Decision>
-  reset(key: string, options?: { policies?: readonly Policy[] }): Promise<void>
-}
-
-/**
- * An Envoy-style answer for a descriptor decided with upstream's fixed-window counting (a
- * `rate_limit` rule or a request's override): the numbers envoyproxy/ratelimit would report.
- */
-export interface EnvoyStatus {
-  unit: EnvoyUnit
-  requestsPerUnit: number
-  /** `current_limit.name`: the rule's `rate_limit.name`; '' for an override, as upstream. */
-  name: string
-  /** The window's count after this request's hits. */
-  count: number
-  /** Over the limit (`count > requestsPerUnit`), shadow mode aside. */
-  over: boolean
-}
-
-/** The decision for one descriptor. */
-export type DescriptorOutcome =
-  /**
-   * No rule applies. `replaced` names the rule that matched but that another descriptor's rule of
-   * the same request removed with `replaces` (upstream then applies no limit either).
-   */
-  | { kind: 'unmatched'; replaced?: string }
-  /** `allowListed`: a value entry with no limit of its own, not `unlimited: true` (Envoy answers them apart). */
-  | { kind: 'unlimited'; ruleId: string; allowListed?: true }
-  | {
-      kind: 'limited'
-      /** The matched rule's id; `override` when a request-supplied limit decided without a rule. */
-      ruleId: string
-      /** The matched rule, when one matched (not for an override). */
-      rule: MatchedRule | undefined
-      /** The answer to give for this descriptor: false when a non-shadow rule denies (quota rules included). */
-      allowed: boolean
-      /** A shadow-mode rule would have denied. */
-      wouldDeny: boolean
-      /** Allowed with at least the near-limit ratio of the limit used. */
-      near: boolean
-      /** `quota_mode`: this descriptor's denial only counts when every quota descriptor is over (absent: false). */
-      quota?: boolean
-      /** The deciding policy. */
-      policy: Policy
-      decision: Decision
-      /** Present for upstream-style (fixed-window counting) descriptors. */
-      envoy?: EnvoyStatus
-    }
-
-export interface DecideResult {
-  /** The request's overall answer (quota and global shadow mode applied). */
-  allowed: boolean
-  outcomes: DescriptorOutcome[]
-}
-
-/** What a decision made without the store (the limiter's failure mode) becomes. */
-export type StoreErrorHandling = 'answer' | 'error'
-
-export interface DecideOptions {
-  /** `error`: reject with STORE_UNAVAILABLE instead of the failure mode's answer (default `answer`). */
-  storeError?: StoreErrorHandling
-}
-
-export interface DeciderOptions {
-  /** The current rules snapshot; called per request so a reload applies to the next decision. */
-  rules: () => RuleLookup
-  limiter: DecisionLimiter
-  metrics?: ServiceMetrics
-  /** Share of a limit used from which an allowed hit counts as near the limit (default 0.8). */
-  nearLimitRatio?: number
-  /**
-   * Upstream's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: when a request takes some descriptor over
-   * its limit, the descriptors that stay within it are not charged (default false).
-   */
-  stopIncrementWhenOverLimit?: boolean
-  /** Upstream's SHADOW_MODE: the overall answer is never OVER_LIMIT (descriptors still say so). */
-  globalShadowMode?: boolean
-  /** Upstream's QUOTA_MODE: every descriptor is a quota descriptor. */
-  globalQuotaMode?: boolean
-  /** Most descriptors in one request (default 64). */
-  maxDescriptors?: number
-  /** Most entries in one descriptor (default 32). */
-  maxEntries?: number
-  /** Gets one debug line per denial (rule, policy, hashed key); nothing is logged above debug level. */
-  logger?: Pick<Logger, 'debug' | 'isLevelEnabled'>
-  /** Also gets each limited descriptor's hits, as the metrics count them, with its store key (the dashboard). */
-  observer?: (metricKey: string, storeKey: string, counts: HitCounts) => void
-}
-
-/** Counter policies kept for reuse (each distinct unit and rate, overrides included). */
-const MAX_COUNTER_POLICIES = 1024
+import type { ServiceMetrics } from './metrics.js'
 
 /**
  * Turns requests into decisions: matches each descriptor to a rule, asks the limiter for all of
@@ -155,14 +45,7 @@ export class Decider {
   readonly #maxEntries: number
   readonly #logger: DeciderOptions['logger']
   readonly #observer: DeciderOptions['observer']
-  /**
-   * The never-denying counter of each unit, shared by rules and overrides of that unit (one per
-   * unit), as the one-policy array the limiter is given: the same array each time, so the
-   * limiter's plan for it is built once.
-   */
-  readonly #counters = new Map<string, readonly [Policy]>()
-  /** The same arrays by the rule limit they count for, so a rule's descriptor finds its counter without a key. */
-  readonly #ruleCounters = new WeakMap<NonNullable<MatchedRule['envoyLimit']>, readonly [Policy]>()
+  readonly #counters = new CounterPolicies()
   /** Policy sets whose every policy is shadow, as non-shadow copies: the decider applies shadow mode itself. */
   readonly #unshadowed = new WeakMap<readonly Policy[], readonly Policy[]>()
 
@@ -282,7 +165,7 @@ export class Decider {
         hits,
         cost: hits,
         limit,
-        counter: this.#counterOf(limit),
+        counter: this.#counters.of(limit),
         shadow: false,
         quota: this.#globalQuota,
         outcome: undefined,
@@ -308,7 +191,7 @@ export class Decider {
         hits,
         cost: hits,
         limit,
-        counter: this.#counterOf(limit),
+        counter: this.#counters.of(limit),
         shadow: rule.shadow,
         quota,
         outcome: undefined,
@@ -446,30 +329,6 @@ export class Decider {
     return countOf(await this.#limiter.limit(plan.storeKey, { cost, policies: plan.counter }))
   }
 
-  // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
-  // the rate as its nominal limit so the memory store keeps keys near their limit through a flood.
-  // A rule's counter is kept with the rule's limit (no key to build per request); override rates
-  // come from requests: that cache is bounded, oldest first out.
-  #counterOf(limit: EnvoyPlan['limit']): readonly [Policy] {
-    const known = limit.of === undefined ? undefined : this.#ruleCounters.get(limit.of)
-    if (known !== undefined) return known
-    const id = `${limit.unit}/${limit.requestsPerUnit}`
-    let policies = this.#counters.get(id)
-    if (policies === undefined) {
-      const counter = createPolicy({
-        name: envoyPolicyName(limit.unit),
-        algorithm: 'fixed-window',
-        limit: COUNT_CEILING,
-        period: UNIT_MS[limit.unit],
-      })
-      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: limit.requestsPerUnit })] as [Policy])
-      if (this.#counters.size >= MAX_COUNTER_POLICIES) this.#counters.delete(this.#counters.keys().next().value!)
-      this.#counters.set(id, policies)
-    }
-    if (limit.of !== undefined) this.#ruleCounters.set(limit.of, policies)
-    return policies
-  }
-
   #unshadowedOf(policies: readonly Policy[]): readonly Policy[] {
     let copy = this.#unshadowed.get(policies)
     if (copy === undefined) {
@@ -510,55 +369,6 @@ export class Decider {
         : floodgateCounts(plan.hits, outcome)
     this.#metrics?.recordHit(plan.metricKey, counts)
     this.#observer?.(plan.metricKey, plan.storeKey, counts)
-  }
-}
-
-/** A descriptor's work: decided already, an upstream-style counter, or Floodgate policies. */
-type Plan = { kind: 'done'; outcome: DescriptorOutcome } | EnvoyPlan | PoliciesPlan
-
-interface EnvoyPlan {
-  kind: 'envoy'
-  domain: string
-  ruleId: string
-  metricKey: string
-  rule: MatchedRule | undefined
-  storeKey: string
-  /** The hits addend, as stats count it. */
-  hits: number
-  /** What is added to the counter (0 when STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT holds it back). */
-  cost: number
-  limit: EnvoyLimit
-  /** The never-denying counter policy the limiter decides (see Decider.#counters). */
-  counter: readonly [Policy]
-  shadow: boolean
-  quota: boolean
-  outcome: DescriptorOutcome | undefined
-}
-
-interface PoliciesPlan {
-  kind: 'policies'
-  domain: string
-  ruleId: string
-  metricKey: string
-  rule: MatchedRule
-  storeKey: string
-  hits: number
-  policies: readonly Policy[]
-  shadow: boolean
-  quota: boolean
-  outcome: DescriptorOutcome | undefined
-}
-
-/**
- * Tells a rule that `replaces` removed from a descriptor that no rule matches: only a request of
- * several descriptors can replace, and a descriptor matched alone then finds its rule again.
- */
-function markReplaced(plans: Plan[], rules: readonly (MatchedRule | undefined)[], alone: (i: number) => MatchedRule | undefined): void {
-  for (let i = 0; i < plans.length; i++) {
-    const plan = plans[i]
-    if (rules[i] !== undefined || plan.kind !== 'done' || plan.outcome.kind !== 'unmatched') continue
-    const rule = alone(i)
-    if (rule !== undefined) plans[i] = { kind: 'done', outcome: { kind: 'unmatched', replaced: rule.id } }
   }
 }
 

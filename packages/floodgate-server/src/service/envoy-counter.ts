@@ -1,9 +1,9 @@
 // Upstream-style counting (a `rate_limit` rule or an Envoy override): the counter's ceiling, its
 // count, and its decision reported as the rule's.
 
-import type { Decision, PolicyDecision } from 'floodgate'
-import type { EnvoyUnit, MatchedRule } from 'floodgate/rules'
-import type { Entry } from './decide.js'
+import { createPolicy, type Decision, type Policy, type PolicyDecision } from 'floodgate'
+import { envoyPolicyName, type EnvoyUnit, type MatchedRule, UNIT_MS } from 'floodgate/rules'
+import type { Entry } from './decide-types.js'
 
 /**
  * The limit of an upstream-style counter. The counter is a fixed window that denies nothing a
@@ -92,4 +92,42 @@ export function overrideMetricKey(domain: string, entries: readonly Entry[]): st
   let key = domain
   for (const entry of entries) key += entry.value === '' ? `.${entry.key}` : `.${entry.key}_${entry.value}`
   return key
+}
+
+/** Counter policies kept for reuse (each distinct unit and rate, overrides included). */
+const MAX_COUNTER_POLICIES = 1024
+
+/**
+ * The never-denying counter of each unit, shared by rules and overrides of that unit, as the
+ * one-policy array the limiter is given: the same array each time, so the limiter's plan for it is
+ * built once.
+ */
+export class CounterPolicies {
+  private readonly byRate = new Map<string, readonly [Policy]>()
+  /** The same arrays by the rule limit they count for, so a rule's descriptor finds its counter without a key. */
+  private readonly byRule = new WeakMap<NonNullable<MatchedRule['envoyLimit']>, readonly [Policy]>()
+
+  // One counter per descriptor and unit whatever the rate (the policy's name is the unit's), with
+  // the rate as its nominal limit so the memory store keeps keys near their limit through a flood.
+  // A rule's counter is kept with the rule's limit (no key to build per request); override rates
+  // come from requests: that cache is bounded, oldest first out.
+  of(limit: EnvoyLimit): readonly [Policy] {
+    const known = limit.of === undefined ? undefined : this.byRule.get(limit.of)
+    if (known !== undefined) return known
+    const id = `${limit.unit}/${limit.requestsPerUnit}`
+    let policies = this.byRate.get(id)
+    if (policies === undefined) {
+      const counter = createPolicy({
+        name: envoyPolicyName(limit.unit),
+        algorithm: 'fixed-window',
+        limit: COUNT_CEILING,
+        period: UNIT_MS[limit.unit],
+      })
+      policies = Object.freeze([Object.freeze({ ...counter, nominalLimit: limit.requestsPerUnit })] as [Policy])
+      if (this.byRate.size >= MAX_COUNTER_POLICIES) this.byRate.delete(this.byRate.keys().next().value!)
+      this.byRate.set(id, policies)
+    }
+    if (limit.of !== undefined) this.byRule.set(limit.of, policies)
+    return policies
+  }
 }
