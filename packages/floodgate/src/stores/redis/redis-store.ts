@@ -13,95 +13,24 @@ import type {
   MergeResponse,
   SubmitCallback,
 } from '../store.js'
-import { decodeReply, encodeCall, pastDeadline, readServerClock, type CallRequest } from './batch-codec.js'
+import { encodeCall, readServerClock } from './batch-codec.js'
 import { TickBatcher } from './batcher.js'
-import { toConnection, type Connection, type RedisClientLike } from './connection.js'
+import type { Connection, RedisClientLike } from './connection.js'
 import { ConnectionGate, unavailable } from './connection-gate.js'
-import { createClient, type ClusterStartupNode } from './create-client.js'
 import { escapeKeyPart, policyKey, validatePrefix } from './keys.js'
 import { Lane } from './lane.js'
 import { LeaseCaller, ledgerKey } from './lease-call.js'
 import { mergeOnRedis } from './merge-calls.js'
 import { Outage } from './outage.js'
+import type { Call, GatedMerge, Pending } from './pending-call.js'
+import { answer, answerAll, groupBy, groupByServer, hasDeadline, isRoutingError, nothing, prepareCall } from './pending-call.js'
+import { invalidRequest, requestProblem, unexpired } from './pending-call.js'
+import { invalidOption, openClient, type RedisStoreEvents, type RedisStoreOptions, validateBatchSize } from './redis-store-options.js'
 import { ServerClock } from './server-clock.js'
 import { runRunner } from './scripts.js'
 import { keySlot } from './slot.js'
 
-/**
- * How to reach Redis: give exactly one of `client`, `url`, `redis` or `cluster`.
- * A client you pass stays yours (`close()` leaves it open); one the store creates is closed by `close()`.
- * To create one, the store uses the app's ioredis if it is installed, else its node-redis (the
- * `redis` package); with neither it throws at construction.
- * A store that cannot reach Redis prints one process warning (FLOODGATE_REDIS_UNAVAILABLE) and
- * emits 'unavailable' for each outage and 'available' when Redis answers again (RedisStoreEvents).
- */
-export interface RedisStoreOptions {
-  /**
-   * A client of your own, recognised by its methods (any installed copy works):
-   * - ioredis 5 or 6: `new Redis(...)` (standalone, or Sentinel with `{ sentinels, name }`) or
-   *   `new Cluster(...)`. Consider `autoResendUnfulfilledCommands: false` (the default for clients
-   *   the store creates), so a decision in flight when the connection drops is not applied again later.
-   * - node-redis (the `redis` package, version 5 or later): `createClient(...)` or
-   *   `createCluster(...)`; the store connects it if you have not. Consider `disableOfflineQueue: true`.
-   * It must not have a `keyPrefix`: use `prefix`, because a client would prefix only the keys a
-   * script declares, and on a Cluster the store declares only some of them.
-   */
-  client?: RedisClientLike
-  /** A `redis://` or `rediss://` URL; the store creates the client (with `redis` as extra options). */
-  url?: string
-  /**
-   * Options for a client the store creates, passed to the library that creates it: ioredis
-   * `RedisOptions` (e.g. `{ sentinels: [...], name: 'mymaster' }`) or node-redis `createClient` options.
-   */
-  redis?: object
-  /** Startup nodes of a Redis Cluster, e.g. `[{ host: '10.0.0.1', port: 7000 }]`; the store creates the cluster client. */
-  cluster?: readonly ClusterStartupNode[]
-  /** ioredis `ClusterOptions` (or node-redis `createCluster` options) for a cluster the store creates. */
-  clusterOptions?: object
-  /** Put before every key (default `fg:`), so several apps or environments can share one Redis. No braces. */
-  prefix?: string
-  /**
-   * Most requests in one script call (default 512). Requests of one event-loop turn, and those that
-   * wait behind a call in flight, are batched; a larger batch is split, so one call never blocks
-   * Redis for long.
-   */
-  maxBatchSize?: number
-}
-
-/** Events a RedisStore emits (besides what its limiter reports per decision). */
-export interface RedisStoreEvents {
-  /**
-   * Redis cannot be reached: a connection attempt failed or the connection was lost (or, on a
-   * Cluster, the limiter's breaker of a master opened). Emitted once per outage of a shard; the
-   * first one of a store also prints a process warning (code FLOODGATE_REDIS_UNAVAILABLE).
-   * Decisions of the shard's keys meanwhile fail, and the limiter answers them with its
-   * `onStoreError` mode. `shard` is the Cluster master (`host:port`), or `''` for the whole store
-   * (standalone, Sentinel, or a client that lost its connections), as `shardOf` names them.
-   */
-  unavailable: [error: Error, shard: string]
-  /** `shard` may answer again after an outage: reconnected, answered, or a Cluster's slot map changed. */
-  available: [shard: string]
-}
-
-interface Pending extends CallRequest {
-  /** Called once: `(null, response)` or `(error)`. */
-  readonly done: SubmitCallback
-}
-
-/** A merge waiting for the connection gate: sent, or refused. */
-interface GatedMerge {
-  run(): void
-  refuse(error: Error): void
-}
-
-/** One script call, encoded: its requests in the order the script decides them. */
-interface Call {
-  readonly items: Pending[]
-  /** How many of `items` (from the first) have their keys declared in KEYS: the routing slot's. */
-  readonly declared: number
-  readonly keys: string[]
-  readonly args: string[]
-}
+export type { RedisStoreEvents, RedisStoreOptions } from './redis-store-options.js'
 
 /**
  * Keeps rate-limit state in Redis. Each `evaluate` request is queued; all requests queued in the
@@ -155,20 +84,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     }
     this.prefix = validatePrefix(options.prefix ?? 'fg:')
     this.maxBatchSize = validateBatchSize(options.maxBatchSize ?? 512)
-    const { client, owned } = connect(options)
-    const connection = toConnection(client)
-    const keyPrefix = connection.keyPrefix()
-    if (keyPrefix !== undefined) {
-      if (owned) void connection.close().catch(nothing)
-      throw invalidOption(
-        'client',
-        `the client has keyPrefix ${JSON.stringify(keyPrefix)}; remove it and pass { prefix } to RedisStore instead`,
-      )
-    }
-    // Each failure already reaches the caller as a refused call (which the limiter turns into its
-    // failure mode) and the store's 'unavailable' event; without a listener ioredis would print
-    // every reconnection attempt, and node-redis would crash the process.
-    if (owned) client.on('error', ignoreConnectionError)
+    const { client, connection, owned } = openClient(options)
     this.client = client
     this.connection = connection
     this.leases = new LeaseCaller(connection, this.prefix, this.maxBatchSize)
@@ -321,7 +237,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   }
 
   private flush(items: Pending[]): void {
-    for (const [server, group] of this.groupByServer(items)) {
+    for (const [server, group] of groupByServer(this.connection, items)) {
       let lane = this.lanes.get(server)
       if (lane === undefined) {
         const clock = new ServerClock()
@@ -342,7 +258,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     const live = unexpired(items)
     if (live.length === 0) return done()
     if (!clock.known && live.some(hasDeadline)) return this.learnClock(live, clock, done)
-    const call = this.prepare(live, clock)
+    const call = prepareCall(live, clock)
     if (call === undefined) return done()
     this.run(call, clock, true, done)
   }
@@ -367,7 +283,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
         const serverNow = readServerClock(reply)
         if (serverNow === undefined) {
           done()
-          this.answerAll(probe, reply) // not a reply of the script: decoding it fails every item
+          answerAll(probe, reply) // not a reply of the script: decoding it fails every item
           return
         }
         clock.learn(serverNow, performance.now())
@@ -379,26 +295,6 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
         this.failed(probe, clock, error, false)
       },
     )
-  }
-
-  // Standalone/Sentinel: one group. Cluster: one group per master as the client last saw the slot
-  // map (per slot while it has none yet).
-  private groupByServer(items: Pending[]): Map<string, Pending[]> {
-    if (!this.connection.isCluster) return new Map([['', items]])
-    return groupBy(items, (item) => this.connection.masterOf(item.slot) ?? `slot ${item.slot}`)
-  }
-
-  // Orders and encodes `items` for one call; undefined (each item rejected) if they cannot be encoded.
-  private prepare(items: Pending[], clock: ServerClock): Call | undefined {
-    const ordered = slotsTogether(items)
-    const declared = ordered.filter((item) => item.slot === ordered[0].slot).length
-    try {
-      const { keys, args } = encodeCall(ordered, declared, clock.earliest(ordered, deadlineOf))
-      return { items: ordered, declared, keys, args }
-    } catch (error) {
-      for (const item of ordered) answer(item, error)
-      return undefined
-    }
   }
 
   // Sends `call`; `done` runs as soon as the reply is in, before any caller is answered.
@@ -418,7 +314,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
         const serverNow = readServerClock(reply)
         if (serverNow !== undefined) clock.learn(serverNow, performance.now())
         this.outage.answered(this.connection.isCluster ? (this.connection.masterOf(call.items[0].slot) ?? '') : '')
-        this.answerAll(call, reply)
+        answerAll(call, reply)
       },
       (error: unknown) => {
         if (!this.inFlight.delete(call)) return
@@ -450,152 +346,16 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
     }
   }
 
-  private answerAll(call: Call, reply: unknown): void {
-    let responses: EvaluateResponse[]
-    try {
-      responses = decodeReply(reply, call.items)
-    } catch (error) {
-      for (const item of call.items) answer(item, error)
-      return
-    }
-    for (let i = 0; i < call.items.length; i++) answer(call.items[i], null, responses[i])
-  }
-
   private failed(call: Call, clock: ServerClock, error: unknown, mayRegroup: boolean): void {
     // The slot map changed under a multi-slot call: the script failed before writing anything,
     // so each slot is sent alone (declared keys only, which the client redirects by itself).
     if (mayRegroup && call.declared < call.items.length && isRoutingError(error)) {
       for (const group of groupBy(call.items, (item) => item.slot).values()) {
-        const retry = this.prepare(group, clock)
+        const retry = prepareCall(group, clock)
         if (retry !== undefined) this.run(retry, clock, false, nothing)
       }
       return
     }
     for (const item of call.items) answer(item, error)
   }
-}
-
-function nothing(): void {}
-
-function deadlineOf(item: Pending): number | undefined {
-  return item.request.deadline
-}
-
-function hasDeadline(item: Pending): boolean {
-  return item.request.deadline !== undefined
-}
-
-// `items` but those whose deadline has passed, which are answered STORE_TIMEOUT. The limiter's
-// timeout answers a caller once its deadline is reached, so such a call would charge what no caller
-// was told about. The same array when none has passed (the usual case).
-function unexpired(items: Pending[]): Pending[] {
-  const now = performance.now()
-  let live = items
-  let error: FloodgateError | undefined
-  for (let i = 0; i < items.length; i++) {
-    const deadline = items[i].request.deadline
-    if (deadline === undefined || deadline > now) {
-      if (live !== items) live.push(items[i])
-      continue
-    }
-    if (live === items) live = items.slice(0, i)
-    error ??= pastDeadline('was about to be sent to Redis')
-    answer(items[i], error)
-  }
-  return live
-}
-
-// Calls a request's callback. A callback that throws must not keep the rest of its call from their
-// answers: its error is thrown again on its own, as an uncaught exception of the caller's.
-function answer(item: Pending, error: unknown, response?: EvaluateResponse): void {
-  try {
-    item.done(error, response)
-  } catch (thrown) {
-    queueMicrotask(() => {
-      throw thrown
-    })
-  }
-}
-
-function connect(options: RedisStoreOptions): { client: RedisClientLike; owned: boolean } {
-  const given = (['client', 'url', 'cluster'] as const).filter((name) => options[name] !== undefined)
-  if (given.length > 1) throw invalidOption(given.join(' and '), 'give only one of client, url or cluster')
-  if (options.client !== undefined) {
-    if (options.redis !== undefined || options.clusterOptions !== undefined) {
-      throw invalidOption('client', 'redis and clusterOptions only apply to a client the store creates; configure your client instead')
-    }
-    return { client: options.client, owned: false }
-  }
-  if (options.redis !== undefined && (options.redis === null || typeof options.redis !== 'object')) {
-    throw invalidOption('redis', 'expected an object of client options')
-  }
-  if (options.cluster !== undefined) {
-    if (!Array.isArray(options.cluster) || options.cluster.length === 0) {
-      throw invalidOption('cluster', "expected startup nodes like [{ host: '127.0.0.1', port: 7000 }]")
-    }
-    if (options.redis !== undefined) throw invalidOption('redis', 'for a cluster, pass node options as clusterOptions.redisOptions')
-    return { client: createClient(options, 'cluster'), owned: true }
-  }
-  if (options.clusterOptions !== undefined) throw invalidOption('clusterOptions', 'only applies with cluster')
-  if (options.url !== undefined) {
-    if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url)) {
-      throw invalidOption('url', `expected a redis:// or rediss:// URL, got ${JSON.stringify(options.url)}`)
-    }
-    return { client: createClient(options, 'url'), owned: true }
-  }
-  if (options.redis !== undefined) return { client: createClient(options, 'redis'), owned: true }
-  throw invalidOption('options', "give one of client, url, redis or cluster, e.g. { url: 'redis://localhost:6379' }")
-}
-
-function ignoreConnectionError(): void {}
-
-function validateBatchSize(size: unknown): number {
-  if (typeof size !== 'number' || !Number.isInteger(size) || size < 1) {
-    throw invalidOption('maxBatchSize', `must be a whole number of at least 1, got ${JSON.stringify(size)}`)
-  }
-  return size
-}
-
-function requestProblem(request: EvaluateRequest): string | undefined {
-  if (request === null || typeof request !== 'object') return 'each request must be an object { key, policies, cost }'
-  if (typeof request.key !== 'string') return `key must be a string, got ${typeof request.key}`
-  if (!Array.isArray(request.policies) || request.policies.length === 0)
-    return `key ${JSON.stringify(request.key)}: give at least one policy`
-  if (typeof request.cost !== 'number' || !Number.isFinite(request.cost)) return `cost must be a finite number, got ${String(request.cost)}`
-  if (request.now !== undefined && (typeof request.now !== 'number' || !Number.isFinite(request.now))) {
-    return `now must be a finite number of milliseconds, got ${String(request.now)}`
-  }
-  return undefined
-}
-
-// Groups by key in first-seen order, keeping each group's items in their original order.
-function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>()
-  for (const item of items) {
-    const key = keyOf(item)
-    const group = groups.get(key)
-    if (group === undefined) groups.set(key, [item])
-    else group.push(item)
-  }
-  return groups
-}
-
-// Each slot's requests next to each other (one read group each), the first item's slot first: it
-// is the routing slot, whose keys are declared. Requests of one slot keep their order.
-function slotsTogether(items: Pending[]): Pending[] {
-  const slot = items[0].slot
-  if (items.every((item) => item.slot === slot)) return items
-  return [...groupBy(items, (item) => item.slot).values()].flat()
-}
-
-function isRoutingError(error: unknown): boolean {
-  return error instanceof Error && /non local key|CROSSSLOT|same slot/.test(error.message)
-}
-
-function invalidOption(field: string, message: string): FloodgateError {
-  return new FloodgateError('INVALID_OPTION', `RedisStore ${field}: ${message}`)
-}
-
-function invalidRequest(message: string): FloodgateError {
-  return new FloodgateError('INVALID_REQUEST', message)
 }
