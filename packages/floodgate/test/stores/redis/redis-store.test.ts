@@ -185,7 +185,10 @@ test('a record expires once its padded expiry has passed, so Redis holds only ac
   const [ttl] = evaluateKey([undefined], response.now, 1, policies).ttlMs
   const key = policyKey('fg:', 'brief', policies[0])
   const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
-  assert.ok(expiry >= response.now + ttl && expiry < response.now + ttl + maxPadMs(ttl, policies[0]), `expiry ${expiry - response.now} ms ahead`)
+  assert.ok(
+    expiry >= response.now + ttl && expiry < response.now + ttl + maxPadMs(ttl, policies[0]),
+    `expiry ${expiry - response.now} ms ahead`,
+  )
   // Until the server's clock has passed the expiry (not for a time of ours).
   while ((await serverTime()) <= expiry) await new Promise((resolve) => setTimeout(resolve, 100))
   assert.equal(await redis.client.exists(key), 0)
