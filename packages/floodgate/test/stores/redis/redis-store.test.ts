@@ -14,6 +14,7 @@ import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyId, policyKey } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
+import { STALL_MS } from '../../../src/stores/redis/lane.js'
 import { readRecord, storedExpiry } from './records.js'
 import type { EvaluateRequest } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
@@ -502,12 +503,15 @@ test('on a Cluster, a slot that moved under a whole-node batch is retried slot b
   }
 })
 
-test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async () => {
+test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async (t) => {
   const own = new Redis({ host: redis.server.host, port: redis.server.port, autoResendUnfulfilledCommands: false })
   own.on('error', () => undefined)
   const dropping = new RedisStore({ client: own })
   try {
     await dropping.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
+    // The lane's stall timer and ioredis's reconnect delay on mocked timers: they fire when the test
+    // says, not when the machine's load decides.
+    t.mock.timers.enable({ apis: ['setTimeout'] })
     // Writes (and so the script) stall on the server: the first call stays in flight.
     await redis.client.call('CLIENT', 'PAUSE', '10000', 'WRITE')
     const outcomes = Array.from({ length: 300 }, (_, i) =>
@@ -516,17 +520,28 @@ test('calls waiting behind one in flight are refused when the connection drops, 
         () => 'refused',
       ),
     )
-    // After this turn's flush one part is in flight and the other waits in the lane.
+    // After this turn's flush one part is in flight and the other waits in the lane, which gives up
+    // on the call in flight once it has been quiet for STALL_MS of performance.now().
     await new Promise((resolve) => setImmediate(resolve))
+    const quietSince = performance.now()
+    while (performance.now() - quietSince <= STALL_MS) await new Promise((resolve) => setImmediate(resolve))
     const reconnected = once(own, 'ready')
     own.disconnect(true)
+    // The stall timer fires while the socket is closing (as it did on a busy machine): the waiting
+    // part goes now, and must be refused, not left in ioredis's offline queue for the next connection.
+    t.mock.timers.tick(STALL_MS)
     const answers = await Promise.all(outcomes)
+    while (own.status !== 'ready') {
+      t.mock.timers.tick(1_000)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
     await reconnected
     await redis.client.call('CLIENT', 'UNPAUSE')
-    await new Promise((resolve) => setTimeout(resolve, 100)) // room for any replay to land
+    await own.ping() // after anything ioredis replays on the new connection
     assert.deepEqual(answers, Array(300).fill('refused'))
     const keys = Array.from({ length: 300 }, (_, i) => policyKey('fg:', `drop:${i}`, perMinute[0]))
-    assert.equal(await redis.client.exists(...keys), 0, 'a refused call was applied later')
+    const applied = (await Promise.all(keys.map((key) => redis.client.exists(key)))).flatMap((e, i) => (e ? [i] : []))
+    assert.equal(applied.length, 0, `refused calls were applied later: drop:${applied[0]}..${applied.at(-1)}`)
   } finally {
     await dropping.close()
     own.disconnect()
