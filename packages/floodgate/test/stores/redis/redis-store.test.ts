@@ -16,7 +16,7 @@ import { policyId, policyKey } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
 import { STALL_MS } from '../../../src/stores/redis/lane.js'
 import { readRecord, storedExpiry } from './records.js'
-import type { EvaluateRequest } from '../../../src/stores/store.js'
+import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
 import { useRedisStore } from '../../support/redis-store.js'
@@ -212,12 +212,25 @@ test('every record carries its expiry: at least its ttl away, padded by at most 
   for (const [i, options] of cases.entries()) {
     const policies = createPolicies([{ name: `p${i}`, ...options }])
     const cost = options.blockMs === undefined ? 1 : 2
-    const [response] = await redis.store.evaluate([{ key: 'padded', policies, cost }])
-    const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
-    const key = policyKey('fg:', 'padded', policies[0])
-    const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
-    const pttl = await redis.client.pttl(key)
+    // A 100 ms policy's record lives some 50 ms (plus its pad): on a busy machine it may be gone
+    // before the test reads it. Then the case runs again on a fresh key (a record that never lived
+    // would be gone every time).
+    let attempt = 0
+    let read: { response: EvaluateResponse; key: string; record: Buffer; pttl: number } | undefined
+    while (read === undefined && attempt < 20) {
+      const key = policyKey('fg:', `padded-${attempt++}`, policies[0])
+      const [response] = await redis.store.evaluate([{ key: `padded-${attempt - 1}`, policies, cost }])
+      const [record, pttl] = [await redis.client.getBuffer(key), await redis.client.pttl(key)]
+      if (record !== null && pttl >= 0) read = { response, key, record, pttl }
+    }
+    assert.ok(
+      read,
+      `${options.algorithm} ${options.limit}/${options.period}: the record was gone before it could be read, ${attempt} times`,
+    )
+    const { response, record, pttl } = read
     const after = await serverTime()
+    const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
+    const expiry = storedExpiry(record)!
     const label = `${options.algorithm} ${options.limit}/${options.period}: ttl ${ttl}, expiry ${expiry - response.now} ms ahead`
     assert.ok(expiry >= response.now + ttl, label)
     assert.ok(expiry < response.now + ttl + maxPadMs(ttl, policies[0]), label)
