@@ -29,6 +29,10 @@ import { enginesProblems, nodeLines } from './node-lines.mjs'
 // waits.
 const CONCURRENCY = Number(process.env.FLOODGATE_TEST_CONCURRENCY ?? 4)
 
+// A bound on a hung file, not a speed test: at a load of 30 on two cores the consumer test (npm
+// installs) and the conformance integration test each outlasted 10 minutes.
+const FILE_TIMEOUT_MS = 30 * 60_000
+
 // The files that take longest, started first (in this order): a long file started late runs on alone
 // at the end while the cores idle. The rest follow in path order.
 const LONGEST = [
@@ -125,7 +129,7 @@ async function runOn(line) {
       '--enable-source-maps',
       join(repository, 'scripts/run-test-files.mjs'),
       String(CONCURRENCY),
-      '600000',
+      String(FILE_TIMEOUT_MS),
       ...files.map((file) => file.replace(/\.ts$/, '.js')),
     ],
     {
