@@ -50,7 +50,7 @@ export async function compileTests(root) {
       const { code } = await transform(readFileSync(join(root, file), 'utf8'), {
         loader: 'ts',
         format: 'esm',
-        target: 'node20',
+        target: 'node22',
         sourcemap: 'inline',
         sourcefile: join(root, file),
       })

@@ -1,26 +1,37 @@
 // Runs every test file under packages/*/test/ and test/ (what spans the packages: the consumer test)
 // with node's test runner, several files at a time, on the compiled copy of the tree that
 // compile-tests.mjs makes in .test-build/ (why: see there). Paths given as arguments run alone.
-// Node 20's `--test` does not expand globs, and sorts its files, so the file list is built here and
-// run in its order by run-test-files.mjs. The workspace packages resolve through the
-// `floodgate-source` export condition, so no package build is needed.
+// `--test` sorts its files, so the file list is built here and run in its order by
+// run-test-files.mjs. The workspace packages resolve through the `floodgate-source` export
+// condition, so no package build is needed.
+//
+// The files run once on each Node line the packages support (node-lines.mjs: Node's binaries from
+// the npm registry, `nodeNN` in package.json), one line after the other (two lines at once would
+// only share the cores); the run fails if any line does. FLOODGATE_TEST_NODES=24 (or `22,24`, or
+// `current`: the Node running this) runs fewer.
 //
 //   node scripts/run-tests.mjs [--checks] [file ...]
 //
 // --checks (what `npm test` passes): `tsc --noEmit` and the lint run alongside the tests, their output
-// printed as each ends; the run fails if either does.
+// printed as each ends, and `engines` is checked against every dependency and the lines tested
+// (node-lines.mjs); the run fails if any check does.
 // FLOODGATE_TEST_CONCURRENCY: files at a time (default 4). FLOODGATE_TEST_TIMES=FILE: each file's
 // wall and CPU seconds go to FILE (scripts/test-times.cjs) and the longest are listed at the end.
 import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { compileTests } from './compile-tests.mjs'
+import { enginesProblems, nodeLines } from './node-lines.mjs'
 
 // Most files wait on sockets, timers and child processes more than they compute (the regions tests
 // on their 50 ms links, the Cluster tests on failovers): more files at a time than cores fills those
 // waits.
 const CONCURRENCY = Number(process.env.FLOODGATE_TEST_CONCURRENCY ?? 4)
+
+// A bound on a hung file, not a speed test: at a load of 30 on two cores the consumer test (npm
+// installs) and the conformance integration test each outlasted 10 minutes.
+const FILE_TIMEOUT_MS = 30 * 60_000
 
 // The files that take longest, started first (in this order): a long file started late runs on alone
 // at the end while the cores idle. The rest follow in path order.
@@ -99,35 +110,54 @@ const files = longestFirst(
 // tsc is the longest step outside the tests, so it runs alongside them. Its heap grows large, and a
 // larger young generation spares it some of its many scavenges.
 const tsc = ['--max-semi-space-size=64', join(repository, 'node_modules/typescript/bin/tsc'), '--noEmit']
+const lines = nodeLines(repository)
 const checks = withChecks ? [check('tsc --noEmit', process.execPath, tsc), check('npm run lint', 'npm', ['run', '--silent', 'lint'])] : []
+if (withChecks) {
+  const problems = enginesProblems(repository)
+  process.stderr.write(`# engines: ${problems.length === 0 ? 'passed' : `FAILED\n${problems.map((p) => `#   ${p}\n`).join('')}`}\n`)
+  checks.push(Promise.resolve(problems.length === 0))
+}
 const build = await compileTests(repository)
 const times = process.env.FLOODGATE_TEST_TIMES ? resolve(process.env.FLOODGATE_TEST_TIMES) : undefined
-if (times) rmSync(times, { force: true })
-const runner = spawn(
-  process.execPath,
-  [
-    '--conditions=floodgate-source',
-    '--enable-source-maps',
-    join(repository, 'scripts/run-test-files.mjs'),
-    String(CONCURRENCY),
-    '600000',
-    ...files.map((file) => file.replace(/\.ts$/, '.js')),
-  ],
-  {
-    stdio: 'inherit',
-    cwd: build,
-    env: {
-      ...process.env,
-      // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
-      FLOODGATE_REPOSITORY: repository,
-      ...(times && {
-        FLOODGATE_TEST_TIMES: times,
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require=${join(repository, 'scripts/test-times.cjs')}`,
-      }),
+
+/** Runs the files on one line's node binary; resolves to whether every test passed. */
+async function runOn(line) {
+  if (times) rmSync(times, { force: true })
+  const runner = spawn(
+    line.bin,
+    [
+      '--conditions=floodgate-source',
+      '--enable-source-maps',
+      join(repository, 'scripts/run-test-files.mjs'),
+      String(CONCURRENCY),
+      String(FILE_TIMEOUT_MS),
+      ...files.map((file) => file.replace(/\.ts$/, '.js')),
+    ],
+    {
+      stdio: 'inherit',
+      cwd: build,
+      env: {
+        ...process.env,
+        // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
+        FLOODGATE_REPOSITORY: repository,
+        ...(times && {
+          FLOODGATE_TEST_TIMES: times,
+          NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require=${join(repository, 'scripts/test-times.cjs')}`,
+        }),
+      },
     },
-  },
-)
-const [status] = await once(runner, 'close')
-const passed = await Promise.all(checks)
-if (times) printTimes(times)
-process.exit(status === 0 && passed.every(Boolean) ? 0 : 1)
+  )
+  const [status] = await once(runner, 'close')
+  if (times) printTimes(times)
+  return status === 0
+}
+
+const results = []
+for (const line of lines) {
+  const version = execFileSync(line.bin, ['--version'], { encoding: 'utf8' }).trim()
+  process.stderr.write(`# Node ${line.name}: ${version} (${line.bin})\n`)
+  results.push({ version, passed: await runOn(line) })
+}
+const checked = await Promise.all(checks)
+for (const { version, passed } of results) process.stderr.write(`# tests on Node ${version}: ${passed ? 'passed' : 'FAILED'}\n`)
+process.exit(results.every((result) => result.passed) && checked.every(Boolean) ? 0 : 1)

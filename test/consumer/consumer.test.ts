@@ -52,7 +52,8 @@ function node(app: string, file: string, env: NodeJS.ProcessEnv = {}): Promise<{
   return run(process.execPath, [file], { cwd: app, env: { ...process.env, ...env }, timeout: 30_000 })
 }
 
-describe('the packed packages in a new app', { timeout: 600_000 }, () => {
+// A bound on a hang (npm's installs on a loaded machine can take many minutes), as the runner's own.
+describe('the packed packages in a new app', { timeout: 1_800_000 }, () => {
   let work: string
   let app: string
   let tarballs: { library: string; server: string }

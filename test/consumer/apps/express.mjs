@@ -3,10 +3,10 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import express from 'express'
 import { rateLimit } from 'floodgate/express'
-import { expectLimited, listening, twoPerMinute } from './support.mjs'
+import { expectLimited, listening, twoAtOnce } from './support.mjs'
 
 const app = express()
-app.use(rateLimit({ limiter: twoPerMinute() }))
+app.use(rateLimit({ limiter: twoAtOnce() }))
 app.get('/', (req, res) => {
   assert.equal(typeof req.rateLimit?.remaining, 'number')
   res.send('ok')

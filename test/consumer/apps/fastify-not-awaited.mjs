@@ -3,10 +3,10 @@
 import assert from 'node:assert/strict'
 import Fastify from 'fastify'
 import { floodgate } from 'floodgate/fastify'
-import { expectLimited, twoPerMinute } from './support.mjs'
+import { expectLimited, twoAtOnce } from './support.mjs'
 
 const app = Fastify()
-app.register(floodgate, { limiter: twoPerMinute() })
+app.register(floodgate, { limiter: twoAtOnce() })
 app.get('/', async () => 'ok')
 let url
 try {

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { rateLimit } from 'floodgate/hono'
-import { expectLimited, twoPerMinute } from './support.mjs'
+import { expectLimited, twoAtOnce } from './support.mjs'
 
 const app = new Hono()
-app.use(rateLimit({ limiter: twoPerMinute() }))
+app.use(rateLimit({ limiter: twoAtOnce() }))
 app.get('/', (c) => {
   assert.equal(typeof c.get('rateLimit')?.remaining, 'number')
   return c.text('ok')

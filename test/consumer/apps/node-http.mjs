@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import { withRateLimit } from 'floodgate/node'
-import { expectLimited, listening, twoPerMinute } from './support.mjs'
+import { expectLimited, listening, twoAtOnce } from './support.mjs'
 
-const server = createServer(withRateLimit((_req, res) => res.end('ok'), { limiter: twoPerMinute() }))
+const server = createServer(withRateLimit((_req, res) => res.end('ok'), { limiter: twoAtOnce() }))
 await expectLimited(await listening(server))
 server.close()

@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
 import { RedisStore } from 'floodgate/redis'
-import { twoPerMinute } from './support.mjs'
+import { twoAtOnce } from './support.mjs'
 
 const client = new Redis(process.env.REDIS_URL)
-const limiter = twoPerMinute(new RedisStore({ client, prefix: 'ioredis:' }))
+const limiter = twoAtOnce(new RedisStore({ client, prefix: 'ioredis:' }))
 const decisions = [await limiter.limit('user'), await limiter.limit('user'), await limiter.limit('user')]
 assert.deepEqual(
   decisions.map((d) => [d.allowed, d.source]),

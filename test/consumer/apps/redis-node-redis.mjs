@@ -2,11 +2,11 @@
 import assert from 'node:assert/strict'
 import { createClient } from 'redis'
 import { RedisStore } from 'floodgate/redis'
-import { twoPerMinute } from './support.mjs'
+import { twoAtOnce } from './support.mjs'
 
 const client = createClient({ url: process.env.REDIS_URL })
 await client.connect()
-const limiter = twoPerMinute(new RedisStore({ client, prefix: 'node-redis:' }))
+const limiter = twoAtOnce(new RedisStore({ client, prefix: 'node-redis:' }))
 const decisions = [await limiter.limit('user'), await limiter.limit('user'), await limiter.limit('user')]
 assert.deepEqual(
   decisions.map((d) => [d.allowed, d.source]),

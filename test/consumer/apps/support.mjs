@@ -1,12 +1,16 @@
-// Shared by the consumer apps: a limiter of two requests a minute, and a check that a server answers
-// 200, 200, then 429 with rate-limit headers, as a user would see it.
+// Shared by the consumer apps: a limiter that lets two requests through and refuses a third, and a
+// check that a server answers 200, 200, then 429 with rate-limit headers, as a user would see it.
 import assert from 'node:assert/strict'
 import { RateLimiter } from 'floodgate'
 
 // A store that answers must never time out here, however busy the machine (a first call connects and
 // loads the script): the timeout is far longer than any answer.
-export function twoPerMinute(store) {
-  return new RateLimiter({ store, timeout: '30s', policies: [{ name: 'per-minute', algorithm: 'fixed-window', limit: 2, period: '1m' }] })
+// GCRA, not a fixed window: a fixed window starts on the clock's minute, so three requests that
+// straddle a minute boundary all pass (about one run in twelve). GCRA's burst of two starts at the
+// first request, and the third waits half an hour, far beyond this app's 30 s: the third is refused
+// whatever the time of day or the machine's speed.
+export function twoAtOnce(store) {
+  return new RateLimiter({ store, timeout: '30s', policies: [{ name: 'two', algorithm: 'gcra', limit: 2, period: '1h' }] })
 }
 
 export async function expectLimited(url) {

@@ -177,6 +177,8 @@ describe('DashboardCollector.watch', () => {
     const limiter = new RateLimiter({
       store,
       clock: clock.read,
+      // The timeout on the test's timers: on real ones a busy machine timed the answers out.
+      timers: clock.timers,
       onStoreError: 'closed',
       breaker: { failures: 1, cooldown: '1h' },
       policies: [{ algorithm: 'gcra', limit: 5, period: '1s' }],

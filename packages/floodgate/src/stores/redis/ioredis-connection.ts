@@ -39,6 +39,8 @@ interface IoredisInternals {
   sendCommand?(command: object): Promise<unknown>
   evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>
   evalBuffer?(script: string, numKeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>
+  /** A standalone client's socket (a Cluster has none of its own). */
+  stream?: { writable?: boolean }
 }
 
 const moduleCache = createRequire(import.meta.url).cache
@@ -100,7 +102,10 @@ export function ioredisConnection(client: IoredisLike): Connection {
     client,
     library: 'ioredis',
     isCluster,
-    isReady: () => client.status === 'ready',
+    // After disconnect() the status stays 'ready' until the socket has closed, but ioredis no longer
+    // writes: it queues a command offline and sends it after reconnecting, long after its callers were
+    // answered (a lane's call sent in that moment, e.g. when its stall timer fires on a busy machine).
+    isReady: () => client.status === 'ready' && (isCluster || internals.stream?.writable !== false),
     status: () => client.status,
     isIdle: () => client.status === 'wait',
     connect: () => void client.connect().catch(ignore),

@@ -86,7 +86,7 @@ test(`${WORKERS} processes on one hot key admit exactly the limit, for every alg
   }
 
   // The policies that did not deny were charged for admitted requests only: the refunds all landed.
-  const store = new MemcachedStore({ servers: config.servers })
+  const store = new MemcachedStore({ servers: config.servers, memjs: { timeout: 10 } })
   try {
     for (const name of ['counter then cas', 'cas then counter']) {
       const policies = createPolicies(CASES.find((c) => c.name === name)!.policies)

@@ -35,6 +35,13 @@ after(async () => {
   await Promise.all(servers.map((server) => server.stop()))
 })
 
+/**
+ * memjs options for a store whose server is up: memjs's own default (0.5 s a request, twice that to
+ * connect) is sometimes outlasted by a first connection on a busy machine; these tests need the
+ * server answering, not that speed. The fault tests below set short timeouts of their own.
+ */
+const PATIENT = { timeout: 10 }
+
 const perHour = createPolicies([{ name: 'hour', algorithm: 'fixed-window', limit: 3, period: '1h' }])
 const NOW = Date.UTC(2026, 0, 1, 12, 30)
 
@@ -134,7 +141,7 @@ test('the hash ring: the same key always on the same server in any list order; o
 
 test('keys spread over every server, and each key is only on the server the ring names', async () => {
   const names = servers.map((server) => server.address)
-  const store = new MemcachedStore({ servers: names, prefix: 'spread:' })
+  const store = new MemcachedStore({ servers: names, prefix: 'spread:', memjs: PATIENT })
   const ring = new HashRing(names)
   try {
     const keys = Array.from({ length: 30 }, (_, i) => `spread-user-${i}`)
@@ -146,7 +153,7 @@ test('keys spread over every server, and each key is only on the server the ring
       assert.equal(store.shardOf?.(key), names[home], `${key}: shardOf names the server that holds it`)
       used.add(home)
       for (const [i, name] of names.entries()) {
-        const single = new MemcachedStore({ servers: [name] })
+        const single = new MemcachedStore({ servers: [name], memjs: PATIENT })
         try {
           const { value } = await new MemcachedOps(single.client).gets(counter)
           assert.equal(value?.toString(), i === home ? '1' : undefined, `${key} on ${name}`)
@@ -163,7 +170,7 @@ test('keys spread over every server, and each key is only on the server the ring
 
 test('charges, denies without counting the denial, peeks, refunds and resets', async () => {
   // Counters are per window: reset deletes those of the store's clock's window.
-  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'basic:', clock: () => NOW })
+  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'basic:', clock: () => NOW, memjs: PATIENT })
   try {
     const policies = createPolicies([
       { name: 'fw', algorithm: 'fixed-window', limit: 3, period: '1h' },
@@ -197,7 +204,7 @@ test('charges, denies without counting the denial, peeks, refunds and resets', a
 })
 
 test('bad requests are refused with INVALID_REQUEST, naming the field', async () => {
-  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'bad:' })
+  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'bad:', memjs: PATIENT })
   try {
     const bad: [unknown, RegExp][] = [
       [{ key: 1, policies: perHour, cost: 1 }, /key must be a string/],
@@ -217,7 +224,7 @@ test('bad requests are refused with INVALID_REQUEST, naming the field', async ()
 })
 
 test('a request past its deadline is rejected with STORE_TIMEOUT and charges nothing', async () => {
-  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'deadline:' })
+  const store = new MemcachedStore({ servers: [servers[0].address], prefix: 'deadline:', memjs: PATIENT })
   try {
     const policies = createPolicies([{ name: 'gcra', algorithm: 'gcra', limit: 2, period: '1h' }])
     await assert.rejects(

@@ -14,8 +14,9 @@ import { FloodgateError } from '../../../src/core/errors.js'
 import { RedisStore } from '../../../src/redis.js'
 import { policyId, policyKey } from '../../../src/stores/redis/keys.js'
 import { keySlot } from '../../../src/stores/redis/slot.js'
+import { STALL_MS } from '../../../src/stores/redis/lane.js'
 import { readRecord, storedExpiry } from './records.js'
-import type { EvaluateRequest } from '../../../src/stores/store.js'
+import type { EvaluateRequest, EvaluateResponse } from '../../../src/stores/store.js'
 import { freePort, startRedis, type RedisProcess } from '../../support/redis-server.js'
 import { startCluster } from '../../support/redis-cluster.js'
 import { useRedisStore } from '../../support/redis-store.js'
@@ -96,8 +97,13 @@ test('decisions of one tick are batched into one script call, each answer going 
   responses.forEach(([response], i) => assert.equal(response.results[0].remaining, 10 - ((i % 5) + 1), `caller ${i}`))
 })
 
-test('a big batch for an idle server goes in two halves, one at once; what comes meanwhile goes with the other half', async () => {
+test('a big batch for an idle server goes in two halves, one at once; what comes meanwhile goes with the other half', async (t) => {
   const admin = new Redis(redis.server.port, redis.server.host)
+  await admin.ping()
+  // The lane gives up on a call that has not answered for STALL_MS (20 ms) and sends what waits
+  // anyway: a third call whenever the paused server is not released within 20 ms, as on a busy
+  // machine. That timer never fires here, so the calls are the halving's alone.
+  t.mock.timers.enable({ apis: ['setTimeout'] })
   try {
     await redis.client.config('RESETSTAT')
     // Scripts stall on the server until UNPAUSE, so the calls stay in flight while the test looks.
@@ -173,12 +179,19 @@ test('records are stored as blockedUntil and state under the documented key, wit
 })
 
 test('a record expires once its padded expiry has passed, so Redis holds only active keys', async () => {
-  const policies = createPolicies([{ name: 'short', algorithm: 'token-bucket', limit: 2, period: '100ms' }])
+  // A ttl of 2 s (one unit's refill): the record is read long before it could expire, however busy
+  // the machine (with 100 ms it was sometimes gone before the test read it).
+  const policies = createPolicies([{ name: 'short', algorithm: 'token-bucket', limit: 2, period: '4s' }])
   const [response] = await redis.store.evaluate([{ key: 'brief', policies, cost: 1 }])
+  const [ttl] = evaluateKey([undefined], response.now, 1, policies).ttlMs
   const key = policyKey('fg:', 'brief', policies[0])
   const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
-  assert.ok(expiry >= response.now + 50 && expiry < response.now + 50 + 1_000, `expiry ${expiry - response.now} ms ahead`)
-  await new Promise((resolve) => setTimeout(resolve, expiry - response.now + 100))
+  assert.ok(
+    expiry >= response.now + ttl && expiry < response.now + ttl + maxPadMs(ttl, policies[0]),
+    `expiry ${expiry - response.now} ms ahead`,
+  )
+  // Until the server's clock has passed the expiry (not for a time of ours).
+  while ((await serverTime()) <= expiry) await new Promise((resolve) => setTimeout(resolve, 100))
   assert.equal(await redis.client.exists(key), 0)
 })
 
@@ -199,12 +212,25 @@ test('every record carries its expiry: at least its ttl away, padded by at most 
   for (const [i, options] of cases.entries()) {
     const policies = createPolicies([{ name: `p${i}`, ...options }])
     const cost = options.blockMs === undefined ? 1 : 2
-    const [response] = await redis.store.evaluate([{ key: 'padded', policies, cost }])
-    const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
-    const key = policyKey('fg:', 'padded', policies[0])
-    const expiry = storedExpiry((await redis.client.getBuffer(key))!)!
-    const pttl = await redis.client.pttl(key)
+    // A 100 ms policy's record lives some 50 ms (plus its pad): on a busy machine it may be gone
+    // before the test reads it. Then the case runs again on a fresh key (a record that never lived
+    // would be gone every time).
+    let attempt = 0
+    let read: { response: EvaluateResponse; key: string; record: Buffer; pttl: number } | undefined
+    while (read === undefined && attempt < 20) {
+      const key = policyKey('fg:', `padded-${attempt++}`, policies[0])
+      const [response] = await redis.store.evaluate([{ key: `padded-${attempt - 1}`, policies, cost }])
+      const [record, pttl] = [await redis.client.getBuffer(key), await redis.client.pttl(key)]
+      if (record !== null && pttl >= 0) read = { response, key, record, pttl }
+    }
+    assert.ok(
+      read,
+      `${options.algorithm} ${options.limit}/${options.period}: the record was gone before it could be read, ${attempt} times`,
+    )
+    const { response, record, pttl } = read
     const after = await serverTime()
+    const [ttl] = evaluateKey([undefined], response.now, cost, policies).ttlMs
+    const expiry = storedExpiry(record)!
     const label = `${options.algorithm} ${options.limit}/${options.period}: ttl ${ttl}, expiry ${expiry - response.now} ms ahead`
     assert.ok(expiry >= response.now + ttl, label)
     assert.ok(expiry < response.now + ttl + maxPadMs(ttl, policies[0]), label)
@@ -490,12 +516,15 @@ test('on a Cluster, a slot that moved under a whole-node batch is retried slot b
   }
 })
 
-test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async () => {
+test('calls waiting behind one in flight are refused when the connection drops, never applied after reconnecting', async (t) => {
   const own = new Redis({ host: redis.server.host, port: redis.server.port, autoResendUnfulfilledCommands: false })
   own.on('error', () => undefined)
   const dropping = new RedisStore({ client: own })
   try {
     await dropping.evaluate([{ key: 'warm-up', policies: perMinute, cost: 1 }])
+    // The lane's stall timer and ioredis's reconnect delay on mocked timers: they fire when the test
+    // says, not when the machine's load decides.
+    t.mock.timers.enable({ apis: ['setTimeout'] })
     // Writes (and so the script) stall on the server: the first call stays in flight.
     await redis.client.call('CLIENT', 'PAUSE', '10000', 'WRITE')
     const outcomes = Array.from({ length: 300 }, (_, i) =>
@@ -504,17 +533,28 @@ test('calls waiting behind one in flight are refused when the connection drops, 
         () => 'refused',
       ),
     )
-    // After this turn's flush one part is in flight and the other waits in the lane.
+    // After this turn's flush one part is in flight and the other waits in the lane, which gives up
+    // on the call in flight once it has been quiet for STALL_MS of performance.now().
     await new Promise((resolve) => setImmediate(resolve))
+    const quietSince = performance.now()
+    while (performance.now() - quietSince <= STALL_MS) await new Promise((resolve) => setImmediate(resolve))
     const reconnected = once(own, 'ready')
     own.disconnect(true)
+    // The stall timer fires while the socket is closing (as it did on a busy machine): the waiting
+    // part goes now, and must be refused, not left in ioredis's offline queue for the next connection.
+    t.mock.timers.tick(STALL_MS)
     const answers = await Promise.all(outcomes)
+    while (own.status !== 'ready') {
+      t.mock.timers.tick(1_000)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
     await reconnected
     await redis.client.call('CLIENT', 'UNPAUSE')
-    await new Promise((resolve) => setTimeout(resolve, 100)) // room for any replay to land
+    await own.ping() // after anything ioredis replays on the new connection
     assert.deepEqual(answers, Array(300).fill('refused'))
     const keys = Array.from({ length: 300 }, (_, i) => policyKey('fg:', `drop:${i}`, perMinute[0]))
-    assert.equal(await redis.client.exists(...keys), 0, 'a refused call was applied later')
+    const applied = (await Promise.all(keys.map((key) => redis.client.exists(key)))).flatMap((e, i) => (e ? [i] : []))
+    assert.equal(applied.length, 0, `refused calls were applied later: drop:${applied[0]}..${applied.at(-1)}`)
   } finally {
     await dropping.close()
     own.disconnect()
