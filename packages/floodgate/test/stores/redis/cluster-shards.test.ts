@@ -108,14 +108,16 @@ for (const requireFullCoverage of [false, true]) {
         await cluster.killMaster(keys[0])
         let healed = false
         const healing = cluster.waitUntilHealthy(30_000).then(() => (healed = true))
-        // Load until the victim's breaker opened, the cluster healed and a wave of the victim's
-        // keys was decided by Redis again (states, not times); then ten waves more.
+        // Load until the victim's breaker opened, the cluster healed, a wave of the victim's keys
+        // was decided by Redis again and the store said so (states, not times); then ten waves more.
         let waves = 0
         for (;;) {
           const victimSources = await wave()
           waves++
           const back = victimSources.size === 1 && victimSources.has('store')
-          if (opened.includes(victim) && healed && back) break
+          // The store announces the victim's keys available when it reads the new slot map, which
+          // may come after the promoted replica has already answered them: wait for that too.
+          if (opened.includes(victim) && healed && back && available.includes(victim)) break
           assert.ok(waves < 5_000, `no recovery: healthy ${show(healthy)}, dead ${show(dead)}, opened ${opened}`)
         }
         await healing
