@@ -2,7 +2,7 @@
 // Their flags are GUARD_OPTIONS in serve-options.ts; settings.ts spreads these readers in.
 
 import { z } from 'zod'
-import { parseDuration } from 'floodgate'
+import { count, timerMs } from './setting-values.js'
 
 /** What these options set, part of Settings. */
 export interface GuardSettings {
@@ -24,44 +24,16 @@ export interface GuardSettings {
   grpcMaxConcurrentStreams: number
 }
 
-const wholeNumber = (fallback: number) =>
-  z
-    .string()
-    .regex(/^[1-9]\d*$/, 'expected a whole number ≥ 1')
-    .transform(Number)
-    .refine(Number.isSafeInteger, 'too large')
-    .optional()
-    .transform((n) => n ?? fallback)
-
-// Node's timers hold at most 2^31-1 ms (about 24.8 days); beyond that a timer fires at once.
-const MAX_TIMER_MS = 2 ** 31 - 1
-
-const duration = (fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined) return fallback
-      try {
-        const ms = parseDuration(/^\d+$/.test(value) ? Number(value) : value)
-        if (ms <= MAX_TIMER_MS) return ms
-        ctx.addIssue({ code: 'custom', message: 'at most 24d (2147483647 ms)' })
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^duration: /, '') })
-      }
-      return z.NEVER
-    })
-
 /** The zod fields of these options, spread into the settings schema. */
 export function guardFields() {
   return {
     healthCheckStore: z.boolean().optional(),
-    grpcMaxConnections: wholeNumber(10_000),
-    grpcIdleTimeout: duration(5 * 60_000),
-    grpcHandshakeTimeout: duration(10_000),
-    grpcKeepaliveMinTime: duration(5 * 60_000),
+    grpcMaxConnections: count(10_000),
+    grpcIdleTimeout: timerMs(5 * 60_000),
+    grpcHandshakeTimeout: timerMs(10_000),
+    grpcKeepaliveMinTime: timerMs(5 * 60_000),
     // HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS is a 31-bit field.
-    grpcMaxConcurrentStreams: wholeNumber(100).refine((n) => n <= 2 ** 31 - 1, 'at most 2147483647'),
+    grpcMaxConcurrentStreams: count(100).refine((n) => n <= 2 ** 31 - 1, 'at most 2147483647'),
   }
 }
 

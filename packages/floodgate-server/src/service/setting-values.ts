@@ -46,19 +46,28 @@ export const hostPortList = z
   })
   .optional()
 
-export const durationMs = (fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined) return fallback
-      try {
-        return parseDuration(/^\d+$/.test(value) ? Number(value) : value)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^duration: /, '') })
-        return z.NEVER
-      }
-    })
+/** A duration flag in ms (`250ms`, `5s`, or bare milliseconds), or undefined when absent. */
+export const optionalDurationMs = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined) return undefined
+    try {
+      return parseDuration(/^\d+$/.test(value) ? Number(value) : value)
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^duration: /, '') })
+      return z.NEVER
+    }
+  })
+
+/** A duration flag in ms, or the default when absent. */
+export const durationMs = (fallback: number) => optionalDurationMs.transform((ms) => ms ?? fallback)
+
+// Node's timers hold at most 2^31-1 ms (about 24.8 days); beyond that a timer fires at once.
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** A duration that a Node timer can wait for (at most 2^31-1 ms), or the default when absent. */
+export const timerMs = (fallback: number) => durationMs(fallback).refine((ms) => ms <= MAX_TIMER_MS, 'at most 24d (2147483647 ms)')
 
 // --- Envoy drop-in: value readers of its settings ---
 export const headerName = (fallback: string) =>

@@ -2,10 +2,10 @@
 
 import { z } from 'zod'
 import { peerEntry, readRegionsFile, REGION_NAME } from './region-settings.js'
-import { optionalDurationMs, storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
+import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
-import { durationMs, headerName, hostPortList, port, wholeNumber } from './setting-values.js'
+import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
 
 export const schema = z

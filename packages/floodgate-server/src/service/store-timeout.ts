@@ -1,26 +1,11 @@
 // The service's store timeout: adaptive by default (the library's), fixed with --store-timeout alone,
 // and bounded by --store-timeout-max, which envoyproxy/ratelimit's REDIS_TIMEOUT sets.
 
-import { z } from 'zod'
-import { parseDuration, type RateLimiterOptions } from 'floodgate'
+import type { RateLimiterOptions } from 'floodgate'
 
 /** The library's adaptive bounds, which the service keeps unless told otherwise. */
 const DEFAULT_MIN_MS = 100
 const DEFAULT_MAX_MS = 2_000
-
-/** A duration flag that stays undefined when not given (in ms). */
-export const optionalDurationMs = z
-  .string()
-  .optional()
-  .transform((value, ctx) => {
-    if (value === undefined) return undefined
-    try {
-      return parseDuration(/^\d+$/.test(value) ? Number(value) : value)
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^duration: /, '') })
-      return z.NEVER
-    }
-  })
 
 /** The store timeout as settings hold it: equal bounds are a fixed timeout. */
 export interface StoreTimeoutMs {

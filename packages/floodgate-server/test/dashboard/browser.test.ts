@@ -4,18 +4,15 @@
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { hashKey, type DashboardSnapshot } from 'floodgate/dashboard'
 import { storeKeyOf } from 'floodgate/rules'
 import { checkBody, postJson, startTestService, type TestService } from '../service/helpers.js'
+import { ARTIFACTS, type Browser, launchChromium } from './chromium.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const TOKEN = 'dashboard-test-token'
-// In the checkout, not in the test runner's compiled copy of it, which the next run replaces.
-const ARTIFACTS = join(process.env.FLOODGATE_REPOSITORY ?? join(import.meta.dirname, '../../../..'), 'test-artifacts')
 const RULES = `
 domain: shop
 descriptors:
@@ -50,9 +47,8 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, attem
 
 describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
   let service: TestService
-  let context: BrowserContext
+  let browser: Browser | undefined
   let page: Page
-  let profile: string
   const check = (pairs: Record<string, string>[]) => postJson(`${service.httpUrl}/v1/check`, checkBody('shop', pairs))
   /** A small bounded burst: 20 users within their limit, one (`mallory`) far over it. */
   const load = async (round: number) => {
@@ -67,31 +63,12 @@ describe('/dashboard in headless Chromium', { timeout: 180_000 }, () => {
   const shown = async (id: string) => Number((await page.textContent(`#${id}`))!.replace(/,/g, ''))
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`)
     service = await startTestService(RULES, ['--admin-token', TOKEN])
-    profile = mkdtempSync(join(tmpdir(), 'floodgate-chromium-'))
-    // A fresh profile; no sandbox (CI runs as root), nothing reaching out to the network.
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      httpCredentials: { username: 'admin', password: TOKEN },
-      viewport: { width: 1280, height: 1100 },
-    })
-    page = context.pages()[0] ?? (await context.newPage())
+    browser = await launchChromium({ username: 'admin', password: TOKEN })
+    page = browser.context.pages()[0] ?? (await browser.context.newPage())
   })
   after(async () => {
-    await context?.close()
-    if (profile) rmSync(profile, { recursive: true, force: true })
+    await browser?.close()
     await service?.stop()
   })
 
