@@ -55,6 +55,11 @@ export function sendMessage(stream: http2.ServerHttp2Stream, message: Uint8Array
 /**
  * Ends the call with an error status in a trailers-only answer. A request still arriving (one too
  * big, say) is cut with RST_STREAM NO_ERROR once the answer is out, so its bytes are never read.
+ *
+ * "Once the answer is out" is a turn of the event loop later: the session writes the answer's
+ * HEADERS from a native immediate, which runs before the JavaScript ones. Closed at once, Node 22's
+ * nghttp2 sent the RST_STREAM alone and dropped the answer: the client waited for a status that
+ * never came (a 70 KB request hung until its deadline).
  */
 export function sendStatus(stream: http2.ServerHttp2Stream, status: GrpcStatus): void {
   if (finished(stream)) return
@@ -62,7 +67,7 @@ export function sendStatus(stream: http2.ServerHttp2Stream, status: GrpcStatus):
     { ...RESPONSE_HEADERS, 'grpc-status': String(status.code), 'grpc-message': encodeURI(status.details) },
     { endStream: true },
   )
-  if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR)
+  if (!stream.readableEnded) setImmediate(() => stream.close(http2.constants.NGHTTP2_NO_ERROR))
 }
 
 /**
