@@ -73,7 +73,11 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     isDefault: (v) => /^(redis|memcache)$/i.test(v),
     reason: 'only redis and memcache are supported (or neither: the embedded memory store)',
   },
-  { name: 'CONFIG_TYPE', isDefault: (v) => v.toUpperCase() === 'FILE', reason: 'rules come from files only (no xDS config server)' },
+  {
+    name: 'CONFIG_TYPE',
+    isDefault: (v) => /^(FILE|GRPC_XDS_SOTW)$/i.test(v),
+    reason: 'rules come from files (FILE) or an xDS management server (GRPC_XDS_SOTW)',
+  },
   { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
   { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
   { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },
