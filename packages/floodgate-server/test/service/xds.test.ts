@@ -239,3 +239,33 @@ describe('xDS client', () => {
     }
   })
 })
+
+describe('xDS settings', () => {
+  it("take upstream's defaults, and a malformed value is refused naming its variable", () => {
+    const settings = readSettings(['--host', '127.0.0.1'], { CONFIG_TYPE: 'grpc_xds_sotw' })
+    assert.equal(settings.config, 'xds:localhost:18000')
+    assert.deepEqual(settings.xds, {
+      serverUrl: 'localhost:18000',
+      nodeId: 'default',
+      nodeMetadata: {},
+      headers: {},
+      tls: undefined,
+      backoff: { initialMs: 10_000, maxMs: 60_000, randomFactor: 0.5, jitter: true },
+      maxMessageBytes: undefined,
+    })
+    assert.equal(readSettings(['rules.yaml'], {}).xds, undefined)
+    assert.throws(
+      () => readSettings([], { CONFIG_TYPE: 'GRPC_XDS_SOTW', XDS_CLIENT_BACKOFF_MAX_INTERVAL: '1 minute' }),
+      /XDS_CLIENT_BACKOFF_MAX_INTERVAL=1 minute: expected a duration/,
+    )
+    assert.throws(
+      () =>
+        readSettings([], {
+          CONFIG_TYPE: 'GRPC_XDS_SOTW',
+          CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true',
+          CONFIG_GRPC_XDS_CLIENT_TLS_CERT: 'c.pem',
+        }),
+      /CONFIG_GRPC_XDS_CLIENT_TLS_KEY: set both/,
+    )
+  })
+})
