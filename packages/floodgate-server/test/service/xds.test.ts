@@ -13,6 +13,7 @@ import { readSettings } from '../../src/service/settings.js'
 import { protoDir } from '../../src/service/grpc-server.js'
 import { XdsRules } from '../../src/service/xds/xds-rules.js'
 import { readXdsSettings } from '../../src/service/xds/xds-settings.js'
+import { parseRules, type RuleSet } from 'floodgate/rules'
 import { rlsClients } from './helpers.js'
 import { limitConfig, TestXdsServer } from './xds-server.js'
 
@@ -233,6 +234,66 @@ describe('xDS client', () => {
       const ack = await xds.waitForRequest((r) => r.version_info === 'tls-1')
       assert.equal(ack.error_detail, null)
       assert.equal(rules.loaded, true)
+    } finally {
+      await rules.close()
+      await xds.stop()
+    }
+  })
+})
+
+describe('xDS resources', () => {
+  it('a RateLimitConfig with every field loads as the YAML file it mirrors', async () => {
+    const xds = new TestXdsServer()
+    await xds.start()
+    const full = {
+      name: 'full',
+      domain: 'edge',
+      descriptors: [
+        {
+          key: 'tenant',
+          value: 'acme',
+          descriptors: [
+            {
+              key: 'path',
+              rate_limit: { unit: 'MINUTE', requests_per_unit: 5, name: 'acme-path', replaces: [{ name: 'global' }] },
+              detailed_metric: true,
+              metadata: {
+                fields: { team: { stringValue: 'core' }, tier: { numberValue: 2 }, tags: { listValue: { values: [{ boolValue: true }] } } },
+              },
+            },
+            { key: 'vip', rate_limit: { unlimited: true } },
+          ],
+        },
+        { key: 'ip', rate_limit: { unit: 'WEEK', requests_per_unit: 100, name: 'global' }, shadow_mode: true, quota_mode: true },
+      ],
+    }
+    const yaml = `
+domain: edge
+descriptors:
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: path
+        metadata: { team: core, tier: 2, tags: [true] }
+        detailed_metric: true
+        rate_limit: { unit: minute, requests_per_unit: 5, name: acme-path, replaces: [{ name: global }] }
+      - key: vip
+        rate_limit: { unlimited: true }
+  - key: ip
+    shadow_mode: true
+    quota_mode: true
+    rate_limit: { unit: week, requests_per_unit: 100, name: global }
+`
+    xds.push('f1', [full])
+    const settings = readXdsSettings({ CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${xds.port}` })
+    const rules = new XdsRules(settings as NonNullable<typeof settings>, { protoDir: protoDir() })
+    try {
+      await new Promise((resolve) => rules.once('reload', resolve))
+      // Line numbers differ (the resource is written as JSON); everything else must not.
+      const descriptors = (set: RuleSet) =>
+        JSON.parse(JSON.stringify(set.describe().domains, (key, value) => (key === 'line' || key === 'file' ? undefined : value)))
+      assert.deepEqual(descriptors(rules.current), descriptors(parseRules([{ file: 'edge.yaml', text: yaml }])))
+      assert.deepEqual(rules.current.files, ['xds:full'])
     } finally {
       await rules.close()
       await xds.stop()
