@@ -63,6 +63,7 @@ const HARMLESS: Readonly<Record<string, string>> = {
   GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   TRACING_ENABLED: 'no OpenTelemetry tracing',
+  CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
 

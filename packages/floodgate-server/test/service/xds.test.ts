@@ -329,4 +329,11 @@ describe('xDS settings', () => {
       /CONFIG_GRPC_XDS_CLIENT_TLS_KEY: set both/,
     )
   })
+
+  it('an unreadable CA file stops the start with the variable and the reason', async () => {
+    await assert.rejects(
+      startXdsService({ CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true', CONFIG_GRPC_XDS_SERVER_TLS_CACERT: '/nonexistent/ca.pem' }),
+      /CONFIG_GRPC_XDS_SERVER_TLS_CACERT=\/nonexistent\/ca.pem: cannot read it: .*ENOENT/,
+    )
+  })
 })

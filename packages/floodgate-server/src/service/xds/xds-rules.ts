@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events'
 import { readFileSync } from 'node:fs'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
+import { FloodgateError } from 'floodgate'
 import { ConfigError, formatIssue, parseRules, RuleSet, type RuleSetOptions } from 'floodgate/rules'
 import { RATE_LIMIT_CONFIG_TYPE_URL, rateLimitConfigType, ruleSourcesOf, type AnyResource } from './rate-limit-config.js'
 import type { XdsBackoff, XdsSettings } from './xds-settings.js'
@@ -206,6 +207,17 @@ export function backoffMs(backoff: XdsBackoff, attempt: number, random: () => nu
 function credentialsOf(settings: XdsSettings): grpc.ChannelCredentials {
   const tls = settings.tls
   if (tls === undefined) return grpc.credentials.createInsecure()
-  const read = (path: string | undefined) => (path === undefined ? null : readFileSync(path))
-  return grpc.credentials.createSsl(read(tls.caCert), read(tls.clientKey), read(tls.clientCert))
+  const read = (name: string, path: string | undefined) => {
+    if (path === undefined) return null
+    try {
+      return readFileSync(path)
+    } catch (error) {
+      throw new FloodgateError('INVALID_OPTION', `${name}=${path}: cannot read it: ${(error as Error).message}`)
+    }
+  }
+  return grpc.credentials.createSsl(
+    read('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', tls.caCert),
+    read('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', tls.clientKey),
+    read('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', tls.clientCert),
+  )
 }
