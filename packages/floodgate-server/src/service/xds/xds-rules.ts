@@ -49,8 +49,6 @@ export class XdsRules extends EventEmitter {
   lastError: ConfigError | undefined
   /** The version of the latest accepted response ('' before the first). */
   version = ''
-  /** How many times the stream has been (re)opened; tests and logs read it. */
-  connects = 0
   readonly #settings: XdsSettings
   readonly #ruleOptions: RuleSetOptions
   readonly #type: ReturnType<typeof rateLimitConfigType>
@@ -117,7 +115,6 @@ export class XdsRules extends EventEmitter {
 
   #open(): void {
     if (this.#closed) return
-    this.connects++
     const metadata = new grpc.Metadata()
     for (const [name, value] of Object.entries(this.#settings.headers)) metadata.add(name, value)
     const stream = this.#client.StreamAggregatedResources(metadata)
