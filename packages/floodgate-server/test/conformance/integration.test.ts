@@ -441,7 +441,7 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     const cases: [Record<string, string>, RegExp][] = [
       [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT/],
       [{ REDIS_URL: '/var/run/redis.sock' }, /REDIS_SOCKET_TYPE=unix: Floodgate connects to Redis over TCP only/],
-      [{ CONFIG_TYPE: 'GRPC_XDS_SOTW' }, /CONFIG_TYPE=GRPC_XDS_SOTW: .*no xDS/],
+      [{ CONFIG_TYPE: 'GRPC_XDS_DELTA' }, /CONFIG_TYPE=GRPC_XDS_DELTA: .*GRPC_XDS_SOTW/],
       [{ REDIS_PERSECOND: 'true' }, /REDIS_PERSECOND_SOCKET_TYPE=unix: .*per-second Redis over TCP/],
       [{ HOST: '0.0.0.0', GRPC_HOST: '127.0.0.1' }, /one address/],
     ]
