@@ -47,14 +47,23 @@ describe('merge token on one redis-server', () => {
         store.merge([request('c', 3), request('e', 5), request('a', 1)]),
         store.merge([request('b', 2), request('d', 4), request('f', 6)]),
       ])
-      assert.deepEqual(first.map((answer) => answer.applied), [false, true, false])
-      assert.deepEqual(second.map((answer) => answer.applied), [false, false, true])
+      assert.deepEqual(
+        first.map((answer) => answer.applied),
+        [false, true, false],
+      )
+      assert.deepEqual(
+        second.map((answer) => answer.applied),
+        [false, false, true],
+      )
       assert.deepEqual(await counts(store, ['a', 'b', 'c', 'd', 'e', 'f']), [5, 5, 5, 5, 5, 5])
       // One token for the origin, whose runs joined into one; it expires no earlier than the records
       // it guards and no later than the latest of them (bounded memory).
       const name = `${tokenPrefix('s:', -1)}${ORIGIN}`
       const token = await redis.admin.getBuffer(name)
-      assert.deepEqual(runs(token).map(([from, to]) => [from, to]), [[1, 6]])
+      assert.deepEqual(
+        runs(token).map(([from, to]) => [from, to]),
+        [[1, 6]],
+      )
       const tokenTtl = await redis.admin.pttl(name)
       const recordTtls = await Promise.all((await redis.admin.keys('s:{*')).map((key) => redis.admin.pttl(key)))
       assert.equal(recordTtls.length, 6)
@@ -78,7 +87,10 @@ describe('merge token on one redis-server', () => {
       await redis.admin.set(name, past)
       const [answer] = await store.merge([{ key: 'k', policies: short, units: 1, origin: ORIGIN, seq: 150 }])
       assert.equal(answer.applied, true, 'an expired run no longer stands for its seqs')
-      assert.deepEqual(runs(await redis.admin.getBuffer(name)).map(([from, to]) => [from, to]), [[150, 150]])
+      assert.deepEqual(
+        runs(await redis.admin.getBuffer(name)).map(([from, to]) => [from, to]),
+        [[150, 150]],
+      )
       const ttl = await redis.admin.pttl(name)
       assert.ok(ttl > 0 && ttl <= 3_000, `a token of 1 s records expires within seconds (pttl ${ttl})`)
     } finally {
