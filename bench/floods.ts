@@ -7,16 +7,20 @@
 // connection per call. Printed: its per-call latency p50/p99/max before the flood and during it, the
 // sockets the service shed, its descriptors and RSS, and the kernel's accept-queue overflows.
 // Bounded: BENCH_FLOOD_SCALE (default 1) scales the socket counts, BENCH_HOLD_SECONDS (default 5) is how
-// long the flood holds once connected, BENCH_BASELINE_SECONDS (default 3). Not a test: numbers only.
+// long the flood holds once connected, BENCH_BASELINE_SECONDS (default 3). BENCH_BARE=1 floods bare
+// node:http2 / node:http servers with no Floodgate code instead (a fixed answer, no caps): the floor
+// this machine sets. Not a test: numbers only.
 // Run it alone: flock /tmp/floodgate-bench.lock npm run bench:floods
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { request } from 'node:http'
+import http, { request } from 'node:http'
+import http2 from 'node:http2'
 import { connect, createServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
 import { loadRlsPackage } from '../packages/floodgate-server/src/service/grpc-server.js'
+import { grpcFrame } from './grpc-client.js'
 import { printTable } from './support.js'
 
 const SCALE = Number(process.env.BENCH_FLOOD_SCALE ?? 1)
@@ -28,6 +32,7 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 // 10.0.* is allow-listed in examples/rules.yaml: every call is answered OK, none is counted.
 const DESCRIPTOR = { key: 'remote_address', value: '10.0.0.1' }
 const here = fileURLToPath(import.meta.url)
+const BARE = process.env.BENCH_BARE === '1'
 
 type Surface = 'grpc' | 'http'
 
@@ -130,6 +135,29 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
   process.send?.({ latencies, errors }, () => process.exit(0))
 }
 
+// ---- the floor: bare servers (their own process) -----------------------------------------------------
+
+/** node:http2 answering every call with an empty message and grpc-status 0, node:http with a fixed JSON; no caps. */
+async function bareProcess(): Promise<void> {
+  const answer = grpcFrame(new Uint8Array(0))
+  const grpcServer = http2.createServer()
+  grpcServer.on('stream', (stream) => {
+    stream.on('data', () => {})
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true })
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }))
+      stream.end(answer)
+    })
+  })
+  const httpServer = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"overallCode":"OK"}'))
+  })
+  const listen = (server: http.Server | http2.Http2Server) =>
+    new Promise<number>((resolve) => server.listen(0, '127.0.0.1', 4096, () => resolve((server.address() as { port: number }).port)))
+  process.send?.({ httpPort: await listen(httpServer), grpcPort: await listen(grpcServer) })
+}
+
 // ---- the coordinator ---------------------------------------------------------------------------------
 
 function freePort(): Promise<number> {
@@ -174,6 +202,7 @@ function listenOverflows(): number {
 }
 
 async function metrics(httpPort: number): Promise<Map<string, number>> {
+  if (BARE) return new Map()
   const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text()
   const values = new Map<string, number>()
   for (const line of text.split('\n')) {
@@ -192,6 +221,10 @@ function quantiles(values: readonly number[] | undefined): string[] {
 }
 
 async function startService(args: string[]): Promise<{ service: ChildProcess; httpPort: number; grpcPort: number }> {
+  if (BARE) {
+    const service = child(['--bare'])
+    return { service, ...(await nextMessage<{ httpPort: number; grpcPort: number }>(service, 'httpPort')) }
+  }
   const [httpPort, grpcPort] = [await freePort(), await freePort()]
   const cli = fileURLToPath(new URL('../packages/floodgate-server/src/cli.ts', import.meta.url))
   const config = fileURLToPath(new URL('../examples/rules.yaml', import.meta.url))
@@ -258,7 +291,7 @@ async function runFlood(flood: Flood): Promise<void> {
     const shed = [...during.metrics]
       .filter(([name]) => name.startsWith(`floodgate_connections_closed_total{server="${flood.surface}"`))
       .map(([name, value]) => `${/reason="(\w+)"/.exec(name)?.[1]} ${value - (before.metrics.get(name) ?? 0)}`)
-    const open = during.metrics.get(`floodgate_connections{server="${flood.surface}"}`)
+    const open = during.metrics.get(`floodgate_connections{server="${flood.surface}"}`) ?? '-'
     console.log(
       `flood sockets connected ${connected.map((c) => c.connected).join('+')} ` +
         `(closed while connecting ${connected.map((c) => c.closed).join('+')}); ` +
@@ -290,6 +323,7 @@ const FLOODS: Flood[] = [
 
 const [role, ...rest] = process.argv.slice(2)
 if (role === '--flood') await floodProcess(Number(rest[0]), Number(rest[1]), rest[2] === '-' ? undefined : Buffer.from(rest[2], 'hex'))
+else if (role === '--bare') await bareProcess()
 else if (role === '--legit') await legitProcess(rest[0] as Surface, Number(rest[1]))
 else {
   const only = process.env.BENCH_ONLY === undefined ? undefined : new RegExp(process.env.BENCH_ONLY, 'i')
