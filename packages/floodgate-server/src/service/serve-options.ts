@@ -35,7 +35,7 @@ export const ABUSE_BOUND_OPTIONS = {
     flag: 'max-connections',
     env: 'FLOODGATE_MAX_CONNECTIONS',
     type: 'string',
-    help: 'most HTTP sockets open at once (default 10000)',
+    help: 'most HTTP sockets open at once; past it an idle one is shed, from an address over its share first (default 10000)',
   },
   memoryMaxKeys: {
     flag: 'memory-max-keys',
@@ -63,7 +63,7 @@ export const GUARD_OPTIONS = {
     flag: 'grpc-max-connections',
     env: 'FLOODGATE_GRPC_MAX_CONNECTIONS',
     type: 'string',
-    help: 'most gRPC connections at once; the longest idle is shed (default 10000)',
+    help: 'most gRPC connections at once; past it an idle one is shed, from an address over its share first (default 10000)',
   },
   grpcIdleTimeout: {
     flag: 'grpc-idle-timeout',
