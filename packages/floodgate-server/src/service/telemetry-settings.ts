@@ -23,7 +23,7 @@ export interface StatsdSettings {
 
 export interface TracingSettings {
   protocol: 'http/protobuf' | 'http/json' | 'grpc'
-  /** The receiver's URL; undefined: the exporter reads OTEL_EXPORTER_OTLP_* itself. */
+  /** The receiver's URL; undefined: the exporter's default (localhost:4318, or 4317 for grpc). */
   endpoint: string | undefined
   serviceName: string
   serviceNamespace: string | undefined
@@ -123,12 +123,26 @@ function tracingSettings(o: Fields, env: NodeJS.ProcessEnv): TracingSettings | u
   if (o.tracingProtocol === undefined && standard !== undefined && !['http/protobuf', 'http/json', 'grpc'].includes(standard)) {
     throw new FloodgateError('INVALID_OPTION', `OTEL_EXPORTER_OTLP_PROTOCOL=${standard}: expected http/protobuf, http/json or grpc`)
   }
+  const protocol = o.tracingProtocol ?? (standard as TracingSettings['protocol'] | undefined) ?? 'http/protobuf'
   return {
-    protocol: o.tracingProtocol ?? (standard as TracingSettings['protocol'] | undefined) ?? 'http/protobuf',
-    endpoint: o.tracingEndpoint,
+    protocol,
+    endpoint: o.tracingEndpoint ?? standardEndpoint(env, protocol),
     serviceName: o.tracingServiceName ?? 'floodgate',
     serviceNamespace: o.tracingServiceNamespace || undefined,
     serviceInstanceId: o.tracingServiceInstanceId || undefined,
     samplingRate: o.tracingSamplingRate ?? 1,
   }
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else OTEL_EXPORTER_OTLP_ENDPOINT with the traces path
+ * added for HTTP, as the OTLP exporter specification says. Read here, from the environment the
+ * settings come from; the exporter reads the other OTEL_EXPORTER_OTLP_* (headers, certificates,
+ * timeout) from the process's.
+ */
+function standardEndpoint(env: NodeJS.ProcessEnv, protocol: TracingSettings['protocol']): string | undefined {
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT
+  if (!base) return undefined
+  return protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`
 }

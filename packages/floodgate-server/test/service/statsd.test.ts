@@ -26,6 +26,9 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `
 
+// Bounds a wait for datagrams that never come (the export broken), so the test fails instead of hanging.
+const WAIT = { timeout: 60_000 }
+
 // A frozen clock: the hour's window never turns during a test.
 const NOW = Date.UTC(2026, 0, 1, 12, 30)
 
@@ -92,7 +95,7 @@ describe('statsd export (USE_STATSD)', () => {
   })
   after(() => listener.close())
 
-  it("sends upstream's names and values over TCP, EXTRA_TAGS serialized into the name as gostats does", async () => {
+  it("sends upstream's names and values over TCP, EXTRA_TAGS serialized into the name as gostats does", WAIT, async () => {
     const service = await start({
       USE_STATSD: 'true',
       STATSD_HOST: '127.0.0.1',
@@ -120,7 +123,7 @@ describe('DogStatsD export (USE_DOG_STATSD)', () => {
   })
   after(() => listener.close())
 
-  it('sends over UDP with EXTRA_TAGS as tags, and mogrifiers turning parts of names into tags', async () => {
+  it('sends over UDP with EXTRA_TAGS as tags, and mogrifiers turning parts of names into tags', WAIT, async () => {
     const service = await start({
       USE_STATSD: 'false',
       USE_DOG_STATSD: 'true',
@@ -150,8 +153,13 @@ describe('DogStatsD export (USE_DOG_STATSD)', () => {
 })
 
 describe('statsd: should_rate_limit.redis_error', () => {
-  it('counts a call the store could not answer (Envoy then decides by failure_mode_deny)', async () => {
-    const listener = await udpStatsdListener()
+  let listener: StatsdListener
+  before(async () => {
+    listener = await udpStatsdListener()
+  })
+  after(() => listener.close())
+
+  it('counts a call the store could not answer (Envoy then decides by failure_mode_deny)', WAIT, async () => {
     // Nothing listens there: every store call fails.
     const redis = `redis://127.0.0.1:${await freePort()}`
     const service = await start({}, ['--redis', redis, '--statsd', `127.0.0.1:${listener.port}`, '--statsd-protocol', 'udp'])
@@ -167,7 +175,6 @@ describe('statsd: should_rate_limit.redis_error', () => {
     const name = 'ratelimit.service.call.should_rate_limit.redis_error'
     await listener.until((lines) => countersOf(lines).has(name))
     assert.equal(countersOf(listener.lines).get(name), 1)
-    await listener.close()
   })
 })
 
