@@ -6,7 +6,7 @@ export const TELEMETRY_OPTIONS = {
     flag: 'statsd',
     env: 'FLOODGATE_STATSD',
     type: 'string',
-    help: "send envoyproxy/ratelimit's stats to this statsd server (host:port)",
+    help: "send envoyproxy/ratelimit's stats to this statsd server (default off)",
   },
   statsdFormat: {
     flag: 'statsd-format',
@@ -24,7 +24,7 @@ export const TELEMETRY_OPTIONS = {
     flag: 'statsd-tags',
     env: 'FLOODGATE_STATSD_TAGS',
     type: 'string',
-    help: 'tags on every stat, key:value,… (upstream EXTRA_TAGS)',
+    help: 'tags on every stat, as upstream EXTRA_TAGS (default none)',
   },
   statsdInterval: {
     flag: 'statsd-interval',
@@ -37,7 +37,7 @@ export const TELEMETRY_OPTIONS = {
     env: 'FLOODGATE_STATSD_MOGRIFIERS',
     type: 'string',
     multiple: true,
-    help: 'dogstatsd: rewrite names to tags by DOG_STATSD_MOGRIFIER_<NAME>_{PATTERN,NAME,TAGS} (repeat)',
+    help: 'dogstatsd: names to tags by DOG_STATSD_MOGRIFIER_<NAME>_* (repeat; default none)',
   },
   tracing: {
     flag: 'tracing',
@@ -67,7 +67,7 @@ export const TELEMETRY_OPTIONS = {
     flag: 'tracing-service-namespace',
     env: 'FLOODGATE_TRACING_SERVICE_NAMESPACE',
     type: 'string',
-    help: 'service.namespace of the spans',
+    help: 'service.namespace of the spans (default none)',
   },
   tracingServiceInstanceId: {
     flag: 'tracing-service-instance-id',

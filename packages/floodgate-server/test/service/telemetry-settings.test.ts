@@ -3,6 +3,7 @@
 
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
 import { readSettings } from '../../src/service/settings.js'
 
 const read = (env: Record<string, string>, args: string[] = []) => readSettings(['--config', 'rules.yaml', ...args], env)
@@ -98,5 +99,20 @@ describe('tracing settings', () => {
     assert.throws(() => read({ TRACING_ENABLED: 'true', TRACING_EXPORTER_PROTOCOL: 'zipkin' }), /expected http or grpc/)
     assert.throws(() => read({}, ['--tracing', '--tracing-sampling-rate', '2']), /fraction in \[0, 1\]/)
     assert.throws(() => read({ OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' }, ['--tracing']), /OTEL_EXPORTER_OTLP_PROTOCOL=thrift/)
+  })
+})
+
+describe('loaded only when enabled', () => {
+  it('no module of the service imports hot-shots or OpenTelemetry statically (only `import type` and dynamic import())', () => {
+    const dir = new URL('../../src/service/', import.meta.url)
+    const STATIC_IMPORT = /^import\s+(?!type\b)[^'"]*from\s+['"]([^'"]+)['"]/gm
+    const offenders: string[] = []
+    for (const file of readdirSync(dir).filter((name) => name.endsWith('.ts'))) {
+      const source = readFileSync(new URL(file, dir), 'utf8')
+      for (const [, name] of source.matchAll(STATIC_IMPORT))
+        if (/^(hot-shots|@opentelemetry\/)/.test(name)) offenders.push(`${file}: ${name}`)
+    }
+    assert.deepEqual(offenders, [])
+    assert.match(readFileSync(new URL('statsd.ts', dir), 'utf8'), /await import\('hot-shots'\)/)
   })
 })
