@@ -197,7 +197,8 @@ export async function startService(settings: Settings, options: StartOptions = {
     await limiter.close()
     // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
     await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
-    await telemetry.close()
+    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
+    await within(telemetry.close(), settings.shutdownTimeoutMs)
   }
   let httpUrl: string | undefined
   let grpcPort: number | undefined

@@ -48,9 +48,8 @@ export async function startTracing(settings: TracingSettings, storeKind: string,
   const propagator = new W3CTraceContextPropagator()
   // The request's context, carried to its store calls through the awaits between them.
   const current = new AsyncLocalStorage<Context>()
-  logger.info(
-    `tracing: exporting spans over OTLP ${settings.protocol}${settings.endpoint ? ` to ${settings.endpoint}` : ''}, sampling ${settings.samplingRate}`,
-  )
+  const to = settings.endpoint === undefined ? '' : ` to ${settings.endpoint}`
+  logger.info(`tracing: exporting spans over OTLP ${settings.protocol}${to}, sampling ${settings.samplingRate}`)
   return {
     shouldRateLimit(headers, domain, run) {
       const parent = propagator.extract(api.ROOT_CONTEXT, headers, api.defaultTextMapGetter)
