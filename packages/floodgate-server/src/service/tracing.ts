@@ -1,5 +1,5 @@
 // OpenTelemetry tracing of the Envoy API: one span per ShouldRateLimit, continuing Envoy's trace
-// (W3C `traceparent`), and one per store call under it, exported over OTLP. The SDK is loaded only
+// (W3C `traceparent` or B3), and one per store call under it, exported over OTLP. The SDK is loaded only
 // with --tracing; the library only offers the `onStoreCall` hook that the store spans come from.
 
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -12,7 +12,7 @@ import type { TracingSettings } from './telemetry-settings.js'
 
 /** What the gRPC server and the limiter call; present only while tracing is on. */
 export interface Tracing {
-  /** Runs one ShouldRateLimit call in its span, the child of the caller's `traceparent` when it sent one. */
+  /** Runs one ShouldRateLimit call in its span, the child of the caller's `traceparent` (or B3) when it sent one. */
   shouldRateLimit<T>(headers: http2.IncomingHttpHeaders, domain: () => string | undefined, run: () => Promise<T>): Promise<T>
   /** The limiter's onStoreCall: a span per store call, under the call's ShouldRateLimit span. */
   readonly onStoreCall: StoreCallHook
@@ -31,7 +31,8 @@ export async function startTracing(settings: TracingSettings, storeKind: string,
     '@opentelemetry/sdk-trace-base'
   )
   const { resourceFromAttributes } = await import('@opentelemetry/resources')
-  const { W3CTraceContextPropagator } = await import('@opentelemetry/core')
+  const { CompositePropagator, W3CTraceContextPropagator } = await import('@opentelemetry/core')
+  const { B3Propagator } = await import('@opentelemetry/propagator-b3')
   const exporter = await createExporter(settings)
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({
@@ -45,7 +46,8 @@ export async function startTracing(settings: TracingSettings, storeKind: string,
     spanProcessors: [new BatchSpanProcessor(exporter)],
   })
   const tracer: Tracer = provider.getTracer('floodgate')
-  const propagator = new W3CTraceContextPropagator()
+  // Upstream's order: W3C traceparent, then B3 (single or multi-header, as Envoy's Zipkin tracer sends it).
+  const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new B3Propagator()] })
   // The request's context, carried to its store calls through the awaits between them.
   const current = new AsyncLocalStorage<Context>()
   const to = settings.endpoint === undefined ? '' : ` to ${settings.endpoint}`

@@ -42,12 +42,13 @@ function start(env: Record<string, string>): Promise<RunningService> {
   })
 }
 
-/** One ShouldRateLimit call over grpc-js, with `traceparent` in its metadata when given. */
-async function shouldRateLimit(port: number, user: string, traceparent?: string): Promise<string> {
+/** One ShouldRateLimit call over grpc-js, with `traceparent` in its metadata when given (or other trace headers). */
+async function shouldRateLimit(port: number, user: string, traceparent?: string | Record<string, string>): Promise<string> {
   const pkg = loadRlsPackage() as any
   const client = new pkg.envoy.service.ratelimit.v3.RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure())
   const metadata = new grpc.Metadata()
-  if (traceparent !== undefined) metadata.set('traceparent', traceparent)
+  const headers = typeof traceparent === 'string' ? { traceparent } : (traceparent ?? {})
+  for (const [name, value] of Object.entries(headers)) metadata.set(name, value)
   try {
     const response: any = await new Promise((resolve, reject) =>
       client.ShouldRateLimit(
@@ -133,5 +134,20 @@ describe('tracing (TRACING_ENABLED)', () => {
       'only the trace Envoy sampled',
     )
     assert.equal(exported[0].resource['service.name'], 'RateLimit', "upstream's default service name")
+  })
+
+  it("continues a B3 trace too (Envoy's Zipkin tracer), as upstream's propagators do", async () => {
+    const before = receiver.spans.length
+    const service = await start({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url })
+    const envoy = envoyTrace()
+    try {
+      const b3 = { 'x-b3-traceid': envoy.traceId, 'x-b3-spanid': envoy.spanId, 'x-b3-sampled': '1' }
+      assert.equal(await shouldRateLimit(service.grpcPort, 'b3', b3), 'OK')
+    } finally {
+      await service.close()
+    }
+    const call = receiver.spans.slice(before).find((span) => span.name === 'ShouldRateLimit Execution')
+    assert.ok(call)
+    assert.deepEqual([call.traceId, call.parentSpanId], [envoy.traceId, envoy.spanId])
   })
 })
