@@ -3,6 +3,14 @@
 import { FloodgateError } from 'floodgate'
 
 const TRUE = /^(1|true|t)$/i
+const STATSD_VARIABLES = ['STATSD_HOST', 'STATSD_PORT', 'EXTRA_TAGS', 'STATS_FLUSH_INTERVAL', 'USE_DOG_STATSD_MOGRIFIERS']
+const TRACING_VARIABLES = [
+  'TRACING_SERVICE_NAME',
+  'TRACING_SERVICE_NAMESPACE',
+  'TRACING_SERVICE_INSTANCE_ID',
+  'TRACING_SAMPLING_RATE',
+  'TRACING_EXPORTER_PROTOCOL',
+]
 
 /**
  * USE_STATSD / USE_DOG_STATSD with STATSD_HOST, STATSD_PORT, EXTRA_TAGS, STATS_FLUSH_INTERVAL and
@@ -22,16 +30,22 @@ export function readUpstreamTelemetry(env: NodeJS.ProcessEnv, set: (name: string
       'USE_STATSD=true and USE_DOG_STATSD=true: give one stats sink, as upstream requires (set USE_STATSD=false for DogStatsD)',
     )
   }
-  if (TRUE.test(env.DISABLE_STATS ?? '')) {
-    if (useStatsd || useDogStatsd) notes.push('DISABLE_STATS=true: no statsd is sent, as upstream; metrics stay on GET /metrics')
-  } else if (useStatsd || useDogStatsd) {
+  const disabled = TRUE.test(env.DISABLE_STATS ?? '')
+  if (disabled || !(useStatsd || useDogStatsd)) {
+    const why = disabled ? 'with DISABLE_STATS=true' : 'without USE_STATSD=true or USE_DOG_STATSD=true'
+    for (const name of STATSD_VARIABLES)
+      if (env[name]) notes.push(`${name} is ignored ${why}: no statsd is sent (metrics are on GET /metrics)`)
+  } else {
     set('FLOODGATE_STATSD', `${env.STATSD_HOST || 'localhost'}:${env.STATSD_PORT || '8125'}`)
     set('FLOODGATE_STATSD_FORMAT', useDogStatsd ? 'dogstatsd' : 'statsd')
     if (env.EXTRA_TAGS) set('FLOODGATE_STATSD_TAGS', env.EXTRA_TAGS)
     if (env.STATS_FLUSH_INTERVAL) set('FLOODGATE_STATSD_INTERVAL', env.STATS_FLUSH_INTERVAL)
     if (useDogStatsd && env.USE_DOG_STATSD_MOGRIFIERS) set('FLOODGATE_STATSD_MOGRIFIERS', env.USE_DOG_STATSD_MOGRIFIERS)
   }
-  if (!TRUE.test(env.TRACING_ENABLED ?? '')) return
+  if (!TRUE.test(env.TRACING_ENABLED ?? '')) {
+    for (const name of TRACING_VARIABLES) if (env[name]) notes.push(`${name} is ignored without TRACING_ENABLED=true`)
+    return
+  }
   set('FLOODGATE_TRACING', 'true')
   // Upstream's default name, so existing trace queries keep finding the service.
   set('FLOODGATE_TRACING_SERVICE_NAME', env.TRACING_SERVICE_NAME || 'RateLimit')

@@ -48,10 +48,15 @@ describe('statsd settings', () => {
   })
 
   it('is off unless asked for (upstream defaults USE_STATSD to true: a deliberate difference), and with DISABLE_STATS', () => {
-    assert.equal(read({}).statsd, undefined)
-    const settings = read({ USE_STATSD: 'true', DISABLE_STATS: 'true' })
-    assert.equal(settings.statsd, undefined)
-    assert.ok(settings.upstreamNotes.some((note) => note.startsWith('DISABLE_STATS=true')))
+    const off = read({ STATSD_HOST: 'agent', EXTRA_TAGS: 'a:b' })
+    assert.equal(off.statsd, undefined)
+    assert.deepEqual(off.upstreamNotes, [
+      'STATSD_HOST is ignored without USE_STATSD=true or USE_DOG_STATSD=true: no statsd is sent (metrics are on GET /metrics)',
+      'EXTRA_TAGS is ignored without USE_STATSD=true or USE_DOG_STATSD=true: no statsd is sent (metrics are on GET /metrics)',
+    ])
+    const disabled = read({ USE_STATSD: 'true', DISABLE_STATS: 'true', STATSD_PORT: '9125' })
+    assert.equal(disabled.statsd, undefined)
+    assert.ok(disabled.upstreamNotes.some((note) => note.startsWith('STATSD_PORT is ignored with DISABLE_STATS=true')))
   })
 
   it('refuses what cannot work, saying what to change', () => {
@@ -92,7 +97,9 @@ describe('tracing settings', () => {
     }).tracing
     assert.equal(tracing?.protocol, 'grpc')
     assert.equal(tracing?.endpoint, 'http://c:4317')
-    assert.equal(read({ TRACING_SERVICE_NAME: 'x' }).tracing, undefined)
+    const off = read({ TRACING_SERVICE_NAME: 'x' })
+    assert.equal(off.tracing, undefined)
+    assert.deepEqual(off.upstreamNotes, ['TRACING_SERVICE_NAME is ignored without TRACING_ENABLED=true'])
   })
 
   it('refuses a bad protocol or rate', () => {
