@@ -47,6 +47,8 @@ export interface StatsListener {
   hit(metricKey: string, counts: HitCounts): void
   /** A call that got an error instead of an answer: `store` (redis_error) or `service` (service_error). */
   requestError(kind: 'store' | 'service'): void
+  /** Descriptors of a domain no rules file names (upstream counts each lookup). */
+  domainNotFound(domain: string, descriptors: number): void
   /** A call answered OK only because of SHADOW_MODE. */
   globalShadow(): void
   /** A rules load, and whether it succeeded. */
@@ -227,6 +229,11 @@ export class ServiceMetrics {
   recordRequestError(kind: 'store' | 'service'): void {
     this.#listener?.requestError(kind)
     this.#upstream?.errors.inc({ err_type: kind === 'store' ? 'redis_error' : 'service_error' })
+  }
+
+  /** A request's descriptors looked up in a domain the rules do not have (statsd only, as upstream's domain_not_found). */
+  recordDomainNotFound(domain: string, descriptors: number): void {
+    this.#listener?.domainNotFound(domain, descriptors)
   }
 
   /** A request answered OK only because of global shadow mode. */

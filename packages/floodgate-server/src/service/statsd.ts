@@ -85,6 +85,10 @@ export class StatsdExport implements StatsListener {
     this.#add(`ratelimit.service.call.should_rate_limit.${kind === 'store' ? 'redis_error' : 'service_error'}`, 1)
   }
 
+  domainNotFound(domain: string, descriptors: number): void {
+    this.#add(`ratelimit.service.rate_limit.${sanitizeStatName(domain)}.domain_not_found`, descriptors)
+  }
+
   globalShadow(): void {
     this.#add('ratelimit.service.global_shadow_mode', 1)
   }

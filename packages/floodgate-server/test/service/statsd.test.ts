@@ -53,7 +53,8 @@ function start(env: Record<string, string>, args: string[] = []): Promise<Runnin
  * from an empty counter: 11 hits (count 11: all within), 2 hits (count 13: within, 1 past 12 is
  * near), 3 hits (count 16: 1 over; the 2 from 13 to the limit are near, none within). Then a
  * shadow-mode limit of 1: the first hit within (and near: past floor(0.8) = 0), the second over and
- * shadow. Then a request with no domain: a service error, as upstream's serviceError.
+ * shadow. Then a request with no domain: a service error, as upstream's serviceError; and one in a
+ * domain no rules name.
  */
 async function sendRequests(service: RunningService): Promise<void> {
   const grpc = rlsClients(service.grpcPort)
@@ -66,6 +67,9 @@ async function sendRequests(service: RunningService): Promise<void> {
     const trial = [{ entries: [{ key: 'trial', value: 'x' }] }]
     for (let i = 0; i < 2; i++) assert.equal((await grpc.shouldRateLimit({ domain: 'domain', descriptors: trial })).overall_code, 'OK')
     await assert.rejects(grpc.shouldRateLimit({ domain: '', descriptors: trial }), /domain/)
+    // A domain no rules name: OK, and one domain_not_found per descriptor looked up, as upstream's GetLimit counts.
+    const unknown = { domain: 'nowhere', descriptors: [...trial, ...key4] }
+    assert.equal((await grpc.shouldRateLimit(unknown)).overall_code, 'OK')
   } finally {
     grpc.close()
   }
@@ -82,10 +86,11 @@ const EXPECTED: readonly [string, number][] = [
   ['ratelimit.service.rate_limit.domain.trial.near_limit', 1],
   ['ratelimit.service.rate_limit.domain.trial.over_limit', 1],
   ['ratelimit.service.rate_limit.domain.trial.shadow_mode', 1],
+  ['ratelimit.service.rate_limit.nowhere.domain_not_found', 2],
   ['ratelimit.service.call.should_rate_limit.service_error', 1],
   ['ratelimit.service.config_load_success', 1],
   // Every call the server decoded, the failed one too (upstream's gRPC interceptor counts them).
-  ['ratelimit_server.ShouldRateLimit.total_requests', 6],
+  ['ratelimit_server.ShouldRateLimit.total_requests', 7],
 ]
 
 describe('statsd export (USE_STATSD)', () => {
@@ -111,7 +116,7 @@ describe('statsd export (USE_STATSD)', () => {
     await listener.until((lines) => countersOf(lines).size >= expected.size)
     assert.deepEqual(countersOf(listener.lines), expected)
     const timings = listener.lines.filter((line) => line.startsWith(`ratelimit_server.ShouldRateLimit.response_time${tags}:`))
-    assert.equal(timings.length, 6, 'one response_time per call')
+    assert.equal(timings.length, 7, 'one response_time per call')
     for (const line of timings) assert.match(line, /:\d+\|ms$/)
   })
 })
