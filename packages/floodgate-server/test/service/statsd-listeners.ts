@@ -9,7 +9,7 @@ export interface StatsdListener {
   readonly port: number
   /** Every line received so far, in order. */
   readonly lines: string[]
-  /** Resolves once `done(lines)` holds (checked on every arrival); the test's timeout bounds the wait. */
+  /** Resolves once `done(lines)` holds (checked on every arrival and connection close); the test's timeout bounds the wait. */
   until(done: (lines: readonly string[]) => boolean): Promise<void>
   close(): Promise<void>
 }
@@ -45,8 +45,10 @@ export async function udpStatsdListener(): Promise<StatsdListener> {
   }
 }
 
-export async function tcpStatsdListener(): Promise<StatsdListener> {
+/** A TCP listener also counts the connections the client closed: after that, everything it sent is in. */
+export async function tcpStatsdListener(): Promise<StatsdListener & { readonly closedConnections: () => number }> {
   const { lines, add, until } = collector()
+  let closed = 0
   const sockets = new Set<net.Socket>()
   const server = net.createServer((socket) => {
     sockets.add(socket)
@@ -58,7 +60,11 @@ export async function tcpStatsdListener(): Promise<StatsdListener> {
       partial = text.slice(end + 1)
       if (end >= 0) add(text.slice(0, end + 1))
     })
-    socket.on('close', () => sockets.delete(socket))
+    socket.on('close', () => {
+      sockets.delete(socket)
+      closed++
+      add('')
+    })
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -66,6 +72,7 @@ export async function tcpStatsdListener(): Promise<StatsdListener> {
     port: (server.address() as net.AddressInfo).port,
     lines,
     until,
+    closedConnections: () => closed,
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy()
