@@ -1,5 +1,7 @@
 // The options of `floodgate serve`: each flag, its environment variable, its value's type and its help.
-// Pure data, with no import: `floodgate serve --help` reads it without loading the service.
+// Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
+
+import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
 export interface OptionSpec {
@@ -176,6 +178,7 @@ export const SERVE_OPTIONS = {
   },
   ...ABUSE_BOUND_OPTIONS,
   ...GUARD_OPTIONS,
+  ...TELEMETRY_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   wildcardOrder: {
