@@ -154,6 +154,8 @@ export function serveUsage(): string {
     'Runs the rate-limit service: HTTP JSON API, Envoy gRPC API, Prometheus metrics.',
     'Each option is also read from the environment variable under it; a flag wins over its variable.',
     "envoyproxy/ratelimit's own variables (REDIS_URL, PORT, …) are read too: see docs/envoy.md.",
+    'CONFIG_TYPE=GRPC_XDS_SOTW takes the rules from an xDS management server instead of --config',
+    '(CONFIG_GRPC_XDS_SERVER_URL, CONFIG_GRPC_XDS_NODE_ID, …; docs/service.md#rules-from-xds).',
   ]
   for (const group of HELP_GROUPS) {
     lines.push('', `${group.title}:`)

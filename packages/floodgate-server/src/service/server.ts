@@ -2,12 +2,13 @@
 
 import { pino, type Logger } from 'pino'
 import { FloodgateError, RateLimiter, type Store } from 'floodgate'
-import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { formatIssue } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
 import { EnvoyCompatStore } from './compat-keys.js'
 import { createStore } from './create-store.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
+import { openRules } from './rules-source.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
 import { ServiceMetrics } from './metrics.js'
 import { countRules, ruleIds } from './rule-count.js'
@@ -39,6 +40,11 @@ export interface RunningService {
   /** Re-reads the rules now (SIGHUP); false when they are invalid and the previous ones keep serving. */
   reloadRules(): boolean
   /**
+   * True once rules are loaded: always with a rules file (the service does not start without one);
+   * with CONFIG_TYPE=GRPC_XDS_SOTW, once the management server's first config was accepted.
+   */
+  rulesLoaded(): boolean
+  /**
    * Graceful shutdown: stop accepting, close idle keep-alive sockets at once, answer requests in
    * flight (with `Connection: close`) and return as soon as they are done, cutting what is left at
    * the shutdown timeout; then close the rule watcher, the limiter and the store. Safe to call twice.
@@ -58,15 +64,6 @@ export interface StartOptions {
   clock?: () => number
 }
 
-/** Holds the rules: a watcher that hot-reloads them, or a snapshot loaded once (`--no-watch`). */
-interface RulesSource {
-  readonly current: RuleSet
-  /** The issues of the latest failed reload, until a reload succeeds. */
-  readonly lastError: ConfigError | undefined
-  reload(): boolean
-  close(): Promise<void>
-}
-
 /**
  * Starts everything `settings` describe and resolves once both servers listen. Rejects (with
  * ConfigError for bad rules) if anything cannot start; whatever had started is closed again.
@@ -75,7 +72,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
   const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics })
   for (const note of settings.upstreamNotes) logger.info(note)
-  const rules = openRules(settings, logger, metrics)
+  const rules = await openRules(settings, logger, metrics)
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
   const store = createStore(
@@ -256,53 +253,8 @@ export async function startService(settings: Settings, options: StartOptions = {
     metrics,
     logger,
     reloadRules: () => rules.reload(),
+    rulesLoaded: () => rules.loaded ?? true,
     close,
-  }
-}
-
-function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
-  if (!settings.watch) return loadOnce(settings.config, settings.wildcardOrder, logger, metrics)
-  const watcher = new RuleWatcher(settings.config, { wildcardOrder: settings.wildcardOrder })
-  metrics.recordReload('success', countRules(watcher.current))
-  watcher.on('reload', (next) => {
-    metrics.recordReload('success', countRules(next))
-    logger.info({ files: next.files }, 'rules reloaded')
-  })
-  watcher.on('error', (error: ConfigError) => {
-    metrics.recordReload('error')
-    logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
-  })
-  return watcher
-}
-
-/** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
-function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger: Logger, metrics: ServiceMetrics): RulesSource {
-  let current = loadRules(path, { wildcardOrder })
-  let lastError: ConfigError | undefined
-  metrics.recordReload('success', countRules(current))
-  return {
-    get current() {
-      return current
-    },
-    get lastError() {
-      return lastError
-    },
-    reload() {
-      try {
-        current = loadRules(path, { wildcardOrder })
-        lastError = undefined
-        metrics.recordReload('success', countRules(current))
-        logger.info({ files: current.files }, 'rules reloaded')
-        return true
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error
-        lastError = error
-        metrics.recordReload('error')
-        logger.error({ issues: error.issues.map(formatIssue) }, 'rules reload failed; keeping the previous rules')
-        return false
-      }
-    },
-    close: async () => {},
   }
 }
 

@@ -6,6 +6,7 @@ import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
 import type { RedisTlsSettings } from './redis-connection.js'
+import type { XdsSettings } from './xds/xds-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -23,8 +24,10 @@ export interface HostPort {
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
 export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings {
-  /** The rules: one YAML file or a directory of them. */
+  /** The rules: one YAML file or a directory of them (`xds:<server>` when they come from xDS). */
   config: string
+  /** CONFIG_TYPE=GRPC_XDS_SOTW: rules come from this xDS management server instead of `config`. */
+  xds?: XdsSettings
   store: StoreSettings
   /** Key prefix in Redis (or memcached), so several deployments can share one. */
   redisPrefix: string

@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util'
 import { FloodgateError } from 'floodgate'
 import { readUpstreamEnvironment } from './upstream-env.js'
+import { readXdsSettings } from './xds/xds-settings.js'
 import { type OptionName, type OptionSpec, SERVE_OPTIONS } from './serve-options.js'
 import { unknownFlagMessage } from './serve-help.js'
 import { schema } from './settings-schema.js'
@@ -24,6 +25,13 @@ export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = p
   // envoyproxy/ratelimit's variables (REDIS_URL, PORT, RUNTIME_ROOT, …) first become Floodgate's.
   const upstream = readUpstreamEnvironment(env)
   const raw = rawOptions(argv, upstream.env)
+  // CONFIG_TYPE=GRPC_XDS_SOTW: the management server is the rules' source, and no file is needed.
+  const xds = readXdsSettings(env)
+  if (xds !== undefined) {
+    if (raw.config !== undefined)
+      upstream.notes.push(`rules files (${raw.config}) are ignored with CONFIG_TYPE=GRPC_XDS_SOTW, as upstream ignores them`)
+    raw.config = `xds:${xds.serverUrl}`
+  }
   const parsed = schema.safeParse(raw)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -31,7 +39,7 @@ export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = p
     const where = name ? `--${SERVE_OPTIONS[name].flag} / ${SERVE_OPTIONS[name].env}` : 'options'
     throw new FloodgateError('INVALID_OPTION', `${where}: ${issue.message}`)
   }
-  return { ...parsed.data, upstreamNotes: upstream.notes }
+  return { ...parsed.data, upstreamNotes: upstream.notes, ...(xds === undefined ? {} : { xds }) }
 }
 
 function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions {

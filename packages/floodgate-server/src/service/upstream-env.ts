@@ -63,6 +63,7 @@ const HARMLESS: Readonly<Record<string, string>> = {
   GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   TRACING_ENABLED: 'no OpenTelemetry tracing',
+  CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
 
@@ -73,7 +74,11 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     isDefault: (v) => /^(redis|memcache)$/i.test(v),
     reason: 'only redis and memcache are supported (or neither: the embedded memory store)',
   },
-  { name: 'CONFIG_TYPE', isDefault: (v) => v.toUpperCase() === 'FILE', reason: 'rules come from files only (no xDS config server)' },
+  {
+    name: 'CONFIG_TYPE',
+    isDefault: (v) => /^(FILE|GRPC_XDS_SOTW)$/i.test(v),
+    reason: 'rules come from files (FILE) or an xDS management server (GRPC_XDS_SOTW)',
+  },
   { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
   { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
   { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },

@@ -441,7 +441,7 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     const cases: [Record<string, string>, RegExp][] = [
       [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT/],
       [{ REDIS_URL: 'cache:6379' }, /REDIS_URL=cache:6379 with REDIS_SOCKET_TYPE=unix \(upstream's default\): expected a socket path/],
-      [{ CONFIG_TYPE: 'GRPC_XDS_SOTW' }, /CONFIG_TYPE=GRPC_XDS_SOTW: .*no xDS/],
+      [{ CONFIG_TYPE: 'GRPC_XDS_DELTA' }, /CONFIG_TYPE=GRPC_XDS_DELTA: .*GRPC_XDS_SOTW/],
       [{ REDIS_PERSECOND: 'true', REDIS_PERSECOND_URL: 'c:6380' }, /REDIS_PERSECOND_URL=c:6380 with REDIS_PERSECOND_SOCKET_TYPE=unix/],
       [{ HOST: '0.0.0.0', GRPC_HOST: '127.0.0.1' }, /one address/],
     ]
