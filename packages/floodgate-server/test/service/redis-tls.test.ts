@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { freePort, startRedis, type RedisProcess } from '../../../floodgate/test/support/redis-server.js'
+import { startTlsSentinel } from './redis-tls-sentinel.js'
 import { startService } from '../../src/service/server.js'
 import { readSettings } from '../../src/service/settings.js'
 import { makeTestCerts, tlsServerArgs, type TestCerts } from './redis-tls-certs.js'
@@ -270,6 +271,32 @@ describe('a per-second Redis over TLS', () => {
       perSecondClient.disconnect()
       await service.close()
       await Promise.all([main.stop(), perSecond.stop()])
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('Sentinels and their master over TLS (--redis-tls)', () => {
+  it("the service asks the Sentinel for the master and decides through it, both with the client certificate (upstream's REDIS_TLS)", async () => {
+    const sentinel = await startTlsSentinel(certs)
+    const dir = mkdtempSync(join(tmpdir(), 'floodgate-tls-rules-'))
+    writeFileSync(join(dir, 'rules.yaml'), RULES)
+    const settings = readSettings([], {
+      ...{ REDIS_TYPE: 'sentinel', REDIS_URL: `${sentinel.name},127.0.0.1:${sentinel.port}`, REDIS_SOCKET_TYPE: 'tcp', REDIS_TLS: 'true' },
+      ...{ REDIS_TLS_CACERT: certs.ca, REDIS_TLS_CLIENT_CERT: certs.client.cert, REDIS_TLS_CLIENT_KEY: certs.client.key },
+      ...{ RUNTIME_ROOT: dir, RUNTIME_SUBDIRECTORY: '', RUNTIME_APPDIRECTORY: '.', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0' },
+    })
+    const service = await startService(settings, { logger: pino({ level: 'silent' }) })
+    const master = tlsClient(sentinel.master.port)
+    try {
+      assert.equal(await firstAnswer(service, 'sentinel'), 'OK')
+      assert.equal(await decide(service, 'sentinel'), 'OK')
+      assert.equal(await decide(service, 'sentinel'), 'OVER_LIMIT')
+      assert.ok((await master.keys('fg:*')).length > 0, 'no key of the service in the master')
+    } finally {
+      master.disconnect()
+      await service.close()
+      await sentinel.stop()
       rmSync(dir, { recursive: true, force: true })
     }
   })
