@@ -277,7 +277,7 @@ describe('a per-second Redis over TLS', () => {
 })
 
 describe('Sentinels and their master over TLS (--redis-tls)', () => {
-  it("the service asks the Sentinel for the master and decides through it, both with the client certificate (upstream's REDIS_TLS)", async () => {
+  it("upstream's REDIS_TLS: the service asks the Sentinel for the master and decides through it, both over TLS", async () => {
     const sentinel = await startTlsSentinel(certs)
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-tls-rules-'))
     writeFileSync(join(dir, 'rules.yaml'), RULES)
