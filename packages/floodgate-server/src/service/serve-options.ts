@@ -93,10 +93,34 @@ export const GUARD_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec>
 
+// TLS to Redis, for every Redis connection the service makes (settings in redis-tls-settings.ts).
+export const REDIS_TLS_OPTIONS = {
+  redisTls: {
+    flag: 'redis-tls',
+    env: 'FLOODGATE_REDIS_TLS',
+    type: 'boolean',
+    help: 'TLS to --redis-cluster nodes, --redis-sentinel and its master (a URL: rediss://)',
+  },
+  redisTlsCa: { flag: 'redis-tls-ca', env: 'FLOODGATE_REDIS_TLS_CA', type: 'string', help: 'PEM file of CAs trusted for Redis' },
+  redisTlsCert: { flag: 'redis-tls-cert', env: 'FLOODGATE_REDIS_TLS_CERT', type: 'string', help: 'PEM client certificate for Redis' },
+  redisTlsKey: { flag: 'redis-tls-key', env: 'FLOODGATE_REDIS_TLS_KEY', type: 'string', help: 'PEM key of --redis-tls-cert' },
+  redisTlsSkipHostnameVerification: {
+    flag: 'redis-tls-skip-hostname-verification',
+    env: 'FLOODGATE_REDIS_TLS_SKIP_HOSTNAME_VERIFICATION',
+    type: 'boolean',
+    help: "verify Redis's certificate chain but not its name",
+  },
+} as const satisfies Record<string, OptionSpec>
+
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
-  redisUrl: { flag: 'redis', env: 'FLOODGATE_REDIS_URL', type: 'string', help: 'Redis URL, e.g. redis://localhost:6379' },
+  redisUrl: {
+    flag: 'redis',
+    env: 'FLOODGATE_REDIS_URL',
+    type: 'string',
+    help: 'Redis URL: redis://host:6379, rediss://… (TLS) or unix:///path/redis.sock',
+  },
   redisCluster: { flag: 'redis-cluster', env: 'FLOODGATE_REDIS_CLUSTER', type: 'string', help: 'Redis Cluster seed nodes host:port,…' },
   redisSentinels: { flag: 'redis-sentinel', env: 'FLOODGATE_REDIS_SENTINELS', type: 'string', help: 'Redis Sentinels host:port,…' },
   sentinelName: { flag: 'sentinel-name', env: 'FLOODGATE_REDIS_SENTINEL_NAME', type: 'string', help: 'master name the Sentinels watch' },
@@ -114,7 +138,12 @@ export const SERVE_OPTIONS = {
     type: 'string',
     help: "upstream's CACHE_KEY_PREFIX (default empty)",
   },
-  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: "upstream's per-second Redis URL" },
+  redisPerSecond: {
+    flag: 'redis-per-second',
+    env: 'FLOODGATE_REDIS_PER_SECOND',
+    type: 'string',
+    help: "upstream's per-second Redis URL (as --redis)",
+  },
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
@@ -179,6 +208,7 @@ export const SERVE_OPTIONS = {
   ...ABUSE_BOUND_OPTIONS,
   ...GUARD_OPTIONS,
   ...TELEMETRY_OPTIONS,
+  ...REDIS_TLS_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   wildcardOrder: {

@@ -1,11 +1,11 @@
 // Starts and stops the whole service: rules (watched), store, limiter, HTTP and gRPC servers, metrics wiring.
 
 import { pino, type Logger } from 'pino'
-import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
+import { FloodgateError, RateLimiter, type Store } from 'floodgate'
 import { formatIssue } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
-import { MemcachedStore } from 'floodgate/memcached'
-import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { EnvoyCompatStore } from './compat-keys.js'
+import { createStore } from './create-store.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { openRules, type RulesSource } from './rules-source.js'
@@ -83,7 +83,12 @@ export async function startService(settings: Settings, options: StartOptions = {
   }
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
-  const store = createStore(settings, (ms) => storeLatency?.(ms), options.clock)
+  const store = createStore(
+    settings,
+    (ms) => storeLatency?.(ms),
+    options.clock,
+    (message, cause) => logger.error({ cause }, message),
+  )
   // --compat-keys wraps the region's store: upstream-format rules count on upstream's keys, the rest
   // (rules with `regions` among them) go through the region sync inside.
   const own = store instanceof EnvoyCompatStore ? store.inner : store
@@ -263,27 +268,6 @@ export async function startService(settings: Settings, options: StartOptions = {
     rulesLoaded: () => rules.loaded ?? true,
     close,
   }
-}
-
-/** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
-function createStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
-  const store = createOwnStore(settings, onCall, clock)
-  if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
-  const counter =
-    settings.store.kind === 'memcached'
-      ? createUpstreamMemcacheCounter(settings.store.servers)
-      : createUpstreamRedisCounter(settings.store, settings.redisPerSecondUrl)
-  return new EnvoyCompatStore(store, counter, settings.compatPrefix)
-}
-
-function createOwnStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
-  if (settings.store.kind === 'memory')
-    return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes, ...(clock && { clock }) })
-  // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
-  if (settings.store.kind === 'memcached')
-    return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix, ...(clock && { clock }) })
-  // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings.store, settings.redisPrefix, onCall, settings.regions)
 }
 
 function storeConnected(store: Store): boolean {

@@ -5,16 +5,14 @@ import { peerEntry, readRegionsFile, REGION_NAME } from './region-settings.js'
 import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
+import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
 
 export const schema = z
   .object({
     config: z.string({ error: 'required: the rules file or directory, e.g. --config rules.yaml' }).min(1),
-    redisUrl: z
-      .string()
-      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
-      .optional(),
+    redisUrl,
     redisCluster: hostPortList,
     redisSentinels: hostPortList,
     sentinelName: z.string().min(1).optional(),
@@ -29,10 +27,8 @@ export const schema = z
       .string()
       .optional()
       .transform((p) => p ?? ''),
-    redisPerSecond: z
-      .string()
-      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
-      .optional(),
+    redisPerSecond: redisUrl,
+    ...redisTlsFields(),
     host: z
       .string()
       .min(1)
@@ -118,6 +114,8 @@ export const schema = z
     }
     if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
     if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
+    const tlsIssue = redisTlsIssue(o)
+    if (tlsIssue) issue(...tlsIssue)
     if (o.redisSentinels && !o.sentinelName)
       ctx.addIssue({
         code: 'custom',
@@ -160,6 +158,7 @@ export const schema = z
       compatKeys: o.compatKeys,
       compatPrefix: o.compatPrefix,
       redisPerSecondUrl: o.redisPerSecond,
+      redisTls: redisTlsSettings(o),
       host: o.host,
       httpPort: o.httpPort,
       grpcPort: o.grpcPort,

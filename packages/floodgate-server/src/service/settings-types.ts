@@ -5,12 +5,14 @@ import type { RegionSettings } from './region-settings.js'
 import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
+import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
   | { kind: 'memory' }
+  /** `url`: redis://, rediss:// (TLS) or unix:///path (a socket). */
   | { kind: 'redis'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
@@ -39,6 +41,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Te
   compatPrefix: string
   /** Compat mode: a separate Redis for per-second counters, as upstream's REDIS_PERSECOND_URL. */
   redisPerSecondUrl: string | undefined
+  /** TLS files and options for every TLS connection to Redis (main, per-second, Cluster, Sentinel). */
+  redisTls: RedisTlsSettings
   host: string
   /** 0 picks a free port (tests). */
   httpPort: number

@@ -75,8 +75,6 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
   { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
   { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
-  { name: 'REDIS_TLS_CLIENT_CERT', isDefault: (v) => v === '', reason: 'client certificates for Redis are not supported' },
-  { name: 'REDIS_TLS_CACERT', isDefault: (v) => v === '', reason: 'a custom CA for Redis is not supported' },
   { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
@@ -150,7 +148,50 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   // Health follows the store: NOT_SERVING and /healthcheck 500 while Redis is unreachable.
   if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION')) set('FLOODGATE_HEALTH_CHECK_STORE', env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION as string)
   if (isTrue(env.REDIS_PERSECOND)) readRedisPerSecond(env, set)
+  readRedisTls(env, set, notes)
   return { env: out, notes }
+}
+
+/** Upstream's TLS files for Redis → --redis-tls-*; upstream reads them only when REDIS_TLS or REDIS_PERSECOND_TLS is on. */
+const REDIS_TLS_FILES: readonly [string, string][] = [
+  ['REDIS_TLS_CACERT', 'FLOODGATE_REDIS_TLS_CA'],
+  ['REDIS_TLS_CLIENT_CERT', 'FLOODGATE_REDIS_TLS_CERT'],
+  ['REDIS_TLS_CLIENT_KEY', 'FLOODGATE_REDIS_TLS_KEY'],
+  ['REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'FLOODGATE_REDIS_TLS_SKIP_HOSTNAME_VERIFICATION'],
+]
+
+function readRedisTls(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void, notes: string[]): void {
+  const tls = isTrue(env.REDIS_TLS) || (isTrue(env.REDIS_PERSECOND) && isTrue(env.REDIS_PERSECOND_TLS))
+  for (const [upstream, own] of REDIS_TLS_FILES) {
+    if (env[upstream] === undefined || env[upstream] === '') continue
+    if (tls && env.REDIS_URL) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without REDIS_TLS=true (or REDIS_PERSECOND_TLS=true), as upstream ignores it`)
+  }
+}
+
+/**
+ * A socket path as Floodgate's unix:// URL, REDIS_AUTH ("password" or "user:password") in its
+ * query. TLS over a socket is refused: ioredis dials sockets in the clear.
+ */
+function unixUrl(path: string, auth: string | undefined, tls: boolean, names: { url: string; socket: string; tls: string }): string {
+  if (!path.startsWith('/')) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${names.url}=${path} with ${names.socket}=unix (upstream's default): expected a socket path like /var/run/redis.sock; ` +
+        `for host:port set ${names.socket}=tcp`,
+    )
+  }
+  if (tls) {
+    throw new FloodgateError('INVALID_OPTION', `${names.tls}=true with ${names.socket}=unix: Floodgate reaches a unix socket without TLS`)
+  }
+  const query = new URLSearchParams()
+  if (auth !== undefined) {
+    const colon = auth.indexOf(':')
+    if (colon >= 0) query.set('username', auth.slice(0, colon))
+    query.set('password', colon >= 0 ? auth.slice(colon + 1) : auth)
+  }
+  const search = query.size > 0 ? `?${query}` : ''
+  return `unix://${path.split('/').map(encodeURIComponent).join('/')}${search}`
 }
 
 /**
@@ -161,18 +202,18 @@ function readRedisPerSecond(env: NodeJS.ProcessEnv, set: (name: string, value: s
   const url = env.REDIS_PERSECOND_URL || '/var/run/nutcracker/ratelimitpersecond.sock'
   const socket = (env.REDIS_PERSECOND_SOCKET_TYPE || 'unix').toLowerCase()
   const type = (env.REDIS_PERSECOND_TYPE || 'SINGLE').toUpperCase()
-  if (socket !== 'tcp') {
-    throw new FloodgateError(
-      'INVALID_OPTION',
-      `REDIS_PERSECOND_SOCKET_TYPE=${socket}: Floodgate connects to the per-second Redis over TCP only; ` +
-        'set it to tcp and REDIS_PERSECOND_URL=host:port',
-    )
+  if (socket !== 'tcp' && socket !== 'unix') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_SOCKET_TYPE=${socket}: expected tcp or unix`)
   }
   if (type !== 'SINGLE') {
     throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_TYPE=${type}: Floodgate supports a single per-second Redis only`)
   }
-  if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
   const auth = env.REDIS_PERSECOND_AUTH || undefined
+  if (socket === 'unix') {
+    const names = { url: 'REDIS_PERSECOND_URL', socket: 'REDIS_PERSECOND_SOCKET_TYPE', tls: 'REDIS_PERSECOND_TLS' }
+    return set('FLOODGATE_REDIS_PER_SECOND', unixUrl(url, auth, isTrue(env.REDIS_PERSECOND_TLS), names))
+  }
+  if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
   const userPassword = auth?.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth ?? '')}`
   const credentials = auth === undefined ? '' : `${userPassword}@`
   set('FLOODGATE_REDIS_PER_SECOND', `${isTrue(env.REDIS_PERSECOND_TLS) ? 'rediss' : 'redis'}://${credentials}${url}`)
@@ -186,16 +227,24 @@ function logLevelOf(level: string): string {
   return lower
 }
 
-/** REDIS_URL with REDIS_TYPE (single, sentinel, cluster), REDIS_SOCKET_TYPE, REDIS_AUTH and REDIS_TLS. */
+/** REDIS_URL with REDIS_TYPE (single, sentinel, cluster), REDIS_SOCKET_TYPE (tcp, unix: a path), REDIS_AUTH and REDIS_TLS. */
 function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void): void {
   const url = env.REDIS_URL as string
   const type = (env.REDIS_TYPE || 'SINGLE').toUpperCase()
   const socket = (env.REDIS_SOCKET_TYPE || 'unix').toLowerCase()
   const auth = env.REDIS_AUTH || undefined
-  if (socket !== 'tcp') {
+  if (socket !== 'tcp' && socket !== 'unix') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_SOCKET_TYPE=${socket}: expected tcp or unix`)
+  }
+  if (socket === 'unix' && type === 'SINGLE') {
+    const names = { url: 'REDIS_URL', socket: 'REDIS_SOCKET_TYPE', tls: 'REDIS_TLS' }
+    set('FLOODGATE_REDIS_URL', unixUrl(url, auth, isTrue(env.REDIS_TLS), names))
+    return
+  }
+  if (socket === 'unix') {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `REDIS_SOCKET_TYPE=${socket}: Floodgate connects to Redis over TCP only; set REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`,
+      `REDIS_TYPE=${type} with REDIS_SOCKET_TYPE=unix: ${type.toLowerCase()} nodes are reached over TCP; set REDIS_SOCKET_TYPE=tcp`,
     )
   }
   if (type === 'SINGLE') {
@@ -212,13 +261,15 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
     set('FLOODGATE_REDIS_URL', `${scheme}://${credentials}${url}`)
     return
   }
-  if (auth !== undefined || isTrue(env.REDIS_TLS)) {
+  if (auth !== undefined) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; ` +
-        'use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections',
+      `REDIS_TYPE=${type} with REDIS_AUTH: not supported by Floodgate; ` +
+        'use a single Redis (REDIS_TYPE=single) for authenticated connections',
     )
   }
+  // TLS to every Cluster node, or to the Sentinels and their master, as upstream's dialer.
+  if (isTrue(env.REDIS_TLS)) set('FLOODGATE_REDIS_TLS', 'true')
   if (type === 'CLUSTER') {
     set('FLOODGATE_REDIS_CLUSTER', url)
     return
