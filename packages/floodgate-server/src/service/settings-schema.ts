@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { peerEntry, readRegionsFile, REGION_NAME } from './region-settings.js'
 import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
+import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-listen-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
@@ -74,6 +75,7 @@ export const schema = z
     shutdownTimeout: durationMs(10_000),
     ...abuseBoundFields(),
     ...guardFields(),
+    ...grpcListenFields(),
 
     // --- Envoy drop-in ---
     wildcardOrder: z
@@ -106,6 +108,7 @@ export const schema = z
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
+    grpcListenIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
@@ -176,6 +179,7 @@ export const schema = z
       shutdownTimeoutMs: o.shutdownTimeout,
       ...abuseBounds(o),
       ...guardSettings(o),
+      ...grpcListenSettings(o),
 
       // --- Envoy drop-in ---
       envoyOnStoreError: o.onStoreError ?? 'error',

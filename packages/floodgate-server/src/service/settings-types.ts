@@ -4,6 +4,7 @@ import type { ResponseHeaderNames } from './envoy-response.js'
 import type { RegionSettings } from './region-settings.js'
 import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
+import type { GrpcListenSettings } from './grpc-listen-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
 
 /** Where rate-limit state lives. */
@@ -20,7 +21,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings {
+export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, GrpcListenSettings {
   /** The rules: one YAML file or a directory of them. */
   config: string
   store: StoreSettings
