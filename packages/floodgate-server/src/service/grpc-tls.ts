@@ -73,7 +73,10 @@ export function createSecureGrpcServer(
       if (next.cert.equals(pem.cert) && next.key.equals(pem.key) && sameCa(next.ca, pem.ca)) return
       options = secureContextOptions(next)
     } catch (error) {
-      logger.error({ err: error, cert: settings.certFile, key: settings.keyFile }, 'gRPC TLS files changed but do not load: keeping the old ones')
+      logger.error(
+        { err: error, cert: settings.certFile, key: settings.keyFile },
+        'gRPC TLS files changed but do not load: keeping the old ones',
+      )
       return
     }
     server.setSecureContext(options)

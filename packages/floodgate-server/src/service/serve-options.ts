@@ -93,14 +93,24 @@ export const GUARD_OPTIONS = {
 
 // How the gRPC port listens: TLS and mTLS, a unix socket, connection age (grpc-listen-settings.ts reads them).
 export const GRPC_LISTEN_OPTIONS = {
-  grpcTls: { flag: 'grpc-tls', env: 'FLOODGATE_GRPC_TLS', type: 'boolean', help: 'serve gRPC over TLS (needs --grpc-tls-cert, --grpc-tls-key)' },
+  grpcTls: {
+    flag: 'grpc-tls',
+    env: 'FLOODGATE_GRPC_TLS',
+    type: 'boolean',
+    help: 'serve gRPC over TLS (needs --grpc-tls-cert, --grpc-tls-key)',
+  },
   grpcTlsCert: {
     flag: 'grpc-tls-cert',
     env: 'FLOODGATE_GRPC_TLS_CERT',
     type: 'string',
     help: 'PEM certificate chain of the gRPC server; reloaded when the file changes',
   },
-  grpcTlsKey: { flag: 'grpc-tls-key', env: 'FLOODGATE_GRPC_TLS_KEY', type: 'string', help: 'PEM private key of --grpc-tls-cert; reloaded too' },
+  grpcTlsKey: {
+    flag: 'grpc-tls-key',
+    env: 'FLOODGATE_GRPC_TLS_KEY',
+    type: 'string',
+    help: 'PEM private key of --grpc-tls-cert; reloaded too',
+  },
   grpcClientCa: {
     flag: 'grpc-client-ca',
     env: 'FLOODGATE_GRPC_CLIENT_CA',

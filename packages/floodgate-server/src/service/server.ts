@@ -202,7 +202,9 @@ export async function startService(settings: Settings, options: StartOptions = {
     // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
     // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
     if (settings.grpc)
-      grpcPort = await grpc.listen(settings.grpcSocket === undefined ? { host: settings.host, port: settings.grpcPort } : { path: settings.grpcSocket })
+      grpcPort = await grpc.listen(
+        settings.grpcSocket === undefined ? { host: settings.host, port: settings.grpcPort } : { path: settings.grpcSocket },
+      )
     if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort, backlog: LISTEN_BACKLOG })
   } catch (error) {
     await http.close()
@@ -214,7 +216,8 @@ export async function startService(settings: Settings, options: StartOptions = {
   const httpPort = httpUrl === undefined ? undefined : (http.server.address() as { port: number }).port
   const httpBindUrl = httpPort === undefined ? undefined : `http://${host}:${httpPort}`
   // grpc-js's own form of a unix socket address, so the address logged is the one a client dials.
-  const grpcAddress = grpcPort === undefined ? undefined : settings.grpcSocket !== undefined ? `unix:${settings.grpcSocket}` : `${host}:${grpcPort}`
+  const grpcAddress =
+    grpcPort === undefined ? undefined : settings.grpcSocket !== undefined ? `unix:${settings.grpcSocket}` : `${host}:${grpcPort}`
   const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
   logger.info(
     { http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files },

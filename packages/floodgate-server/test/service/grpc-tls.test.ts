@@ -6,9 +6,12 @@ import assert from 'node:assert/strict'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import tls from 'node:tls'
 import * as grpc from '@grpc/grpc-js'
+import { pino } from 'pino'
 import { loadRlsPackage } from '../../src/service/grpc-server.js'
+import { readUpstreamEnvironment } from '../../src/service/upstream-env.js'
 import { startTestService, type TestService } from './helpers.js'
 import { makeCa, makeLeaf, type CertFiles } from './tls-certs.js'
 
@@ -25,7 +28,9 @@ function tlsClient(port: number, ca: CertFiles, client?: CertFiles) {
   const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(`localhost:${port}`, credentials)
   return {
     shouldRateLimit: (request: unknown) =>
-      new Promise<any>((resolve, reject) => rls.ShouldRateLimit(request, (error: Error | null, answer: any) => (error ? reject(error) : resolve(answer)))),
+      new Promise<any>((resolve, reject) =>
+        rls.ShouldRateLimit(request, (error: Error | null, answer: any) => (error ? reject(error) : resolve(answer))),
+      ),
     close: () => rls.close(),
   }
 }
@@ -81,12 +86,13 @@ describe('gRPC over TLS and mTLS', () => {
   after(() => rmSync(dir, { recursive: true, force: true }))
 
   /** The service with TLS on copies of the server's files (tests rotate them), and a folder of its own. */
-  async function start(extra: string[] = []): Promise<{ service: TestService; files: CertFiles }> {
+  async function start(extra: string[] = [], logger?: pino.Logger): Promise<{ service: TestService; files: CertFiles }> {
     const live = mkdtempSync(join(dir, 'live-'))
     const files = { cert: join(live, 'tls.crt'), key: join(live, 'tls.key') }
     copyFileSync(server.cert, files.cert)
     copyFileSync(server.key, files.key)
-    const service = await startTestService(undefined, ['--grpc-tls', '--grpc-tls-cert', files.cert, '--grpc-tls-key', files.key, ...extra])
+    const args = ['--grpc-tls', '--grpc-tls-cert', files.cert, '--grpc-tls-key', files.key, ...extra]
+    const service = await startTestService(undefined, args, logger === undefined ? {} : { logger })
     return { service, files }
   }
 
@@ -159,16 +165,46 @@ describe('gRPC over TLS and mTLS', () => {
     }
   })
 
-  it('a bad rotation alone leaves the old certificate served', async () => {
-    const { service, files } = await start()
+  it('a bad rotation alone is logged and leaves the old certificate served', async () => {
+    const lines: string[] = []
+    const logged = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk))
+        done()
+      },
+    })
+    const { service, files } = await start([], pino({ level: 'info' }, logged))
     try {
-      writeFileSync(files.cert, 'not a certificate')
-      // The reload has run (and failed) once the old files are put back and a new rotation is taken up.
+      // A pair that does not match: the certificate of the first, the key of the second.
       copyFileSync(rotated.key, files.key)
+      for (let attempt = 0; attempt < 200 && !lines.some((l) => l.includes('do not load')); attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.ok(
+        lines.some((l) => l.includes('do not load: keeping the old ones')),
+        'the failed reload is logged',
+      )
       assert.equal(await servedCn(service.grpcPort, ca), 'first')
     } finally {
       await service.stop()
     }
+  })
+
+  it('reads upstream variables: GRPC_SERVER_USE_TLS with its files; the files alone are ignored, as upstream', () => {
+    const { env } = readUpstreamEnvironment({
+      GRPC_SERVER_USE_TLS: 'true',
+      GRPC_SERVER_TLS_CERT: '/tls/tls.crt',
+      GRPC_SERVER_TLS_KEY: '/tls/tls.key',
+      GRPC_CLIENT_TLS_CACERT: '/tls/ca.crt',
+      GRPC_CLIENT_TLS_SAN: 'envoy.internal',
+    })
+    assert.equal(env.FLOODGATE_GRPC_TLS, 'true')
+    assert.equal(env.FLOODGATE_GRPC_TLS_CERT, '/tls/tls.crt')
+    assert.equal(env.FLOODGATE_GRPC_TLS_KEY, '/tls/tls.key')
+    assert.equal(env.FLOODGATE_GRPC_CLIENT_CA, '/tls/ca.crt')
+    assert.equal(env.FLOODGATE_GRPC_CLIENT_SAN, 'envoy.internal')
+    const off = readUpstreamEnvironment({ GRPC_SERVER_TLS_CERT: '/tls/tls.crt' })
+    assert.equal(off.env.FLOODGATE_GRPC_TLS_CERT, undefined)
+    assert.ok(off.notes.some((note) => note.includes('GRPC_SERVER_TLS_CERT is ignored')))
   })
 
   it('refuses --grpc-tls without a certificate and key, and a client CA without --grpc-tls', async () => {
