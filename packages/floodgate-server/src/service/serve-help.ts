@@ -61,6 +61,7 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'globalQuotaMode',
       'dynamicMetadata',
       'grpcResponseHeaders',
+      'mergeDomains',
       'limitHeader',
       'remainingHeader',
       'resetHeader',

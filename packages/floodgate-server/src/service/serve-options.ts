@@ -226,6 +226,12 @@ export const SERVE_OPTIONS = {
   ...GRPC_LISTEN_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
+  mergeDomains: {
+    flag: 'merge-domains',
+    env: 'FLOODGATE_MERGE_DOMAINS',
+    type: 'boolean',
+    help: "a domain's descriptors may span files (upstream's MERGE_DOMAIN_CONFIG)",
+  },
   wildcardOrder: {
     flag: 'wildcard-order',
     env: 'FLOODGATE_WILDCARD_ORDER',

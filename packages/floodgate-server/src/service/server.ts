@@ -2,7 +2,7 @@
 
 import { pino, type Logger } from 'pino'
 import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
-import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { ConfigError, formatIssue, loadRules, type RuleSet, type RuleSetOptions, RuleWatcher } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
 import { MemcachedStore } from 'floodgate/memcached'
 import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
@@ -266,8 +266,9 @@ export async function startService(settings: Settings, options: StartOptions = {
 }
 
 function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): RulesSource {
-  if (!settings.watch) return loadOnce(settings.config, settings.wildcardOrder, logger, metrics)
-  const watcher = new RuleWatcher(settings.config, { wildcardOrder: settings.wildcardOrder })
+  const options = { wildcardOrder: settings.wildcardOrder, mergeDomains: settings.mergeDomains }
+  if (!settings.watch) return loadOnce(settings.config, options, logger, metrics)
+  const watcher = new RuleWatcher(settings.config, options)
   metrics.recordReload('success', countRules(watcher.current))
   watcher.on('reload', (next) => {
     metrics.recordReload('success', countRules(next))
@@ -281,8 +282,8 @@ function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics):
 }
 
 /** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
-function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger: Logger, metrics: ServiceMetrics): RulesSource {
-  let current = loadRules(path, { wildcardOrder })
+function loadOnce(path: string, options: RuleSetOptions, logger: Logger, metrics: ServiceMetrics): RulesSource {
+  let current = loadRules(path, options)
   let lastError: ConfigError | undefined
   metrics.recordReload('success', countRules(current))
   return {
@@ -294,7 +295,7 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
     },
     reload() {
       try {
-        current = loadRules(path, { wildcardOrder })
+        current = loadRules(path, options)
         lastError = undefined
         metrics.recordReload('success', countRules(current))
         logger.info({ files: current.files }, 'rules reloaded')

@@ -78,6 +78,7 @@ export const schema = z
     ...grpcListenFields(),
 
     // --- Envoy drop-in ---
+    mergeDomains: z.boolean().optional(),
     wildcardOrder: z
       .enum(['file', 'specific'], { error: 'expected file or specific' })
       .optional()
@@ -184,6 +185,7 @@ export const schema = z
       // --- Envoy drop-in ---
       envoyOnStoreError: o.onStoreError ?? 'error',
       wildcardOrder: o.wildcardOrder,
+      mergeDomains: o.mergeDomains ?? false,
       responseHeaderNames: { limit: o.limitHeader, remaining: o.remainingHeader, reset: o.resetHeader },
       stopIncrementWhenOverLimit: o.stopIncrement ?? false,
       globalShadowMode: o.globalShadowMode ?? false,

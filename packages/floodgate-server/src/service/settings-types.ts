@@ -68,6 +68,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Gr
   wildcardOrder: 'file' | 'specific'
   /** RateLimit-* header names added to Envoy answers when `grpcResponseHeaders` is on. */
   responseHeaderNames: ResponseHeaderNames
+  /** MERGE_DOMAIN_CONFIG: a domain's descriptors may be spread over several files. */
+  mergeDomains: boolean
   /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   stopIncrementWhenOverLimit: boolean
   /** SHADOW_MODE: never answer OVER_LIMIT overall. */

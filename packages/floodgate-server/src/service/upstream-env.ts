@@ -29,6 +29,7 @@ const SAME_MEANING: readonly [string, string][] = [
   // Upstream's longest wait for Redis: the adaptive store timeout's maximum (it waits less while the store answers fast).
   ['REDIS_TIMEOUT', 'FLOODGATE_STORE_TIMEOUT_MAX'],
   ['GRPC_UDS', 'FLOODGATE_GRPC_SOCKET'],
+  ['MERGE_DOMAIN_CONFIG', 'FLOODGATE_MERGE_DOMAINS'],
 ]
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
@@ -73,7 +74,6 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     reason: 'only redis and memcache are supported (or neither: the embedded memory store)',
   },
   { name: 'CONFIG_TYPE', isDefault: (v) => v.toUpperCase() === 'FILE', reason: 'rules come from files only (no xDS config server)' },
-  { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
   { name: 'REDIS_TLS_CLIENT_CERT', isDefault: (v) => v === '', reason: 'client certificates for Redis are not supported' },
   { name: 'REDIS_TLS_CACERT', isDefault: (v) => v === '', reason: 'a custom CA for Redis is not supported' },
