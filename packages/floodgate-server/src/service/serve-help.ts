@@ -19,6 +19,19 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
     options: ['host', 'httpPort', 'grpcPort', 'noHttp', 'noGrpc', 'adminToken', 'dashboardRawKeys'],
   },
   {
+    title: 'gRPC TLS and sockets',
+    options: [
+      'grpcTls',
+      'grpcTlsCert',
+      'grpcTlsKey',
+      'grpcClientCa',
+      'grpcClientSan',
+      'grpcSocket',
+      'grpcMaxConnectionAge',
+      'grpcMaxConnectionAgeGrace',
+    ],
+  },
+  {
     title: 'Store',
     options: [
       'redisUrl',
@@ -53,6 +66,7 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'globalQuotaMode',
       'dynamicMetadata',
       'grpcResponseHeaders',
+      'mergeDomains',
       'limitHeader',
       'remainingHeader',
       'resetHeader',
@@ -166,6 +180,13 @@ export const PLACEHOLDERS: Partial<Record<OptionName, string>> = {
   tracingServiceNamespace: '<namespace>',
   tracingServiceInstanceId: '<id>',
   tracingSamplingRate: '<0..1>',
+  grpcTlsCert: '<file>',
+  grpcTlsKey: '<file>',
+  grpcClientCa: '<file>',
+  grpcClientSan: '<name>',
+  grpcSocket: '<path>',
+  grpcMaxConnectionAge: '<duration>',
+  grpcMaxConnectionAgeGrace: '<duration>',
 }
 
 const FLAG_COLUMN = 34

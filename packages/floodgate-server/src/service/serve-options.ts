@@ -112,6 +112,53 @@ export const REDIS_TLS_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec>
 
+// How the gRPC port listens: TLS and mTLS, a unix socket, connection age (grpc-listen-settings.ts reads them).
+export const GRPC_LISTEN_OPTIONS = {
+  grpcTls: {
+    flag: 'grpc-tls',
+    env: 'FLOODGATE_GRPC_TLS',
+    type: 'boolean',
+    help: 'serve gRPC over TLS (needs --grpc-tls-cert, --grpc-tls-key)',
+  },
+  grpcTlsCert: {
+    flag: 'grpc-tls-cert',
+    env: 'FLOODGATE_GRPC_TLS_CERT',
+    type: 'string',
+    help: 'PEM certificate chain of the gRPC server; reloaded when the file changes',
+  },
+  grpcTlsKey: {
+    flag: 'grpc-tls-key',
+    env: 'FLOODGATE_GRPC_TLS_KEY',
+    type: 'string',
+    help: 'PEM private key of --grpc-tls-cert; reloaded too',
+  },
+  grpcClientCa: {
+    flag: 'grpc-client-ca',
+    env: 'FLOODGATE_GRPC_CLIENT_CA',
+    type: 'string',
+    help: 'PEM CA of client certificates: mTLS, a client without one is refused',
+  },
+  grpcClientSan: {
+    flag: 'grpc-client-san',
+    env: 'FLOODGATE_GRPC_CLIENT_SAN',
+    type: 'string',
+    help: 'DNS name a client certificate must carry as subjectAltName',
+  },
+  grpcSocket: { flag: 'grpc-socket', env: 'FLOODGATE_GRPC_SOCKET', type: 'string', help: 'serve gRPC on this unix socket, not TCP' },
+  grpcMaxConnectionAge: {
+    flag: 'grpc-max-connection-age',
+    env: 'FLOODGATE_GRPC_MAX_CONNECTION_AGE',
+    type: 'string',
+    help: 'GOAWAY to a gRPC connection this old, ±10% (default 24h)',
+  },
+  grpcMaxConnectionAgeGrace: {
+    flag: 'grpc-max-connection-age-grace',
+    env: 'FLOODGATE_GRPC_MAX_CONNECTION_AGE_GRACE',
+    type: 'string',
+    help: 'then cut it after this, calls still running or not (default 1h)',
+  },
+} as const satisfies Record<string, OptionSpec>
+
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
@@ -209,8 +256,15 @@ export const SERVE_OPTIONS = {
   ...GUARD_OPTIONS,
   ...TELEMETRY_OPTIONS,
   ...REDIS_TLS_OPTIONS,
+  ...GRPC_LISTEN_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
+  mergeDomains: {
+    flag: 'merge-domains',
+    env: 'FLOODGATE_MERGE_DOMAINS',
+    type: 'boolean',
+    help: "a domain's descriptors may span files (upstream's MERGE_DOMAIN_CONFIG)",
+  },
   wildcardOrder: {
     flag: 'wildcard-order',
     env: 'FLOODGATE_WILDCARD_ORDER',

@@ -58,6 +58,8 @@ export interface StartOptions {
   logger?: Logger
   /** Timers for the shutdown deadline (default the system's); tests pass ones they fire by hand. */
   timers?: ShutdownTimers
+  /** Timers of the gRPC connections' age (--grpc-max-connection-age; default the system's); tests fire them by hand. */
+  connectionAgeTimers?: ShutdownTimers
   /**
    * Milliseconds since the epoch for the limiter and the embedded and memcached stores (default
    * Date.now); tests freeze it. A Redis store decides on its server's clock.
@@ -191,6 +193,9 @@ export async function startService(settings: Settings, options: StartOptions = {
       keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
       maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
     },
+    tls: settings.grpcTls,
+    connectionAge: { maxAgeMs: settings.grpcMaxConnectionAgeMs, graceMs: settings.grpcMaxConnectionAgeGraceMs },
+    timers: options.connectionAgeTimers,
   })
   const connections = new ConnectionTracker(http.server, settings.maxConnections)
   registerConnectionMetrics(metrics.registry, { http: () => connections.stats(), grpc: () => grpc.connections() })
@@ -210,7 +215,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   try {
     // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
     // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
-    if (settings.grpc) grpcPort = await grpc.listen(settings.host, settings.grpcPort)
+    if (settings.grpc)
+      grpcPort = await grpc.listen(
+        settings.grpcSocket === undefined ? { host: settings.host, port: settings.grpcPort } : { path: settings.grpcSocket },
+      )
     if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort, backlog: LISTEN_BACKLOG })
   } catch (error) {
     await http.close()
@@ -221,7 +229,9 @@ export async function startService(settings: Settings, options: StartOptions = {
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const httpPort = httpUrl === undefined ? undefined : (http.server.address() as { port: number }).port
   const httpBindUrl = httpPort === undefined ? undefined : `http://${host}:${httpPort}`
-  const grpcAddress = grpcPort === undefined ? undefined : `${host}:${grpcPort}`
+  // grpc-js's own form of a unix socket address, so the address logged is the one a client dials.
+  const grpcAddress =
+    grpcPort === undefined ? undefined : settings.grpcSocket !== undefined ? `unix:${settings.grpcSocket}` : `${host}:${grpcPort}`
   const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
   logger.info(
     { http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files },

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { peerEntry, readRegionsFile, REGION_NAME } from './region-settings.js'
 import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
+import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-listen-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
 import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
@@ -70,8 +71,10 @@ export const schema = z
     shutdownTimeout: durationMs(10_000),
     ...abuseBoundFields(),
     ...guardFields(),
+    ...grpcListenFields(),
 
     // --- Envoy drop-in ---
+    mergeDomains: z.boolean().optional(),
     wildcardOrder: z
       .enum(['file', 'specific'], { error: 'expected file or specific' })
       .optional()
@@ -102,6 +105,7 @@ export const schema = z
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
+    grpcListenIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
@@ -175,10 +179,12 @@ export const schema = z
       shutdownTimeoutMs: o.shutdownTimeout,
       ...abuseBounds(o),
       ...guardSettings(o),
+      ...grpcListenSettings(o),
 
       // --- Envoy drop-in ---
       envoyOnStoreError: o.onStoreError ?? 'error',
       wildcardOrder: o.wildcardOrder,
+      mergeDomains: o.mergeDomains ?? false,
       responseHeaderNames: { limit: o.limitHeader, remaining: o.remainingHeader, reset: o.resetHeader },
       stopIncrementWhenOverLimit: o.stopIncrement ?? false,
       globalShadowMode: o.globalShadowMode ?? false,

@@ -4,6 +4,7 @@ import type { ResponseHeaderNames } from './envoy-response.js'
 import type { RegionSettings } from './region-settings.js'
 import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
+import type { GrpcListenSettings } from './grpc-listen-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
 import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
@@ -24,7 +25,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, TelemetrySettings {
+export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, TelemetrySettings, GrpcListenSettings {
   /** The rules: one YAML file or a directory of them (`xds:<server>` when they come from xDS). */
   config: string
   /** CONFIG_TYPE=GRPC_XDS_SOTW: rules come from this xDS management server instead of `config`. */
@@ -75,6 +76,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Te
   wildcardOrder: 'file' | 'specific'
   /** RateLimit-* header names added to Envoy answers when `grpcResponseHeaders` is on. */
   responseHeaderNames: ResponseHeaderNames
+  /** MERGE_DOMAIN_CONFIG: a domain's descriptors may be spread over several files. */
+  mergeDomains: boolean
   /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   stopIncrementWhenOverLimit: boolean
   /** SHADOW_MODE: never answer OVER_LIMIT overall. */

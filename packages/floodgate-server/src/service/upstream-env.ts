@@ -29,6 +29,8 @@ const SAME_MEANING: readonly [string, string][] = [
   ['RESPONSE_DYNAMIC_METADATA', 'FLOODGATE_RESPONSE_DYNAMIC_METADATA'],
   // Upstream's longest wait for Redis: the adaptive store timeout's maximum (it waits less while the store answers fast).
   ['REDIS_TIMEOUT', 'FLOODGATE_STORE_TIMEOUT_MAX'],
+  ['GRPC_UDS', 'FLOODGATE_GRPC_SOCKET'],
+  ['MERGE_DOMAIN_CONFIG', 'FLOODGATE_MERGE_DOMAINS'],
 ]
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
@@ -53,8 +55,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
   HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
-  GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
-  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
@@ -71,9 +71,6 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     isDefault: (v) => /^(FILE|GRPC_XDS_SOTW)$/i.test(v),
     reason: 'rules come from files (FILE) or an xDS management server (GRPC_XDS_SOTW)',
   },
-  { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
-  { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
-  { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
   { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
@@ -122,6 +119,7 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   if (host ?? grpcHost) set('FLOODGATE_HOST', (host ?? grpcHost) as string)
 
   readUpstreamTelemetry(env, set, notes)
+  readGrpcListen(env, set, notes)
 
   if (given('LOG_LEVEL')) set('FLOODGATE_LOG_LEVEL', logLevelOf(env.LOG_LEVEL as string))
 
@@ -217,6 +215,42 @@ function readRedisPerSecond(env: NodeJS.ProcessEnv, set: (name: string, value: s
   const userPassword = auth?.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth ?? '')}`
   const credentials = auth === undefined ? '' : `${userPassword}@`
   set('FLOODGATE_REDIS_PER_SECOND', `${isTrue(env.REDIS_PERSECOND_TLS) ? 'rediss' : 'redis'}://${credentials}${url}`)
+}
+
+/** Upstream's TLS files of the gRPC server → Floodgate's, used only with GRPC_SERVER_USE_TLS=true (as upstream). */
+const GRPC_TLS_FILES: readonly [string, string][] = [
+  ['GRPC_SERVER_TLS_CERT', 'FLOODGATE_GRPC_TLS_CERT'],
+  ['GRPC_SERVER_TLS_KEY', 'FLOODGATE_GRPC_TLS_KEY'],
+  ['GRPC_CLIENT_TLS_CACERT', 'FLOODGATE_GRPC_CLIENT_CA'],
+  ['GRPC_CLIENT_TLS_SAN', 'FLOODGATE_GRPC_CLIENT_SAN'],
+]
+
+/** GRPC_SERVER_USE_TLS and its files, and GRPC_MAX_CONNECTION_AGE/_GRACE (Go durations, e.g. "1h30m"). */
+function readGrpcListen(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void, notes: string[]): void {
+  const given = (name: string) => env[name] !== undefined && env[name] !== ''
+  if (given('GRPC_SERVER_USE_TLS')) set('FLOODGATE_GRPC_TLS', env.GRPC_SERVER_USE_TLS as string)
+  const tls = isTrue(env.GRPC_SERVER_USE_TLS)
+  for (const [upstream, own] of GRPC_TLS_FILES) {
+    if (!given(upstream)) continue
+    if (tls) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without GRPC_SERVER_USE_TLS=true, as upstream ignores it`)
+  }
+  if (given('GRPC_MAX_CONNECTION_AGE')) set('FLOODGATE_GRPC_MAX_CONNECTION_AGE', goDuration(env.GRPC_MAX_CONNECTION_AGE as string))
+  if (given('GRPC_MAX_CONNECTION_AGE_GRACE'))
+    set('FLOODGATE_GRPC_MAX_CONNECTION_AGE_GRACE', goDuration(env.GRPC_MAX_CONNECTION_AGE_GRACE as string))
+}
+
+const GO_UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
+
+/**
+ * A Go duration ("24h", "1h30m", "90s") as whole milliseconds; anything else is passed on as it is,
+ * for Floodgate's own reader to accept (a plain number, "1d") or refuse with its reason.
+ */
+export function goDuration(value: string): string {
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(value)) return value
+  let ms = 0
+  for (const [, number, unit] of value.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(number) * GO_UNIT_MS[unit]
+  return String(Math.round(ms))
 }
 
 /** Upstream's log levels (logrus names, any case) as pino's. */

@@ -26,6 +26,11 @@ const NO_DEFAULT = new Set<OptionName>([
   'region',
   'peer',
   'regionsFile',
+  'grpcTlsCert',
+  'grpcTlsKey',
+  'grpcClientCa',
+  'grpcClientSan',
+  'grpcSocket',
 ])
 
 describe('floodgate serve --help', () => {
