@@ -52,6 +52,7 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'storeTimeout',
       'storeTimeoutMax',
       'healthCheckStore',
+      'healthRequiresRules',
     ],
   },
   {

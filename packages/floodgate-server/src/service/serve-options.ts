@@ -61,6 +61,12 @@ export const GUARD_OPTIONS = {
     type: 'boolean',
     help: 'gRPC health NOT_SERVING, /healthcheck 500 while the store is unreachable',
   },
+  healthRequiresRules: {
+    flag: 'health-requires-rules',
+    env: 'FLOODGATE_HEALTH_REQUIRES_RULES',
+    type: 'boolean',
+    help: 'gRPC health NOT_SERVING, /healthcheck 500 until xDS has sent a config',
+  },
   grpcMaxConnections: {
     flag: 'grpc-max-connections',
     env: 'FLOODGATE_GRPC_MAX_CONNECTIONS',

@@ -153,13 +153,25 @@ export async function startService(settings: Settings, options: StartOptions = {
     shardsUnreachable: [...openShards].filter((shard) => shard !== ''),
     onStoreError: settings.onStoreError,
     rules: [...rules.current.files],
+    rulesLoaded: rules.loaded ?? true,
     rulesError: rules.lastError?.issues.map(formatIssue),
     peersUnreachable: regionStatus()?.degraded,
   })
   // --health-check-store (upstream's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION): gRPC health and /healthcheck
   // fail while the store's connection is down. The connection, not the breaker: a breaker closes only
   // on a decision, and traffic this health moved away would never come back to close it.
-  const serving = () => !draining && (!settings.healthCheckStore || storeConnected(store))
+  // --health-requires-rules (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED): likewise until xDS sent a config.
+  const serving = () =>
+    !draining && (!settings.healthCheckStore || storeConnected(store)) && (!settings.healthRequiresRules || rules.loaded !== false)
+  const closeBackends = async () => {
+    dashboard?.close()
+    await rules.close()
+    await limiter.close()
+    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
+    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
+    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
+    await within(telemetry.close(), settings.shutdownTimeoutMs)
+  }
   const http = createHttpServer({
     decider,
     metrics,
@@ -176,40 +188,41 @@ export async function startService(settings: Settings, options: StartOptions = {
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
   })
-  const grpc = createGrpcServer({
-    decider,
-    metrics,
-    logger,
-    isReady: serving,
-    responseHeaders,
-    dynamicMetadata: settings.dynamicMetadata,
-    storeError: envoyStoreError,
-    maxMessageBytes: settings.grpcMaxMessageBytes,
-    tracing: telemetry.tracing,
-    limits: {
-      maxConnections: settings.grpcMaxConnections,
-      idleTimeoutMs: settings.grpcIdleTimeoutMs,
-      handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
-      keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
-      maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
-    },
-    tls: settings.grpcTls,
-    connectionAge: { maxAgeMs: settings.grpcMaxConnectionAgeMs, graceMs: settings.grpcMaxConnectionAgeGraceMs },
-    timers: options.connectionAgeTimers,
-  })
+  // Built after the HTTP server and the backends: a TLS pair that does not load throws here, and what
+  // had started must be closed, or its timers and sockets keep the process alive.
+  const grpc = await (async () => {
+    try {
+      return createGrpcServer({
+        decider,
+        metrics,
+        logger,
+        isReady: serving,
+        responseHeaders,
+        dynamicMetadata: settings.dynamicMetadata,
+        storeError: envoyStoreError,
+        maxMessageBytes: settings.grpcMaxMessageBytes,
+        tracing: telemetry.tracing,
+        limits: {
+          maxConnections: settings.grpcMaxConnections,
+          idleTimeoutMs: settings.grpcIdleTimeoutMs,
+          handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
+          keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
+          maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+        },
+        tls: settings.grpcTls,
+        connectionAge: { maxAgeMs: settings.grpcMaxConnectionAgeMs, graceMs: settings.grpcMaxConnectionAgeGraceMs },
+        timers: options.connectionAgeTimers,
+      })
+    } catch (error) {
+      await http.close()
+      await closeBackends()
+      throw error
+    }
+  })()
   const connections = new ConnectionTracker(http.server, settings.maxConnections)
   registerConnectionMetrics(metrics.registry, { http: () => connections.stats(), grpc: () => grpc.connections() })
   const timers = options.timers ?? SYSTEM_TIMERS
 
-  const closeBackends = async () => {
-    dashboard?.close()
-    await rules.close()
-    await limiter.close()
-    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
-    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
-    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
-    await within(telemetry.close(), settings.shutdownTimeoutMs)
-  }
   let httpUrl: string | undefined
   let grpcPort: number | undefined
   try {

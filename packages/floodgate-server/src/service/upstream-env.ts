@@ -54,7 +54,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_STARTUP_INITIAL_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
-  HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
   CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
@@ -145,6 +144,8 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   if (given('REDIS_URL')) readRedis(env, set)
   // Health follows the store: NOT_SERVING and /healthcheck 500 while Redis is unreachable.
   if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION')) set('FLOODGATE_HEALTH_CHECK_STORE', env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION as string)
+  if (given('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED'))
+    set('FLOODGATE_HEALTH_REQUIRES_RULES', env.HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED as string)
   if (isTrue(env.REDIS_PERSECOND)) readRedisPerSecond(env, set)
   readRedisTls(env, set, notes)
   return { env: out, notes }
