@@ -4,12 +4,16 @@
 // redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast as it goes), and uniform lukewarm
 // keys (10,000 keys, ~20k decisions/s offered). Decisions/s and Redis CPU µs per decision, with
 // ratios to exact. Steady state: each measurement follows WARM_MS of the same load, outside it,
-// and ends, inside it, with every lease given back (their cost is the contender's own).
+// and ends, inside it, with every lease given back (their cost is the contender's own). Alone, it
+// first prints what following heat costs Node per decision (printAutoPathCost).
 
 import { Redis } from 'ioredis'
 import { RateLimiter, type Decision } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
-import type { PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import { createPolicy, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import { AutoSync } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
+import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-sync.js'
+import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
@@ -188,7 +192,40 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
   return result
 }
 
+/**
+ * What following heat costs Node per decision, alone (run with bench/auto.ts, not bench:redis):
+ * AutoSync.tryLocal on the Zipf ranks at 300 decisions per ms of an injected clock, with a lease
+ * engine that answers nothing and a store that is never called (no I/O: only the auto path is timed).
+ */
+export function printAutoPathCost(): void {
+  const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
+  const policies = [createPolicy({ ...POLICY, sync: 'auto' })]
+  let now = 0
+  let hot = 0
+  const leases = { tryLocal: () => void hot++, drop: () => {} } as unknown as LeaseSync
+  const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
+  const rows: string[][] = []
+  const perRound = 2_000_000
+  for (let round = 0; round < 5; round++) {
+    hot = 0
+    const started = performance.now()
+    for (let i = round * perRound; i < (round + 1) * perRound; i++) {
+      now = i / 300
+      auto.tryLocal(`p:${zipf[i & (zipf.length - 1)]}`, policies, 1)
+    }
+    const ns = ((performance.now() - started) * 1e6) / perRound
+    rows.push([String(round + 1), ns.toFixed(0), (hot / perRound).toFixed(3)])
+  }
+  printTable(
+    ['round', 'ns/decision', 'share decided hot'],
+    rows,
+    `the auto path alone, Zipf(${ZIPF_S}) over ${formatCount(ZIPF_KEYS)} keys, ${formatCount(perRound)} decisions a round ` +
+      '(key strings built per decision; default maxKeys)',
+  )
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
+  printAutoPathCost()
   const server = await startRedis(['--maxmemory', '0'])
   try {
     await printAutoRows(server)

@@ -99,9 +99,9 @@ export class LeaseSync {
   /**
    * The in-process part of `decide`: answers when the held lease covers `cost` (a refund or peek
    * while one is live), else undefined, and the caller goes on with `enqueue`. Counts the demand.
+   * `now` is this engine's clock, read already by a caller that needed it (AutoSync).
    */
-  tryLocal(key: string, policies: readonly Policy[], cost: number): EvaluateResponse | undefined {
-    const now = this.clock()
+  tryLocal(key: string, policies: readonly Policy[], cost: number, now = this.clock()): EvaluateResponse | undefined {
     const holding = this.holding(key, policies, now)
     holding.lastUsed = now
     if (cost > 0) holding.add(cost, now)
