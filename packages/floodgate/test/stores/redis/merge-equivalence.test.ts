@@ -19,7 +19,7 @@ import { useRedisStore } from '../../support/redis-store.js'
  * SHA1 of the merge script (prelude, algorithm twins, record.lua, merge.lua, merge-runner.lua). A
  * failure means a .lua file changed: check the change is meant (and its twin with it), then update it.
  */
-const PINNED_MERGER_SHA = '0d2bb4ffc8391c68ea9be3fc7c3f6405dbed26b5'
+const PINNED_MERGER_SHA = '34a1d4b9ee819fe61e97d73f06effda7f65238e3'
 
 const MERGEABLE = Object.keys(MERGE_BY_NAME) as AlgorithmName[]
 
