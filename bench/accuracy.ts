@@ -8,8 +8,8 @@
 //
 // The parts, in the order a run uses them: accuracy/setup.ts (limit, period, run size),
 // traces.ts (the seeded traces), truth.ts (replay against the exact window), bounds.ts (write-back
-// and shared regions against their documented bounds: write-back-bound.ts on the memory store with
-// simulated time, regions-bound.ts on redis-servers it starts on free ports), charts.ts (the SVGs)
+// and shared regions against their documented bounds: write-back-bound.ts and write-back-under.ts on
+// the memory store with simulated time, regions-bound.ts on redis-servers it starts on free ports), charts.ts (the SVGs)
 // and report.ts (the text).
 
 import { mkdirSync, writeFileSync } from 'node:fs'

@@ -6,7 +6,8 @@
 //
 // Environment knobs: BENCH_ROUNDS (default 5), BENCH_ROUND_MS (default 1500 per contender and
 // round), BENCH_ONLY (a regular expression: only the contenders whose names match run, beside the
-// exact gcra row and the peers every ratio needs; for iterating, not for reporting).
+// exact gcra row and the peers every ratio needs; for iterating, not for reporting; the auto tables
+// run when it matches 'auto'). The auto tables have their own knobs, in bench/auto.ts.
 
 import { Redis, type RedisOptions } from 'ioredis'
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
@@ -31,6 +32,7 @@ import {
 } from './support.js'
 import { printWriteBackOverAdmission, WRITE_BACK_ROWS, writeBackContenders, type WriteBackBenchContext } from './write-back.js'
 import { LEASE_ROWS, leaseContenders, printLeaseUnderAdmission } from './lease.js'
+import { printAutoRows } from './auto.js'
 import { IDEMPOTENT_MERGE_FLOOR, keyWriteFloor, printSyncFloor, printSyncSummary } from './sync-rows.js'
 
 const CALLERS = 256
@@ -155,6 +157,8 @@ async function main(): Promise<void> {
     await printWriteBackOverAdmission(writeBack, ROUND_MS)
     printSyncSummary('Lease', [...LEASE_ROWS, IN_PROCESS_FLOOR], results, redisCpu, 'floodgate gcra', 'rate-limiter-flexible')
     await printLeaseUnderAdmission(writeBack, ROUND_MS)
+    // auto beside exact, lease and a hand-routed yardstick on Zipf and lukewarm traffic (bench/auto.ts).
+    if (only === undefined || only.test('auto')) await printAutoRows(server)
     printSyncFloor(
       writeBack.storeTallies,
       results,

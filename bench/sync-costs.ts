@@ -26,7 +26,7 @@ const usec = async (): Promise<number> => {
 
 // The floors (sync-rows.ts): one script call per turn's keys that adds to each and sets its expiry,
 // the least a merge must do per key (read-modify-write and keep the key alive), and one that also
-// counts a resend once; none of Floodgate's work.
+// counts a resend once (one token per call); none of Floodgate's work.
 function floorOf(floor: { script: string; args: () => string[] }, tag: string): (i: number) => Promise<unknown> {
   const sha = admin.script('LOAD', floor.script).then(String)
   let turn: string[] = []
@@ -45,7 +45,7 @@ let id = 1
 const held = new Map<number, number>()
 const single: Record<string, (i: number) => Promise<unknown>> = {
   'floor (HINCRBY+PEXPIRE)': floorOf(KEY_WRITE_FLOOR, 'f'),
-  'floor, idempotent (HMGET+HSET)': floorOf(IDEMPOTENT_MERGE_FLOOR, 'i'),
+  'floor, idempotent (1 token)': floorOf(IDEMPOTENT_MERGE_FLOOR, 'i'),
   'exact evaluate': (i) => store.evaluate([{ key: `e${i}`, policies, cost: 1 }]),
   'lease exact (id 0)': (i) =>
     store.lease([{ key: `x${i}`, policies, id: 0, want: 0, need: 1, leaseMs: 1000, returnId: 0, returnUnused: 0 }]),

@@ -151,15 +151,16 @@ export const KEY_WRITE_FLOOR = {
 
 let mergeFloorSeq = 0
 /**
- * The least a merge that counts a resent flush once must do per key: read the units and the
- * sender's last seq, and write both back, answering the units (HMGET + HSET; ARGV: origin, seq,
- * units). Still none of Floodgate's work: no algorithm, no expiry kept, no record format.
+ * The least a merge that counts a resent flush once must do: write every key (add its units, keep
+ * it alive, answer them) and one idempotency token per call (SET NX PX of origin and seq; ARGV:
+ * origin, seq, units), as merge-runner.lua's token per slot does. Still none of Floodgate's work:
+ * no algorithm, no record format, no expiry following the state.
  */
 export const IDEMPOTENT_MERGE_FLOOR = {
   script:
-    "local out = {} for i = 1, #KEYS do local k = KEYS[i] local got = redis.call('HMGET', k, 'n', ARGV[1]) " +
-    "local n = tonumber(got[1] or '0') if tonumber(got[2] or '-1') < tonumber(ARGV[2]) then n = n + tonumber(ARGV[3]) " +
-    "redis.call('HSET', k, 'n', n, ARGV[1], ARGV[2]) end out[i] = n end return out",
+    "local out = {} local fresh = redis.call('SET', 'floor-token:' .. ARGV[1] .. ':' .. ARGV[2], '1', 'NX', 'PX', '60000') " +
+    "for i = 1, #KEYS do local k = KEYS[i] if fresh then out[i] = redis.call('HINCRBY', k, 'n', ARGV[3]) " +
+    "redis.call('PEXPIRE', k, '3600000') else out[i] = tonumber(redis.call('HGET', k, 'n') or '0') end end return out",
   // As long as a write-back instance's own origin (`wb-` and 12 random characters); a new seq each call.
   args: (): string[] => ['wb-0123456789ab', String(++mergeFloorSeq), '3'],
 }
@@ -252,6 +253,6 @@ export function printSyncFloor(
     `Sync rows beside their floor: ${floorUs.toFixed(2)} µs of Redis CPU per key written (HINCRBY+PEXPIRE in a script, 500 keys\n` +
       "per call, measured in this run) × keys the row's store calls wrote ÷ its decisions (medians of the measured rounds,\n" +
       'settle included; write-back calls are flushes: keys per flush × flushes/s ÷ decisions/s). The merge floor: the same\n' +
-      `with ${mergeFloorUs.toFixed(2)} µs per key, a script that counts a resent flush once (HMGET+HSET per key, also this run)`,
+      `with ${mergeFloorUs.toFixed(2)} µs per key, a script that counts a resent flush once (one SET NX token per call, also this run)`,
   )
 }

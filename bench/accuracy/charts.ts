@@ -92,11 +92,15 @@ export function reportCharts(
   const rows = bounds.flatMap(({ check, rows }) => rows.map((row) => ({ name: `${check.mode.replace(/`/g, '')}: ${row.setup}`, row })))
   files['bounds.svg'] = svg(
     {
-      title: { text: 'Over-admission in one window against the documented bound', left: 'center', textStyle: { fontSize: 14 } },
+      title: {
+        text: 'Over-admission (under: shortfall) in one window against the documented bound',
+        left: 'center',
+        textStyle: { fontSize: 14 },
+      },
       legend: { top: 30 },
       grid: { top: 70, left: 250, right: 30, bottom: 40 },
       yAxis: { type: 'category', data: rows.map((r) => r.name), inverse: true },
-      xAxis: { type: 'value', name: 'units over the limit' },
+      xAxis: { type: 'value', name: 'units over (under: short of) the limit' },
       series: [
         { name: 'measured', type: 'bar' as const, data: rows.map((r) => r.row.over) },
         { name: 'bound', type: 'bar' as const, data: rows.map((r) => r.row.bound) },

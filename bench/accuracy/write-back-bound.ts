@@ -10,7 +10,7 @@ import type { BoundRow } from './bounds.js'
 import type { RunSize } from './setup.js'
 
 /** A clock and timers that move only when the run says. */
-class SimTime {
+export class SimTime {
   now = 1_700_000_000_000 - (1_700_000_000_000 % 3_600_000) + 1_000
   private due: { at: number; order: number; callback: () => void }[] = []
   private order = 0
@@ -39,7 +39,7 @@ class SimTime {
  * The memory store behind a link: a merge reaches it half a round trip after it is sent, and its answer
  * comes back half a round trip later.
  */
-class DistantStore implements Store {
+export class DistantStore implements Store {
   constructor(
     private readonly inner: MemoryStore,
     private readonly time: SimTime,

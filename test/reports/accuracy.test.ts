@@ -46,6 +46,14 @@ test('npm run accuracy -- --quick writes the report and its SVG charts', { timeo
     const boundRows = report.split('\n').filter((line) => /^\| (N|R) \d/.test(line))
     assert.ok(boundRows.filter((row) => row.startsWith('| N ')).length >= 2, 'write-back setups')
     assert.ok(boundRows.filter((row) => row.startsWith('| R ')).length >= 2, 'regions setups')
+    // Write-back's under-admission: one after another, the shortfall within the formula's.
+    const underRows = report.split('\n').filter((line) => line.startsWith('| in turn, N '))
+    assert.ok(underRows.length >= 3, 'write-back under-admission setups')
+    for (const row of underRows) {
+      const [limit, admitted, short, bound] = row.split('|').slice(2, 6).map(Number)
+      assert.equal(short, limit - admitted, row)
+      assert.ok(short <= bound, `short of the limit by more than the formula allows: ${row}`)
+    }
     for (const row of boundRows) {
       const [limit, admitted, over, bound] = row.split('|').slice(2, 6).map(Number)
       assert.equal(over, admitted - limit, row)

@@ -33,6 +33,7 @@ export type {
   PoolLimiter,
   RateLimiterEvents,
   RateLimiterOptions,
+  StoreCallHook,
 } from './limiter/types.js'
 export type { TimerHandle, Timers } from './limiter/timeout.js'
 export type { LeaseState, SyncState, WriteBackState } from './limiter/sync-state.js'

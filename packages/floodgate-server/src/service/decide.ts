@@ -77,6 +77,7 @@ export class Decider {
     const rules = lookup.match(domain, entries)
     // As upstream: an override applies only in a domain the config knows.
     const knownDomain = lookup.domains.has(domain)
+    if (!knownDomain) this.#metrics?.recordDomainNotFound(domain, descriptors.length)
     const plans = descriptors.map((descriptor, i) => this.#plan(domain, descriptor, rules[i], knownDomain, descriptor.hits ?? input.hits))
     if (plans.length > 1) markReplaced(plans, rules, (i) => lookup.match(domain, [entries[i]])[0])
     if (this.#stopIncrement) await this.#holdBackWithinLimit(plans)

@@ -3,6 +3,7 @@
 
 import http2, { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
+import { AddressCounts } from './address-counts.js'
 
 export interface GrpcConnectionLimits {
   /** Most connections at once; past it the longest idle one is shed (the newcomer itself when none is idle). */
@@ -31,6 +32,8 @@ interface Connection {
   readonly session: ServerHttp2Session
   /** The TCP socket itself: a session's own `socket` is a proxy that refuses to be destroyed. */
   readonly socket: Socket | undefined
+  /** The client's address, as counted in the per-address counts. */
+  readonly address: string
   /** Calls in flight. */
   streams: number
   /** performance.now() of the connect (pending), of the last call's end (idle), or of the GOAWAY (closing). */
@@ -60,6 +63,8 @@ export class GrpcConnections {
   readonly #idle = new Map<ServerHttp2Session, Connection>()
   readonly #closing = new Map<ServerHttp2Session, Connection>()
   readonly #sweeper: NodeJS.Timeout
+  // Open connections per client address: at the cap the shed falls on an address holding more than its share.
+  readonly #perAddress = new AddressCounts()
   readonly shed: ShedCounts = { cap: 0, idle: 0, handshake: 0, keepalive: 0 }
 
   /** Tracks `server`'s connections from now on. */
@@ -88,7 +93,8 @@ export class GrpcConnections {
   /** A new session (a TCP connection; http2 makes its session at once): tracked, and the cap kept. */
   #add(session: ServerHttp2Session, socket: Socket | undefined): void {
     const now = performance.now()
-    const connection: Connection = { session, socket, streams: 0, since: now, lastPing: Number.NEGATIVE_INFINITY, strikes: 0 }
+    const address = this.#perAddress.add(socket?.remoteAddress)
+    const connection: Connection = { session, socket, address, streams: 0, since: now, lastPing: Number.NEGATIVE_INFINITY, strikes: 0 }
     this.#all.set(session, connection)
     this.#pending.set(session, connection)
     session.once('remoteSettings', () => {
@@ -146,15 +152,26 @@ export class GrpcConnections {
 
   /**
    * Over the cap: the connection that never sent its preface, oldest first (other than the one just
-   * come), else the one idle longest, else the newcomer itself. A call in flight is never cut.
+   * come), else the one idle longest, else the newcomer itself. A call in flight is never cut. Those of
+   * an address holding more than its share go first: one flooding address sheds its own connections,
+   * not a legitimate client's older idle one.
    */
   #shedOne(newcomer: ServerHttp2Session): void {
     this.shed.cap++
+    const heavy = (connection: Connection) => this.#perAddress.overShare(connection.address)
+    let pending: Connection | undefined
     for (const connection of this.#pending.values()) {
-      if (connection.session !== newcomer) return this.#cut(connection)
+      if (connection.session === newcomer) continue
+      if (heavy(connection)) return this.#cut(connection)
+      pending ??= connection
     }
-    const idle = this.#idle.values().next()
-    if (!idle.done) return this.#goAway(idle.value)
+    let idle: Connection | undefined
+    for (const connection of this.#idle.values()) {
+      if (heavy(connection)) return this.#goAway(connection)
+      idle ??= connection
+    }
+    if (pending !== undefined) return this.#cut(pending)
+    if (idle !== undefined) return this.#goAway(idle)
     const connection = this.#all.get(newcomer)
     if (connection !== undefined) this.#cut(connection)
   }
@@ -194,6 +211,8 @@ export class GrpcConnections {
   }
 
   #forget(session: ServerHttp2Session): void {
+    const connection = this.#all.get(session)
+    if (connection !== undefined) this.#perAddress.remove(connection.address)
     this.#all.delete(session)
     this.#pending.delete(session)
     this.#idle.delete(session)

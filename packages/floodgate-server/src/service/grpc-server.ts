@@ -16,6 +16,7 @@ import { GrpcConnections, type GrpcConnectionLimits, type ShedCounts } from './g
 import { toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import { readUnaryCall, sendMessage, sendStatus, STATUS, type GrpcStatus } from './grpc-unary.js'
 import type { ServiceMetrics } from './metrics.js'
+import type { Tracing } from './tracing.js'
 import { LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Options proto-loader reads the protos with: snake_case kept, enums by name, defaults filled, unset messages null. */
@@ -54,6 +55,8 @@ export interface GrpcServerOptions {
   storeError: StoreErrorHandling
   /** Largest request message accepted, in bytes. */
   maxMessageBytes: number
+  /** A span per ShouldRateLimit (--tracing); undefined traces nothing. */
+  tracing?: Tracing
   /** Milliseconds since the epoch (default Date.now); tests inject one. */
   clock?: () => number
   /** The connection bounds (--grpc-max-connections, --grpc-idle-timeout, …), and the calls at once per connection. */
@@ -82,7 +85,7 @@ const SHOULD_RATE_LIMIT = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRa
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check'
 
 /** One unary method: its request bytes in, its answer bytes (or a status) out. */
-type UnaryHandler = (message: Uint8Array, stream: http2.ServerHttp2Stream) => Promise<Uint8Array> | Uint8Array
+type UnaryHandler = (message: Uint8Array, headers: http2.IncomingHttpHeaders) => Promise<Uint8Array> | Uint8Array
 
 /**
  * Builds the gRPC server; nothing listens until `listen`. It speaks gRPC on node:http2 itself rather
@@ -128,7 +131,7 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
       sendStatus(stream, { code: STATUS.UNIMPLEMENTED, details: `The server does not implement the method ${path}` })
       return
     }
-    readUnaryCall(stream, headers, options.maxMessageBytes, path, (message) => answer(stream, handler, message, options.logger))
+    readUnaryCall(stream, headers, options.maxMessageBytes, path, (message) => answer(stream, headers, handler, message, options.logger))
   })
 
   return {
@@ -173,10 +176,16 @@ function hasSession(socket: Socket, sessions: ReadonlySet<http2.ServerHttp2Sessi
 }
 
 /** Runs the handler on a whole request message and sends its answer, or the status its error maps to. */
-function answer(stream: http2.ServerHttp2Stream, handler: UnaryHandler, message: Uint8Array, logger: Logger): void {
+function answer(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  handler: UnaryHandler,
+  message: Uint8Array,
+  logger: Logger,
+): void {
   let result: Promise<Uint8Array> | Uint8Array
   try {
-    result = handler(message, stream)
+    result = handler(message, headers)
   } catch (error) {
     sendStatus(stream, toGrpcStatus(error, logger))
     return
@@ -194,17 +203,17 @@ class UndecodableRequest extends Error {}
 
 function shouldRateLimitHandler(options: GrpcServerOptions, codec: RlsCodec): UnaryHandler {
   const clock = options.clock ?? Date.now
-  return (message) => {
-    const started = performance.now()
-    let request
+  const { tracing, metrics } = options
+  // A bad request throws before deciding: as a rejection, so the call's stats and span see it end.
+  const handle = (request: ReturnType<RlsCodec['decodeRequest']>, started: number): Promise<Uint8Array> => {
+    let input: ReturnType<typeof fromGrpcRequest>
     try {
-      request = codec.decodeRequest(message)
+      input = fromGrpcRequest(request)
     } catch (error) {
-      throw new UndecodableRequest((error as Error).message)
+      return Promise.reject(error)
     }
-    const input = fromGrpcRequest(request)
     return options.decider.decide(input, { storeError: options.storeError }).then((result) => {
-      options.metrics.observeLatency('grpc', (performance.now() - started) / 1000)
+      metrics.observeLatency('grpc', (performance.now() - started) / 1000)
       const response = toRlsResponse(result, {
         now: clock(),
         headers: options.responseHeaders,
@@ -213,6 +222,33 @@ function shouldRateLimitHandler(options: GrpcServerOptions, codec: RlsCodec): Un
       return codec.encodeResponse(response)
     })
   }
+  return (message, headers) => {
+    const started = performance.now()
+    let request: ReturnType<RlsCodec['decodeRequest']>
+    try {
+      request = codec.decodeRequest(message)
+    } catch (error) {
+      throw new UndecodableRequest((error as Error).message)
+    }
+    // Upstream's ratelimit_server.ShouldRateLimit.* stats count every decoded call, answered or failed.
+    const called = () => metrics.recordGrpcCall(performance.now() - started)
+    const answered =
+      tracing === undefined
+        ? handle(request, started)
+        : tracing.shouldRateLimit(
+            headers,
+            () => domainOf(request),
+            () => handle(request, started),
+          )
+    answered.then(called, called)
+    return answered
+  }
+}
+
+/** The request's domain, for the span (the codec's request type is not narrowed here). */
+function domainOf(request: unknown): string | undefined {
+  const domain = (request as { domain?: unknown } | null)?.domain
+  return typeof domain === 'string' ? domain : undefined
 }
 
 function healthCheckHandler(isReady: () => boolean, codec: RlsCodec): UnaryHandler {

@@ -37,6 +37,24 @@ export interface ServiceMetricsOptions {
    * them), plus its error and config-load counters, so existing dashboards keep working.
    */
   upstreamNames?: boolean
+  /** Also told of upstream's stats as they happen: the statsd export (statsd.ts). */
+  listener?: StatsListener
+}
+
+/** Receives envoyproxy/ratelimit's stats as they happen, e.g. to send them over statsd. */
+export interface StatsListener {
+  /** One descriptor's hits against its stats key (already split as upstream splits them). */
+  hit(metricKey: string, counts: HitCounts): void
+  /** A call that got an error instead of an answer: `store` (redis_error) or `service` (service_error). */
+  requestError(kind: 'store' | 'service'): void
+  /** Descriptors of a domain no rules file names (upstream counts each lookup). */
+  domainNotFound(domain: string, descriptors: number): void
+  /** A call answered OK only because of SHADOW_MODE. */
+  globalShadow(): void
+  /** A rules load, and whether it succeeded. */
+  configLoad(result: 'success' | 'error'): void
+  /** One ShouldRateLimit call answered (or failed), and how long it took. */
+  grpcCall(ms: number): void
 }
 
 /** One rule label's hits not yet handed to its counters (added on every decision, moved on every scrape). */
@@ -84,7 +102,10 @@ export class ServiceMetrics {
   /** envoyproxy/ratelimit's `should_rate_limit` errors and global shadow count; present with `upstreamNames`. */
   readonly #upstream: { errors: Counter<'err_type'>; globalShadow: Counter; configLoads: Record<'success' | 'error', Counter> } | undefined
 
+  readonly #listener: StatsListener | undefined
+
   constructor(options: ServiceMetricsOptions = {}) {
+    this.#listener = options.listener
     this.#maxRuleLabels = options.maxRuleLabels ?? 1000
     const registers = [this.registry]
     const upstreamOf = new Map<PendingField, Counter<keyof UpstreamLabels>>()
@@ -194,6 +215,7 @@ export class ServiceMetrics {
    */
   recordHit(metricKey: string, counts: HitCounts): void {
     if (counts.total === 0) return
+    this.#listener?.hit(metricKey, counts)
     const pending = this.#pendingFor(metricKey)
     pending.total += counts.total
     pending.over += counts.over
@@ -205,12 +227,24 @@ export class ServiceMetrics {
 
   /** A request that got an error instead of an answer: `store` (the store did not answer) or `service` (bad request). */
   recordRequestError(kind: 'store' | 'service'): void {
+    this.#listener?.requestError(kind)
     this.#upstream?.errors.inc({ err_type: kind === 'store' ? 'redis_error' : 'service_error' })
+  }
+
+  /** A request's descriptors looked up in a domain the rules do not have (statsd only, as upstream's domain_not_found). */
+  recordDomainNotFound(domain: string, descriptors: number): void {
+    this.#listener?.domainNotFound(domain, descriptors)
   }
 
   /** A request answered OK only because of global shadow mode. */
   recordGlobalShadow(): void {
+    this.#listener?.globalShadow()
     this.#upstream?.globalShadow.inc()
+  }
+
+  /** One ShouldRateLimit call ended, answered or not (upstream's ratelimit_server.ShouldRateLimit.* stats). */
+  recordGrpcCall(ms: number): void {
+    this.#listener?.grpcCall(ms)
   }
 
   /** Records how long one request took to decide. */
@@ -240,6 +274,7 @@ export class ServiceMetrics {
 
   recordReload(result: 'success' | 'error', ruleCount?: number): void {
     this.#reloads.inc({ result })
+    this.#listener?.configLoad(result)
     this.#upstream?.configLoads[result].inc()
     if (ruleCount !== undefined) this.#rules.set(ruleCount)
   }
@@ -282,13 +317,17 @@ function pendingHits(rule: string): PendingHits {
 
 const IPV4 = /\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/g
 
+/** A stats key as upstream names it in statsd: `:` and `|` become `_`, and so do the dots of an IPv4 address. */
+export function sanitizeStatName(metricKey: string): string {
+  return metricKey.replace(/[:|]/g, '_').replace(IPV4, (ip) => ip.replace(/\./g, '_'))
+}
+
 /**
  * Upstream's labels of a stats key: its statsd name is sanitized (`:` and `|` become `_`, the dots
  * of an IPv4 address too), then the statsd mapping takes the domain and the next two dotted parts.
  */
 export function upstreamLabelsOf(metricKey: string): UpstreamLabels {
-  const sanitized = metricKey.replace(/[:|]/g, '_').replace(IPV4, (ip) => ip.replace(/\./g, '_'))
-  const [domain = '', key1 = '', key2 = ''] = sanitized.split('.')
+  const [domain = '', key1 = '', key2 = ''] = sanitizeStatName(metricKey).split('.')
   return { domain, key1, key2 }
 }
 

@@ -75,6 +75,24 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
     ],
   },
   { title: 'Observability', options: ['logLevel', 'logFormat', 'upstreamMetrics'] },
+  {
+    title: 'statsd and tracing (docs/service.md)',
+    options: [
+      'statsd',
+      'statsdFormat',
+      'statsdProtocol',
+      'statsdTags',
+      'statsdInterval',
+      'statsdMogrifier',
+      'tracing',
+      'tracingProtocol',
+      'tracingEndpoint',
+      'tracingServiceName',
+      'tracingServiceNamespace',
+      'tracingServiceInstanceId',
+      'tracingSamplingRate',
+    ],
+  },
 ]
 
 /**
@@ -128,6 +146,18 @@ export const PLACEHOLDERS: Partial<Record<OptionName, string>> = {
   grpcHandshakeTimeout: '<duration>',
   grpcKeepaliveMinTime: '<duration>',
   grpcMaxConcurrentStreams: '<count>',
+  statsd: '<host:port>',
+  statsdFormat: '<format>',
+  statsdProtocol: '<tcp|udp>',
+  statsdTags: '<key:value,…>',
+  statsdInterval: '<duration>',
+  statsdMogrifier: '<name>',
+  tracingProtocol: '<protocol>',
+  tracingEndpoint: '<url>',
+  tracingServiceName: '<name>',
+  tracingServiceNamespace: '<namespace>',
+  tracingServiceInstanceId: '<id>',
+  tracingSamplingRate: '<0..1>',
 }
 
 const FLAG_COLUMN = 34

@@ -1,5 +1,7 @@
 // The options of `floodgate serve`: each flag, its environment variable, its value's type and its help.
-// Pure data, with no import: `floodgate serve --help` reads it without loading the service.
+// Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
+
+import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
 export interface OptionSpec {
@@ -35,7 +37,7 @@ export const ABUSE_BOUND_OPTIONS = {
     flag: 'max-connections',
     env: 'FLOODGATE_MAX_CONNECTIONS',
     type: 'string',
-    help: 'most HTTP sockets open at once (default 10000)',
+    help: 'most HTTP sockets open at once; past it an idle one is shed, from an address over its share first (default 10000)',
   },
   memoryMaxKeys: {
     flag: 'memory-max-keys',
@@ -63,7 +65,7 @@ export const GUARD_OPTIONS = {
     flag: 'grpc-max-connections',
     env: 'FLOODGATE_GRPC_MAX_CONNECTIONS',
     type: 'string',
-    help: 'most gRPC connections at once; the longest idle is shed (default 10000)',
+    help: 'most gRPC connections at once; past it an idle one is shed, from an address over its share first (default 10000)',
   },
   grpcIdleTimeout: {
     flag: 'grpc-idle-timeout',
@@ -176,6 +178,7 @@ export const SERVE_OPTIONS = {
   },
   ...ABUSE_BOUND_OPTIONS,
   ...GUARD_OPTIONS,
+  ...TELEMETRY_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   wildcardOrder: {

@@ -8,7 +8,7 @@ import { MemcachedStore } from 'floodgate/memcached'
 import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
-import { openRules } from './rules-source.js'
+import { openRules, type RulesSource } from './rules-source.js'
 import { createHttpServer, type HealthReport } from './http-server.js'
 import { ServiceMetrics } from './metrics.js'
 import { countRules, ruleIds } from './rule-count.js'
@@ -16,6 +16,7 @@ import { LazyRedisStore } from './lazy-redis-store.js'
 import type { Settings } from './settings.js'
 import { limiterTimeout } from './store-timeout.js'
 import { registerConnectionMetrics } from './connection-metrics.js'
+import { startTelemetry } from './telemetry.js'
 import { ConnectionTracker, LISTEN_BACKLOG, SYSTEM_TIMERS, type ShutdownTimers } from './shutdown.js'
 
 /** Longest wait for the store to confirm its close (QUIT takes milliseconds when the server is there). */
@@ -70,9 +71,16 @@ export interface StartOptions {
  */
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
-  const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics })
+  const telemetry = await startTelemetry(settings, logger)
+  const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics, listener: telemetry.statsd })
   for (const note of settings.upstreamNotes) logger.info(note)
-  const rules = await openRules(settings, logger, metrics)
+  let rules: RulesSource
+  try {
+    rules = await openRules(settings, logger, metrics)
+  } catch (error) {
+    await telemetry.close()
+    throw error
+  }
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
   const store = createStore(settings, (ms) => storeLatency?.(ms), options.clock)
@@ -93,6 +101,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     instances: settings.instances,
     timeout: limiterTimeout(settings),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(telemetry.tracing === undefined ? {} : { onStoreCall: telemetry.tracing.onStoreCall }),
   })
   metrics.watchSync(() => limiter.syncState())
   // The shards whose breaker is open ('' for a store that is one shard): a handful at most.
@@ -169,6 +178,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     dynamicMetadata: settings.dynamicMetadata,
     storeError: envoyStoreError,
     maxMessageBytes: settings.grpcMaxMessageBytes,
+    tracing: telemetry.tracing,
     limits: {
       maxConnections: settings.grpcMaxConnections,
       idleTimeoutMs: settings.grpcIdleTimeoutMs,
@@ -187,6 +197,8 @@ export async function startService(settings: Settings, options: StartOptions = {
     await limiter.close()
     // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
     await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
+    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
+    await within(telemetry.close(), settings.shutdownTimeoutMs)
   }
   let httpUrl: string | undefined
   let grpcPort: number | undefined

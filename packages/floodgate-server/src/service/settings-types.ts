@@ -6,6 +6,7 @@ import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
 import type { XdsSettings } from './xds/xds-settings.js'
+import type { TelemetrySettings } from './telemetry-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -21,7 +22,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings {
+export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, TelemetrySettings {
   /** The rules: one YAML file or a directory of them (`xds:<server>` when they come from xDS). */
   config: string
   /** CONFIG_TYPE=GRPC_XDS_SOTW: rules come from this xDS management server instead of `config`. */

@@ -2,6 +2,7 @@
 // The type is in settings-types.ts, the schema in settings-schema.ts; this file reads argv and the environment.
 
 import { parseArgs } from 'node:util'
+import type { z } from 'zod'
 import { FloodgateError } from 'floodgate'
 import { readUpstreamEnvironment } from './upstream-env.js'
 import { readXdsSettings } from './xds/xds-settings.js'
@@ -9,10 +10,12 @@ import { type OptionName, type OptionSpec, SERVE_OPTIONS } from './serve-options
 import { unknownFlagMessage } from './serve-help.js'
 import { schema } from './settings-schema.js'
 import type { Settings } from './settings-types.js'
+import { telemetrySchema, telemetrySettings } from './telemetry-settings.js'
 
 export type { RegionSettings } from './region-settings.js'
 export type { HostPort, Settings, StoreSettings } from './settings-types.js'
 export type { AbuseBounds } from './abuse-bounds.js'
+export type { StatsdSettings, TelemetrySettings, TracingSettings } from './telemetry-settings.js'
 
 type RawOptions = Partial<Record<OptionName, string | boolean | string[]>>
 
@@ -32,14 +35,19 @@ export function readSettings(argv: readonly string[], env: NodeJS.ProcessEnv = p
       upstream.notes.push(`rules files (${raw.config}) are ignored with CONFIG_TYPE=GRPC_XDS_SOTW, as upstream ignores them`)
     raw.config = `xds:${xds.serverUrl}`
   }
-  const parsed = schema.safeParse(raw)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    const name = issue.path[0] as OptionName | undefined
-    const where = name ? `--${SERVE_OPTIONS[name].flag} / ${SERVE_OPTIONS[name].env}` : 'options'
-    throw new FloodgateError('INVALID_OPTION', `${where}: ${issue.message}`)
-  }
-  return { ...parsed.data, upstreamNotes: upstream.notes, ...(xds === undefined ? {} : { xds }) }
+  const parsed = checked(schema.safeParse(raw))
+  // statsd and tracing are read apart: their mogrifiers' definitions are variables of their own.
+  const telemetry = telemetrySettings(checked(telemetrySchema.safeParse(raw)), upstream.env)
+  return { ...parsed, ...telemetry, upstreamNotes: upstream.notes, ...(xds === undefined ? {} : { xds }) }
+}
+
+/** The parsed value, or FloodgateError (INVALID_OPTION) naming the flag and variable of the first issue. */
+function checked<T>(parsed: z.ZodSafeParseResult<T>): T {
+  if (parsed.success) return parsed.data
+  const issue = parsed.error.issues[0]
+  const name = issue.path[0] as OptionName | undefined
+  const where = name ? `--${SERVE_OPTIONS[name].flag} / ${SERVE_OPTIONS[name].env}` : 'options'
+  throw new FloodgateError('INVALID_OPTION', `${where}: ${issue.message}`)
 }
 
 function rawOptions(argv: readonly string[], env: NodeJS.ProcessEnv): RawOptions {

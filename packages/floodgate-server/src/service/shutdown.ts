@@ -4,6 +4,7 @@
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { AddressCounts } from './address-counts.js'
 
 /**
  * Connections the kernel holds for accept (it caps this at net.core.somaxconn). Node's 511 overflows in a
@@ -35,6 +36,8 @@ export class ConnectionTracker {
   // bytes read when they did: one that read more since holds part of a request head, and is not idle.
   readonly #idle = new Map<Socket, number>()
   readonly #maxConnections: number
+  // Open sockets per client address: at the cap the shed falls on an address holding more than its share.
+  readonly #perAddress = new AddressCounts()
   #shed = 0
   // Answers not yet finished: those whose head is still unwritten get Connection: close at a drain.
   readonly #responses = new Set<ServerResponse>()
@@ -62,9 +65,11 @@ export class ConnectionTracker {
       }
       this.#inFlight.set(socket, 0)
       this.#idle.set(socket, socket.bytesRead)
+      const address = this.#perAddress.add(socket.remoteAddress)
       socket.once('close', () => {
         this.#inFlight.delete(socket)
         this.#idle.delete(socket)
+        this.#perAddress.remove(address)
       })
       if (this.#inFlight.size > this.#maxConnections) this.#shedIdle()
     })
@@ -108,17 +113,27 @@ export class ConnectionTracker {
     for (const socket of this.#inFlight.keys()) socket.destroy()
   }
 
-  /** Closes the socket idle the longest (the newcomer itself when no other is): the server is over its cap. */
+  /**
+   * The server is over its cap: closes the socket idle the longest among those of addresses holding more
+   * than their share (one flooding address sheds its own sockets, not a legitimate client's older
+   * keep-alive one), else the one idle the longest (the newcomer itself when no other is).
+   */
   #shedIdle(): void {
     this.#shed++
+    let fallback: Socket | undefined
     for (const [socket, bytesRead] of this.#idle) {
       // Bytes since it fell idle: a request head is arriving (a pipelined one, or a slow client the request timeout will end).
       if (socket.bytesRead !== bytesRead) continue
-      this.#idle.delete(socket)
-      this.#inFlight.delete(socket)
-      socket.destroy()
-      return
+      if (this.#perAddress.overShare(socket.remoteAddress)) return this.#close(socket)
+      fallback ??= socket
     }
+    if (fallback !== undefined) this.#close(fallback)
+  }
+
+  #close(socket: Socket): void {
+    this.#idle.delete(socket)
+    this.#inFlight.delete(socket)
+    socket.destroy()
   }
 
   #ended(socket: Socket, response: ServerResponse): void {

@@ -2,6 +2,7 @@
 
 import { join } from 'node:path'
 import { FloodgateError } from 'floodgate'
+import { readUpstreamTelemetry } from './upstream-telemetry-env.js'
 
 /** The environment with upstream's variables translated, and what was accepted without effect (to log at start). */
 export interface UpstreamEnvironment {
@@ -32,14 +33,6 @@ const SAME_MEANING: readonly [string, string][] = [
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
 const HARMLESS: Readonly<Record<string, string>> = {
-  USE_STATSD:
-    'Floodgate exports Prometheus metrics on GET /metrics, not statsd (FLOODGATE_UPSTREAM_METRICS=true adds the ratelimit_service_* names)',
-  USE_DOG_STATSD: 'Floodgate exports Prometheus metrics on GET /metrics, not statsd',
-  STATSD_HOST: 'no statsd export; metrics are on GET /metrics',
-  STATSD_PORT: 'no statsd export; metrics are on GET /metrics',
-  EXTRA_TAGS: 'no statsd export; metrics are on GET /metrics',
-  STATS_FLUSH_INTERVAL: 'metrics are read on each scrape of GET /metrics',
-  DISABLE_STATS: 'metrics are only computed when GET /metrics is scraped',
   PROMETHEUS_ADDR: 'metrics are served on the HTTP port, GET /metrics',
   PROMETHEUS_PATH: 'metrics are served on the HTTP port, GET /metrics',
   PROMETHEUS_MAPPER_YAML: 'FLOODGATE_UPSTREAM_METRICS=true exports upstream default mapping',
@@ -62,7 +55,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
   GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
-  TRACING_ENABLED: 'no OpenTelemetry tracing',
   CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
@@ -130,6 +122,8 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
     )
   }
   if (host ?? grpcHost) set('FLOODGATE_HOST', (host ?? grpcHost) as string)
+
+  readUpstreamTelemetry(env, set, notes)
 
   if (given('LOG_LEVEL')) set('FLOODGATE_LOG_LEVEL', logLevelOf(env.LOG_LEVEL as string))
 

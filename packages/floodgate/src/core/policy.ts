@@ -65,7 +65,10 @@ export interface PolicyOptions {
    * eighth of what a fresh key may spend at once, at least 1). Bounds the units idle instances keep.
    */
   leaseMax?: number
-  /** `auto` only: decisions per second of one key on this instance above which it moves to leases (default 100). */
+  /**
+   * `auto` only: decisions per second of one key on this instance at which it moves to leases, and
+   * back to exact below half of it (default: 8 per `leaseMs`, so 8 a second at the default 1 s).
+   */
   hotRate?: number
   /**
    * How the limit is shared between regions that each keep their own store, when a RegionSync
@@ -252,7 +255,7 @@ function readSync(
     options.leaseMax === undefined ? Math.max(1, Math.floor(capacity / 8)) : positiveInteger(options.leaseMax, `${where}.leaseMax`)
   if (leaseMax > capacity)
     throw invalid(`${where}.leaseMax`, `must be at most what a fresh key may spend at once (${capacity}), got ${leaseMax}`)
-  let hotRate: number = SYNC_DEFAULTS.hotRate
+  let hotRate = (SYNC_DEFAULTS.hotDecisionsPerLease * 1000) / leaseMs
   if (options.hotRate !== undefined) {
     if (typeof options.hotRate !== 'number' || !Number.isFinite(options.hotRate) || options.hotRate <= 0) {
       throw invalid(`${where}.hotRate`, `must be a number of decisions per second greater than 0, got ${JSON.stringify(options.hotRate)}`)

@@ -22,8 +22,12 @@ export const SYNC_DEFAULTS = Object.freeze({
   flushMs: 50,
   /** lease/auto: the longest a lease lives before its unused units go back (also bounded by a fixed window's end). */
   leaseMs: 1000,
-  /** auto: decisions per second of one key on this instance above which the key moves to leases. */
-  hotRate: 100,
+  /**
+   * auto: decisions one lease time must hold for a key to move to leases; the default `hotRate` is
+   * this many per `leaseMs` (8 a second at 1 s). Below it a lease would cover few decisions, each
+   * lease call costing more Redis CPU than the exact calls it replaces.
+   */
+  hotDecisionsPerLease: 8,
 })
 
 /** What `sync` may be combined with; undefined when sound, else the reason it is not. */

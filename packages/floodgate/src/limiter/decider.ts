@@ -60,7 +60,9 @@ export function createDecider(plan: PolicyPlan, context: DeciderContext): Decide
     return new ExactDecider(
       plan,
       context,
-      new LeaseBackend(context.remote, sync === 'lease' ? engines.leases : engines.auto, engines.leases),
+      sync === 'lease'
+        ? new LeaseBackend(context.remote, engines.leases, engines.leases)
+        : new LeaseBackend(context.remote, engines.auto, engines.leases, engines.auto),
     )
   }
   if (sync === 'write-back') {

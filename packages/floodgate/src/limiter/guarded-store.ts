@@ -8,7 +8,7 @@ import type { CircuitBreaker } from './circuit-breaker.js'
 import type { PolicyPlan, Tier } from './policy-plan.js'
 import { ShardBreakers, WHOLE_STORE } from './shard-breakers.js'
 import { REAL_TIMERS, Timeouts, type TimeoutEntry, type Timers } from './timeout.js'
-import type { DecisionSource, RateLimiterEvents } from './types.js'
+import type { DecisionSource, RateLimiterEvents, StoreCallHook } from './types.js'
 
 /**
  * A store's answer to one request: the response, or undefined when the store failed, timed out or
@@ -44,6 +44,8 @@ export interface GuardOptions {
   clock: () => number
   /** The monotonic clock and timer of the timeout. */
   timers: Timers
+  /** Told of each store call as it starts; its returned function, as it ends (tracing). */
+  onStoreCall?: StoreCallHook
 }
 
 /**
@@ -69,6 +71,7 @@ export class GuardedStore implements Backend {
   // With injected timers, the store still gets its deadline in performance.now() terms.
   private readonly realTimers: boolean
   private readonly timeoutMs: number
+  private readonly onStoreCall: StoreCallHook | undefined
 
   constructor(
     readonly store: Store,
@@ -82,6 +85,7 @@ export class GuardedStore implements Backend {
     this.clock = options.clock
     this.realTimers = options.timers === REAL_TIMERS
     this.timeoutMs = options.timeoutMs
+    this.onStoreCall = options.onStoreCall
   }
 
   tier(plan: PolicyPlan): Tier {
@@ -99,6 +103,11 @@ export class GuardedStore implements Backend {
     const breaker = this.sharded ? this.breakers.of(shard) : this.breakers.whole
     // An open breaker skips the store until it lets a probe through (closed, it allows everything).
     if (breaker.isOpen && !breaker.allows(this.clock())) return this.synchronous ? undefined : RESOLVED_UNDEFINED
+    if (this.onStoreCall !== undefined) return this.observed(key, cost, () => this.callStore(key, policies, cost, shard, breaker))
+    return this.callStore(key, policies, cost, shard, breaker)
+  }
+
+  private callStore(key: string, policies: readonly Policy[], cost: number, shard: string, breaker: CircuitBreaker): StoreAnswer {
     if (!this.synchronous) return this.callLater(key, policies, cost, this.submit, shard, breaker)
     let response: EvaluateResponse
     try {
@@ -165,7 +174,39 @@ export class GuardedStore implements Backend {
     const shard = this.shardOf(key)
     const breaker = this.breakers.of(shard)
     if (breaker.isOpen && !breaker.allows(this.clock())) return RESOLVED_UNDEFINED
+    if (this.onStoreCall !== undefined)
+      return this.observed(key, cost, () => this.callLater(key, policies, cost, start, shard, breaker)) as Promise<
+        EvaluateResponse | undefined
+      >
     return this.callLater(key, policies, cost, start, shard, breaker)
+  }
+
+  // A call with the onStoreCall hook told of its start and end; an undefined answer is a failure
+  // (error, timeout), since an open breaker returns before any call is made.
+  private observed(key: string, cost: number, call: () => StoreAnswer): StoreAnswer {
+    const end = (this.onStoreCall as StoreCallHook)(key, cost)
+    if (end === undefined) return call()
+    let answer: StoreAnswer
+    try {
+      answer = call()
+    } catch (error) {
+      end(true)
+      throw error
+    }
+    if (!(answer instanceof Promise)) {
+      end(answer === undefined)
+      return answer
+    }
+    return answer.then(
+      (response) => {
+        end(response === undefined)
+        return response
+      },
+      (error: unknown) => {
+        end(true)
+        throw error
+      },
+    )
   }
 
   // One promise per call, answered from the store's callback or by the timeout. Closures live only

@@ -6,7 +6,7 @@ import { createPolicies, type Policy, type PolicyOptions } from '../core/policy.
 import type { Store } from '../stores/store.js'
 import { unknownOptionMessage } from './option-hints.js'
 import { REAL_TIMERS, type Timers } from './timeout.js'
-import type { OnStoreError, RateLimiterOptions } from './types.js'
+import type { OnStoreError, RateLimiterOptions, StoreCallHook } from './types.js'
 
 /** The options with defaults applied and durations in milliseconds. */
 export interface ResolvedOptions {
@@ -27,6 +27,7 @@ export interface ResolvedOptions {
   pool: RateLimiterOptions['pool']
   clock: () => number
   timers: Timers
+  onStoreCall: StoreCallHook | undefined
 }
 
 const KNOWN_OPTIONS = new Set([
@@ -41,6 +42,7 @@ const KNOWN_OPTIONS = new Set([
   'pool',
   'clock',
   'timers',
+  'onStoreCall',
 ])
 
 /** Validates every option (unknown ones too) and applies the defaults; throws a FloodgateError naming the field. */
@@ -71,6 +73,7 @@ export function resolveOptions(options: RateLimiterOptions): ResolvedOptions {
     pool,
     clock: resolveClock(options.clock),
     timers: resolveTimers(options.timers),
+    onStoreCall: resolveStoreCallHook(options.onStoreCall),
   }
 }
 
@@ -206,4 +209,9 @@ function wholeNumber(value: unknown, field: string, meaning: string): number {
 
 function invalid(field: string, message: string): FloodgateError {
   return new FloodgateError('INVALID_OPTION', `${field}: ${message}`)
+}
+
+function resolveStoreCallHook(value: unknown): StoreCallHook | undefined {
+  if (value === undefined || typeof value === 'function') return value as StoreCallHook | undefined
+  throw invalid('onStoreCall', 'expected a function (key, cost) => (failed) => void, called as each store call starts')
 }

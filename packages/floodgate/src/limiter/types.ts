@@ -143,7 +143,17 @@ export interface RateLimiterOptions {
    * `setTimeout`). Tests inject manual ones, so that no timeout races the machine's load.
    */
   timers?: Timers
+  /**
+   * Called as each call to the store starts (not for answers from the deny cache, a lease or the
+   * fallback), with the key and cost; the function it returns, if any, is called once the call is
+   * answered, with whether it failed (an error or the timeout). For tracing: the service opens a
+   * span here, so the library itself depends on no tracing package.
+   */
+  onStoreCall?: StoreCallHook
 }
+
+/** See `RateLimiterOptions.onStoreCall`. */
+export type StoreCallHook = (key: string, cost: number) => ((failed: boolean) => void) | undefined
 
 /** What the elastic pool must offer: a RateLimiter does. */
 export interface PoolLimiter {

@@ -48,13 +48,14 @@ export interface MergeRequest {
   /** As `EvaluateRequest.now`: omitted, the store's clock (Redis: the server's). */
   now?: number
   /**
-   * Who sends the units (an instance, a region); with `seq`, the merge is idempotent: the store keeps,
-   * per policy record, the last `seq` applied from each origin, and a request whose `seq` is not
-   * above it is not applied again (its answer still carries the state). Send a request again with
-   * the same seq until it is answered, and a newer one for the same key only after that.
+   * Who sends the units (an instance, a region); with `seq`, the merge is idempotent: a request whose
+   * `seq` the store has applied from this origin is not applied again (its answer still carries the
+   * state). MemoryStore keeps the last seq per record and origin; RedisStore one token per slot and
+   * origin holding the seqs applied there (docs/sync.md). Send a request again with the same seq
+   * until it is answered, and a newer one for the same key only after that.
    */
   origin?: string
-  /** Increases with every request an origin sends (a whole number ≥ 0). */
+  /** Increases with every request an origin sends, whatever its key (a whole number ≥ 0). */
   seq?: number
 }
 

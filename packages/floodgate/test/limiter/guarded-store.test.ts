@@ -5,18 +5,18 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { createPolicies } from '../../src/index.js'
-import type { RateLimiterEvents } from '../../src/index.js'
+import { RateLimiter, type RateLimiterEvents, type StoreCallHook } from '../../src/index.js'
 import { GuardedStore } from '../../src/limiter/guarded-store.js'
 import { MemoryStore } from '../../src/stores/memory/memory-store.js'
 import { Clock, FaultyStore } from './fixtures.js'
 
 const policies = createPolicies([{ algorithm: 'fixed-window', limit: 2, period: '1m' }])
 
-function guarded(store: ConstructorParameters<typeof GuardedStore>[0], clock: Clock) {
+function guarded(store: ConstructorParameters<typeof GuardedStore>[0], clock: Clock, onStoreCall?: StoreCallHook) {
   const events = new EventEmitter<RateLimiterEvents>()
   const errors: string[] = []
   events.on('store-error', (error) => errors.push((error as { code?: string }).code ?? error.message))
-  const options = { timeoutMs: 30, breakerFailures: 5, breakerCooldownMs: 1_000, clock: clock.read, timers: clock.timers }
+  const options = { timeoutMs: 30, breakerFailures: 5, breakerCooldownMs: 1_000, clock: clock.read, timers: clock.timers, onStoreCall }
   return { guard: new GuardedStore(store, options, events), errors }
 }
 
@@ -56,5 +56,41 @@ describe('GuardedStore', () => {
     assert.equal(abandoned, 1)
     assert.deepEqual(errors, ['STORE_TIMEOUT'])
     await store.close()
+  })
+
+  it('onStoreCall: told of each store call as it starts and as it ends, and whether it failed', async () => {
+    const clock = new Clock()
+    const seen: string[] = []
+    const hook: StoreCallHook = (key, cost) => {
+      seen.push(`start ${key} ${cost}`)
+      return (failed) => seen.push(`end ${key} ${failed ? 'failed' : 'ok'}`)
+    }
+    const { guard } = guarded(new MemoryStore({ clock: clock.read }), clock, hook)
+    guard.call('sync', policies, 1)
+    const store = new FaultyStore(clock)
+    const remote = guarded(store, clock, hook).guard
+    await remote.call('async', policies, 2)
+    store.health = 'hang'
+    const hung = remote.call('hung', policies, 1)
+    assert.deepEqual(seen.slice(-1), ['start hung 1'], 'not ended before its answer')
+    clock.advance(30)
+    await hung
+    assert.deepEqual(seen, ['start sync 1', 'end sync ok', 'start async 2', 'end async ok', 'start hung 1', 'end hung failed'])
+    await store.close()
+  })
+
+  it('onStoreCall must be a function; the limiter passes it to its store calls', async () => {
+    assert.throws(() => new RateLimiter({ onStoreCall: 'span' as never }), /onStoreCall: expected a function/)
+    const keys: string[] = []
+    const limiter = new RateLimiter({
+      policies: [{ algorithm: 'fixed-window', limit: 2, period: '1m' }],
+      onStoreCall: (key) => {
+        keys.push(key)
+        return undefined
+      },
+    })
+    await limiter.limit('a')
+    assert.deepEqual(keys, ['a'])
+    await limiter.close()
   })
 })

@@ -11,7 +11,7 @@ export interface AutoSyncOptions {
   leases: LeaseSync
   /** The same clock as the leases' (ms, forward only); tests inject one. */
   clock?: () => number
-  /** Most keys whose heat is followed (default 10 000); the oldest is forgotten past it. */
+  /** Most keys whose heat is followed (default 10 000); the least used cold one is forgotten past it. */
   maxKeys?: number
 }
 
@@ -21,19 +21,48 @@ interface Heat {
   hot: boolean
 }
 
+// The keys of one policy set (equal sets share one), first use first, with what the set decides.
+interface HeatSet {
+  readonly policies: readonly Policy[]
+  readonly keys: Map<string, Heat>
+  /** The hot threshold, in decisions per ms. */
+  readonly hotPerMs: number
+  /** Whether a cold key is decided by the plain exact call. */
+  readonly plainExact: boolean
+}
+
+// How many of the oldest followed keys one eviction looks at for a cold one: bounds its cost.
+const EVICTION_PROBES = 16
+
+// Algorithms whose leases are charged to the state at grant (core/lease.ts), so a plain exact
+// decision (the `always` script, which reads no ledger) already counts every unit held on leases.
+// token-bucket and gcra hold units beside the state (the refill cap, the reservation): their cold
+// decisions must read the ledgers, through the lease script with no lease (`id` 0).
+const CHARGED_AT_GRANT = new Set(['fixed-window', 'sliding-window'])
+
 /**
- * Moves a key to leases when this instance decides it more than `hotRate` times a second, and back
- * to exact decisions below half that (the gap keeps a key near the threshold from flapping).
- * Exact decisions go through the store's lease primitive with no lease (`id` 0), so they count
- * the units other instances hold on leases: the guarantee is the same on both sides of a switch
- * and across it (core/lease.ts; test/core/lease.test.ts mixes both).
+ * Moves a key to leases when this instance decides it at `hotRate` a second or more, and back to
+ * exact decisions below half that (the gap keeps a key near the threshold from flapping). Heat is
+ * followed for at most `maxKeys` keys: past it, the oldest key whose rate is below a quarter of
+ * `hotRate` is forgotten (a key that is hot, or warming, goes to the back of the line), and a key
+ * forgotten on leases gives its unused units back.
+ *
+ * A cold key costs what `sync: 'always'` costs: for fixed-window and sliding-window its decision
+ * is the plain exact call (`plainExact` tells the backend so), as leases are charged to the same
+ * state at grant. Other algorithms decide cold keys through the lease primitive with no lease
+ * (`id` 0), which counts the units other instances hold. Either way the guarantee is the same on
+ * both sides of a switch and across it (core/lease.ts; test/core/lease.test.ts mixes both).
  */
 export class AutoSync {
   private readonly store: LeaseStore
   private readonly leases: LeaseSync
   private readonly clock: () => number
   private readonly maxKeys: number
-  private readonly heat = new Map<string, Heat>()
+  // Sets by their id (policySetId), and by array (a plan's, reused for every decision) to skip the id.
+  private readonly sets = new Map<string, HeatSet>()
+  private readonly byArray = new WeakMap<readonly Policy[], HeatSet>()
+  // Keys followed over every set.
+  private size = 0
 
   constructor(options: AutoSyncOptions) {
     this.store = options.store
@@ -45,13 +74,22 @@ export class AutoSync {
   /** Keys whose heat is followed, and of them those on leases now (walks them: at most `maxKeys`). */
   heatTotals(): { keys: number; hot: number } {
     let hot = 0
-    for (const heat of this.heat.values()) if (heat.hot) hot++
-    return { keys: this.heat.size, hot }
+    for (const set of this.sets.values()) for (const heat of set.keys.values()) if (heat.hot) hot++
+    return { keys: this.size, hot }
   }
 
   /** Whether `key` is on leases now. */
   isHot(key: string, policies: readonly Policy[]): boolean {
-    return this.heat.get(this.heatKey(key, policies))?.hot ?? false
+    return this.setOf(policies).keys.get(key)?.hot ?? false
+  }
+
+  /**
+   * Whether a decision of `key` that `tryLocal` did not answer is a plain exact store call (the
+   * caller makes it, as `sync: 'always'` would), rather than `enqueue`.
+   */
+  plainExact(key: string, policies: readonly Policy[]): boolean {
+    const set = this.setOf(policies)
+    return set.plainExact && set.keys.get(key)?.hot !== true
   }
 
   /** Decides like LeaseSync.decide: from a lease when the key is hot, else exactly in the store. */
@@ -94,31 +132,69 @@ export class AutoSync {
   // lease when it cools).
   private warm(key: string, policies: readonly Policy[]): boolean {
     const now = this.clock()
-    const name = this.heatKey(key, policies)
-    let heat = this.heat.get(name)
+    const set = this.setOf(policies)
+    let heat = set.keys.get(key)
     if (heat === undefined) {
-      if (this.heat.size >= this.maxKeys) this.forgetOne()
+      if (this.size >= this.maxKeys) this.forgetOne(set.keys.size > 0 ? set : this.largestSet(), now)
       heat = { demand: new Demand(1000), hot: false }
-      this.heat.set(name, heat)
+      set.keys.set(key, heat)
+      this.size++
     }
-    const perSecond = heat.demand.add(1, now) * 1000
-    const hotRate = Math.min(...policies.map((policy) => policy.hotRate))
-    if (!heat.hot && perSecond >= hotRate) heat.hot = true
-    else if (heat.hot && perSecond < hotRate / 2) {
+    const perMs = heat.demand.add(1, now)
+    const hotPerMs = set.hotPerMs
+    if (!heat.hot && perMs >= hotPerMs) heat.hot = true
+    else if (heat.hot && perMs < hotPerMs / 2) {
       heat.hot = false
       this.leases.drop(key, policies)
     }
     return heat.hot
   }
 
-  private forgetOne(): void {
-    for (const name of this.heat.keys()) {
-      this.heat.delete(name)
-      return
+  // Forgets one key: the oldest of the first few whose rate is below a quarter of its threshold;
+  // hot and warming keys among them go to the back (Map order), so a flood of one-off keys never
+  // pushes out a hot one. When all probed are that warm, the first goes anyway (memory is bounded),
+  // and a key forgotten on leases gives its unused units back.
+  private forgetOne(set: HeatSet, now: number): void {
+    const keys = set.keys
+    let probes = 0
+    for (const [key, heat] of keys) {
+      if (probes++ >= EVICTION_PROBES) break
+      if (heat.demand.perMs(now) < set.hotPerMs / 4) return this.forget(set, key, heat)
+      keys.delete(key)
+      keys.set(key, heat)
     }
+    const first = keys.entries().next()
+    if (first.done !== true) this.forget(set, first.value[0], first.value[1])
   }
 
-  private heatKey(key: string, policies: readonly Policy[]): string {
-    return `${policySetId(policies)}\u0000${key}`
+  private forget(set: HeatSet, key: string, heat: Heat): void {
+    set.keys.delete(key)
+    this.size--
+    if (heat.hot) this.leases.drop(key, set.policies)
+  }
+
+  // The set holding the most keys (a new set's first key, with the cap reached by others).
+  private largestSet(): HeatSet {
+    let largest: HeatSet | undefined
+    for (const set of this.sets.values()) if (largest === undefined || set.keys.size > largest.keys.size) largest = set
+    return largest!
+  }
+
+  private setOf(policies: readonly Policy[]): HeatSet {
+    let set = this.byArray.get(policies)
+    if (set !== undefined) return set
+    const id = policySetId(policies)
+    set = this.sets.get(id)
+    if (set === undefined) {
+      set = {
+        policies,
+        keys: new Map(),
+        hotPerMs: Math.min(...policies.map((policy) => policy.hotRate)) / 1000,
+        plainExact: policies.every((policy) => CHARGED_AT_GRANT.has(policy.algorithm)),
+      }
+      this.sets.set(id, set)
+    }
+    this.byArray.set(policies, set)
+    return set
   }
 }

@@ -18,7 +18,8 @@ export interface SourcedResponse extends EvaluateResponse {
 type Engine = Pick<LeaseSync | AutoSync, 'tryLocal' | 'enqueue'>
 
 /**
- * Decides on a lease engine. A decision the held lease covers is answered synchronously, with no
+ * Decides on a lease engine (for `auto`, a cold key's decision may be the plain exact call instead:
+ * see AutoSync.plainExact). A decision the held lease covers is answered synchronously, with no
  * store call, timeout or breaker: held leases keep serving through an outage. Otherwise the engine's
  * store call goes through `GuardedStore.callVia`, so it is bounded by the limiter's timeout (which
  * abandons it: the caller's units then stay in the lease) and counted by its breaker, and it carries
@@ -31,6 +32,8 @@ export class LeaseBackend implements Backend {
     private readonly remote: GuardedStore,
     private readonly engine: Engine,
     private readonly leases: LeaseSync,
+    // `auto`'s engine, whose cold keys of some algorithms are decided by the plain exact call.
+    private readonly auto?: AutoSync,
   ) {}
 
   tier(plan: PolicyPlan): Tier {
@@ -43,6 +46,8 @@ export class LeaseBackend implements Backend {
       local.source = 'lease'
       return local
     }
+    // A cold `auto` key costs what `sync: 'always'` costs: the same call, script and batching.
+    if (this.auto?.plainExact(key, policies) === true) return this.remote.call(key, policies, cost)
     return this.remote.callVia(key, policies, cost, this.start)
   }
 

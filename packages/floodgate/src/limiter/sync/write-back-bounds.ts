@@ -23,3 +23,12 @@ export function provisionalUnits(policies: readonly Policy[], flushMs: number, i
   for (const policy of policies) units = Math.min(units, Math.floor(((policy.limit / policy.periodMs) * flushMs) / instances))
   return units
 }
+
+/**
+ * How many times a key may ask the store for its next share between two flush ticks when its share
+ * ran out and no other instance used it since the last answer (docs/sync.md, under-admission). Each
+ * such refresh hands this instance 1/N of what is left, so a few per interval take a lone instance
+ * from 1/N of the limit to most of it within two intervals; the cap keeps a key alone at saturation
+ * to a few store calls per interval.
+ */
+export const EARLY_REFRESHES = 4

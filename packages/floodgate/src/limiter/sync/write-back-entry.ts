@@ -43,6 +43,15 @@ export interface Entry {
   touched: boolean
   /** In WriteBack's set of keys for the next flush (kept with it: a flag is cheaper to test than the set). */
   queued: boolean
+  /**
+   * The last answer held no other instance's units since the one before (or was the first): this
+   * instance is the key's only user now, and a spent share may ask the store for the next at once.
+   */
+  alone: boolean
+  /** A decision was denied by the share rule since write-back last looked (WriteBack.answer clears it). */
+  shareSpent: boolean
+  /** Refreshes asked for by a spent share since the last flush tick (capped: write-back-bounds.ts). */
+  early: number
 }
 
 export function createEntry(key: string, policies: readonly Policy[]): Entry {
@@ -62,6 +71,9 @@ export function createEntry(key: string, policies: readonly Policy[]): Entry {
     waiters: undefined,
     touched: false,
     queued: false,
+    alone: true,
+    shareSpent: false,
+    early: 0,
   }
 }
 
@@ -75,7 +87,8 @@ export function isClean(entry: Entry): boolean {
  * the answer does not hold yet (`unsent`: admitted since the flush was sent) merged back in. A block
  * period started here keeps running.
  */
-export function applySynced(entry: Entry, records: PolicyRecord[], now: number, syncedAt: number): void {
+export function applySynced(entry: Entry, records: PolicyRecord[], now: number, syncedAt: number, confirmed: number): void {
+  entry.alone = othersIdle(entry, records, now, confirmed)
   const unsent = entry.pending + (entry.outbox?.units ?? 0)
   const local = mergeKey(
     records,
@@ -92,6 +105,37 @@ export function applySynced(entry: Entry, records: PolicyRecord[], now: number, 
   entry.synced = records
   entry.syncedAt = syncedAt
   entry.local = local
+}
+
+/**
+ * Whether `records` (the store's answer at `now`) hold nothing beyond the last answer but this
+ * instance's `confirmed` units: every policy shows at least what the last answer showed remaining,
+ * less those units (both read at `now`, so refill counts alike). A first answer counts as idle.
+ */
+function othersIdle(entry: Entry, records: PolicyRecord[], now: number, confirmed: number): boolean {
+  const synced = entry.synced
+  if (synced === undefined) return true
+  for (let i = 0; i < entry.policies.length; i++) {
+    const policy = entry.policies[i]
+    const step = ALGORITHM_BY_NAME[policy.algorithm].step
+    if (step(records[i].state, now, 0, policy).remaining < step(synced[i].state, now, 0, policy).remaining - confirmed) return false
+  }
+  return true
+}
+
+/**
+ * What the last answer showed remaining for the tightest policy, less this instance's units not in it:
+ * what the rest of the fleet may still take. A refresh is worth asking for when it is at least N (the
+ * next share is then a unit or more).
+ */
+export function leftForFleet(entry: Entry, now: number): number {
+  let left = Infinity
+  for (let i = 0; i < entry.policies.length; i++) {
+    const policy = entry.policies[i]
+    const remaining = ALGORITHM_BY_NAME[policy.algorithm].step(entry.synced?.[i].state, now, 0, policy).remaining
+    left = Math.min(left, remaining - entry.pending - (entry.outbox?.units ?? 0))
+  }
+  return left
 }
 
 // Where decideLocally's one-policy admissions step (evaluateKeyInto's buffers are the core's own).
@@ -115,6 +159,7 @@ export function decideLocally(entry: Entry, now: number, cost: number, instances
       : evaluateKeyInto(local, now, cost, entry.policies, out)
   if (evaluation.allowed && cost > 0 && instances > 1 && shareDenies(entry, now, cost, instances, evaluation)) {
     // Nothing is charged: the local copy is left as it was.
+    entry.shareSpent = true
     return evaluation
   }
   const records = evaluation.records
@@ -158,4 +203,9 @@ function shareDenies(entry: Entry, now: number, cost: number, instances: number,
   }
   if (denied) evaluation.allowed = false
   return denied
+}
+
+// The store's records as the entry's own (a store may reuse what it answers).
+export function ownRecords(records: readonly PolicyRecord[]): PolicyRecord[] {
+  return records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
 }

@@ -6,7 +6,7 @@ import { createEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { MergeRequest, MergeResponse, Store } from '../../stores/store.js'
-import { applySynced, createEntry, decideLocally, isClean, type Entry } from './write-back-entry.js'
+import { applySynced, createEntry, decideLocally, isClean, leftForFleet, ownRecords, type Entry } from './write-back-entry.js'
 import {
   DEFAULT_TIMERS,
   wholeAtLeast,
@@ -16,7 +16,7 @@ import {
   type WriteBackTimers,
 } from './write-back-options.js'
 
-import { provisionalUnits, staleReadMs } from './write-back-bounds.js'
+import { EARLY_REFRESHES, provisionalUnits, staleReadMs } from './write-back-bounds.js'
 
 export type { WriteBackOptions, WriteBackResponse, WriteBackStats, WriteBackTimers } from './write-back-options.js'
 
@@ -64,8 +64,9 @@ export class WriteBack {
   private closed = false
   // The last call to the store failed: decisions stop waiting for reads until one succeeds.
   private storeDown = false
-  // Keys waiting for this turn's read call.
+  // Keys waiting for this turn's read call, and read calls not answered yet (close waits for them).
   private reads: Entry[] = []
+  private readonly readCalls = new Set<Promise<void>>()
 
   constructor(options: WriteBackOptions) {
     const store = options.store
@@ -150,8 +151,7 @@ export class WriteBack {
       return
     }
     // A copy long out of date is read again; a merely stale one decides at once, and the decision
-    // (touching the key) has the next flush bring it up to date.
-    // One clock read serves the whole decision (a clock read is a fair part of a local decision's cost).
+    // (touching the key) has the next flush bring it up to date. One clock read serves the decision.
     const localNow = this.clock()
     if (this.needsRead(entry, localNow)) {
       entry.provisional = provisionalUnits(entry.policies, entry.flushMs, this.instances)
@@ -182,12 +182,12 @@ export class WriteBack {
         continue
       }
       entry.touched = false
+      entry.early = 0
       batch.push(entry)
     }
     if (batch.length === 0) return Promise.resolve()
-    // A flush called outside the timer (limiter.flush()) took every key the pending tick would have:
-    // the next tick is due one interval after it, not at the old time with next to nothing to send
-    // (a tick sends every key touched since, however few its units, at a merge's cost each).
+    // A flush outside the timer (limiter.flush()) took every key the tick would have: the next tick is
+    // due an interval later, not soon with next to nothing to send (each key touched costs a merge).
     if (this.timer !== 0 && !this.closed) this.arm(this.clock() + this.tickMs)
     this.flushing = this.send(batch).finally(() => {
       this.flushing = undefined
@@ -200,7 +200,9 @@ export class WriteBack {
     if (this.closed) return
     this.closed = true
     this.timer = 0
-    if (this.flushing !== undefined) await this.flushing
+    // A read may carry units (an early refresh): the turn's reads go out, and close waits for them.
+    await new Promise(setImmediate)
+    await Promise.all([...this.readCalls, this.flushing])
     await this.flush()
   }
 
@@ -221,9 +223,23 @@ export class WriteBack {
     const now = localNow + this.offset
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
     if (evaluation.allowed && cost > 0 && entry.provisional !== undefined) entry.provisional -= cost
+    if (entry.shareSpent) {
+      entry.shareSpent = false
+      this.refreshEarly(entry, now)
+    }
     if (entry.touched) this.markDirty(entry)
     const results = copy ? evaluation.results.map((result) => ({ ...result })) : evaluation.results
     return { allowed: evaluation.allowed, results, now, source: 'write-back' }
+  }
+
+  // A share ran out with nobody else on the key since the last answer: ask the store for the next now,
+  // not at the tick (docs/sync.md: under-admission). With others active the tick brings it, as before.
+  private refreshEarly(entry: Entry, now: number): void {
+    if (!entry.alone || entry.early >= EARLY_REFRESHES || this.storeDown || this.closed) return
+    if (entry.inFlight !== 0 || entry.outbox !== undefined || entry.waiters !== undefined) return
+    if (leftForFleet(entry, now) < this.instances) return
+    entry.early++
+    this.read(entry)
   }
 
   // A new entry for a key, in place of the oldest clean one when full; undefined when none is clean.
@@ -277,7 +293,8 @@ export class WriteBack {
   private readonly sendReads = (): void => {
     const reads = this.reads
     this.reads = []
-    void this.send(reads)
+    const call = this.send(reads).finally(() => this.readCalls.delete(call))
+    this.readCalls.add(call)
   }
 
   private send(batch: Entry[]): Promise<void> {
@@ -326,8 +343,9 @@ export class WriteBack {
       if (response !== undefined) {
         if (!response.applied) this.stats.replays++
         // Confirmed: the store holds the outbox's units now (this time, or in an earlier send).
+        const confirmed = entry.outbox?.units ?? 0
         entry.outbox = undefined
-        applySynced(entry, ownRecords(response.records), response.now, receivedAt)
+        applySynced(entry, ownRecords(response.records), response.now, receivedAt, confirmed)
       }
       // Still to send (units, or an unconfirmed outbox), or just read: the next flush looks at it.
       if (entry.outbox !== undefined || entry.pending !== 0) this.markDirty(entry)
@@ -379,8 +397,3 @@ export class WriteBack {
 
 /** How many held keys a new key looks through for a clean one to replace before it is refused. */
 const EVICTION_LOOKS = 64
-
-// The store's records as the entry's own (a store may reuse what it answers).
-function ownRecords(records: readonly PolicyRecord[]): PolicyRecord[] {
-  return records.map((record) => ({ blockedUntil: record.blockedUntil, state: record.state?.slice() }))
-}

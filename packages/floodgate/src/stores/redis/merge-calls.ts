@@ -51,17 +51,17 @@ export async function mergeOnRedis(
     // Each slot's requests together (one MGET each), then cut into calls.
     group.sort((a, b) => a.slot - b.slot || a.index - b.index)
     for (let from = 0; from < group.length; from += maxBatchSize) {
-      calls.push(mergeCall(connection, group.slice(from, from + maxBatchSize), responses))
+      calls.push(mergeCall(connection, prefix, group.slice(from, from + maxBatchSize), responses))
     }
   }
   await Promise.all(calls)
   return responses
 }
 
-async function mergeCall(connection: Connection, items: Item[], responses: MergeResponse[]): Promise<void> {
+async function mergeCall(connection: Connection, prefix: string, items: Item[], responses: MergeResponse[]): Promise<void> {
   let declared = 0
   while (declared < items.length && items[declared].slot === items[0].slot) declared++
-  const { keys, args } = encodeMergeCall(items, declared)
+  const { keys, args } = encodeMergeCall(items, declared, prefix)
   let reply: unknown
   try {
     reply = await runMerger(connection, keys, args)
@@ -71,7 +71,7 @@ async function mergeCall(connection: Connection, items: Item[], responses: Merge
     if (declared === items.length || !isRoutingError(error)) throw error
     const slots = new Map<number, Item[]>()
     for (const item of items) slots.set(item.slot, [...(slots.get(item.slot) ?? []), item])
-    await Promise.all([...slots.values()].map((group) => mergeCall(connection, group, responses)))
+    await Promise.all([...slots.values()].map((group) => mergeCall(connection, prefix, group, responses)))
     return
   }
   const decoded = decodeMergeReply(reply, items)

@@ -4,6 +4,7 @@ import type { PolicyRecord } from '../../core/evaluate.js'
 import type { Policy } from '../../core/policy.js'
 import type { MergeRequest, MergeResponse } from '../store.js'
 import type { ScriptArgument } from './connection.js'
+import { tokenPrefix } from './slot-tags.js'
 
 /** One merge request of a call, with its policy keys built (in the request's policy order). */
 export interface MergeCallRequest {
@@ -18,15 +19,22 @@ export interface MergeCallRequest {
  * together: the first `declared` requests' keys go in KEYS (the routing slot's), the rest in ARGV.
  * Each request's numbers go in one binary argument (REQUEST_HEAD, then its policy indexes, as
  * little-endian doubles): Lua unpacks them several times cheaper than it parses text, and the call
- * carries one argument for them instead of several per request. Origins go as text, each once.
+ * carries one argument for them instead of several per request. Origins go as text, each once, and
+ * each slot group's token prefix (`prefix`: the store's key prefix) as text.
  */
-export function encodeMergeCall(requests: readonly MergeCallRequest[], declared: number): { keys: string[]; args: ScriptArgument[] } {
+export function encodeMergeCall(
+  requests: readonly MergeCallRequest[],
+  declared: number,
+  prefix: string,
+): { keys: string[]; args: ScriptArgument[] } {
   const keys: string[] = []
   const extraKeys: string[] = []
   const policyIndex = new Map<Policy, number>()
   const policyArgs: string[] = []
   const originIndex = new Map<string, number>()
   const groupSizes: number[] = []
+  // Each group's token prefix (slot-tags.ts): a slot's requests share one token per origin.
+  const groupTokens: string[] = []
   let doubles = 0
   for (const { request } of requests) doubles += REQUEST_HEAD + request.policies.length
   const numbers = Buffer.allocUnsafe(8 * doubles)
@@ -35,8 +43,10 @@ export function encodeMergeCall(requests: readonly MergeCallRequest[], declared:
     const { request, keys: requestKeys, slot } = requests[r]
     const target = r < declared ? keys : extraKeys
     for (const key of requestKeys) target.push(key)
-    if (r === 0 || slot !== requests[r - 1].slot) groupSizes.push(requestKeys.length)
-    else groupSizes[groupSizes.length - 1] += requestKeys.length
+    if (r === 0 || slot !== requests[r - 1].slot) {
+      groupSizes.push(requestKeys.length)
+      groupTokens.push(tokenPrefix(prefix, slot))
+    } else groupSizes[groupSizes.length - 1] += requestKeys.length
     let origin = 0
     if (request.origin !== undefined) {
       origin = originIndex.get(request.origin) ?? originIndex.size + 1
@@ -71,6 +81,7 @@ export function encodeMergeCall(requests: readonly MergeCallRequest[], declared:
     ...policyArgs,
     String(groupSizes.length),
     ...groupSizes.map(String),
+    ...groupTokens,
     String(requests.length),
     String(originIndex.size),
     ...originIndex.keys(),

@@ -170,7 +170,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     if (typeof key !== 'string') throw invalidRequest(`key must be a string, got ${typeof key}`)
     if (policies.length === 0) return
-    // The record, its lease ledger and its merge origins (`:wo`) go together.
+    // The record and its lease ledger go together (and `:wo`, the merge origins an older version kept
+    // beside a record). A merge token (merge-runner.lua) guards a slot's seqs, not a key: it stays,
+    // so a resend of units merged before the reset still counts once.
     await this.connection.del(
       policies.flatMap((policy) => {
         const recordKey = policyKey(this.prefix, key, policy)

@@ -151,19 +151,27 @@ describe('write-back sync', () => {
     const policies = createPolicies([{ algorithm: 'fixed-window', limit: 20, period: '1h', sync: 'write-back' }])
     const f = fleet(4)
     let admitted = 0
-    for (const instance of f.instances) {
-      for (let i = 0; i < 20; i++) if ((await decide(instance, policies, 1)).allowed) admitted++
+    for (const [n, instance] of f.instances.entries()) {
+      // Each reads the empty key, then loses the store: a spent share cannot ask it for the next.
+      if ((await decide(instance, policies, 1)).allowed) admitted++
+      f.links[n].mode = 'fail'
+      for (let i = 1; i < 20; i++) if ((await decide(instance, policies, 1)).allowed) admitted++
     }
     assert.equal(admitted, 20)
+    for (const link of f.links) link.mode = 'ok'
     const denied = await decide(f.instances[0], policies, 1)
     assert.equal(denied.allowed, false)
     assert.equal(denied.results[0].retryAfterMs, 50) // the next flush brings the next share
     // Once they sync (a second round: the first answers saw only the flushes before them), each takes
     // its share of what is left: nothing is, so all deny.
     for (let round = 0; round < 2; round++) {
+      // The last one's spent share asked for a refresh (a read going out on the next turn) before the
+      // store came back: the read carries its units.
+      await settle()
       for (const instance of f.instances) instance.decide(KEY, policies, 0, () => {})
       await Promise.all(f.instances.map((instance) => instance.flush()))
     }
+    assert.equal(storedCount(f.store, policies), 20)
     for (const instance of f.instances) assert.equal((await decide(instance, policies, 1)).allowed, false)
   })
 

@@ -5,13 +5,19 @@
 --
 -- Keys: KEYS, then ARGV[2 .. 1 + ARGV[1]]: every policy key, request after request (on a Cluster only
 --   the routing slot's keys are declared, as runner.lua does; the script's allow-cross-slot-keys flag
---   lets it touch the others, which the node serves). Beside each record, `<key>:wo` holds the last
---   seq applied per origin (idempotency), with the record's expiry, at most MAX_ORIGINS of them: a
---   string, so that it is read with the records (MGET) and written in one command (see ORIGIN_HEAD).
+--   lets it touch the others, which the node serves).
+-- Idempotency: one token per slot group and origin, `<group's token prefix><origin>`, whose prefix
+--   carries a hash tag of the group's slot (slot-tags.ts), so the token lives, and moves in a
+--   resharding, with the keys it guards. It holds the seqs that origin applied in that slot, as runs
+--   of consecutive seqs (a flush numbers its keys in a row, so a standalone server's token is a run
+--   or two), each with the expiry of the records it wrote: a seq is applied once per slot, and an
+--   origin's seqs grow with every request (store.ts), so that is once per request. The per-key origin
+--   records this replaces were about half of a merge's Redis CPU (docs/sync.md).
 -- ARGV after those keys:
 --   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs (read by
 --   batch-args.lua, shared with runner.lua; a merge does not start blocks);
---   read group count, then each group's key count (one MGET per slot, as runner.lua);
+--   read group count, then each group's key count (one MGET per slot, as runner.lua), then each
+--   group's token prefix;
 --   request count; origin count, then each origin; then one binary string of the requests' numbers
 --   (little-endian doubles, unpacked with one call each: tonumber of a text costs several times
 --   more), per request: now (NaN = server clock), units, origin (1-based index into the origins,
@@ -20,86 +26,95 @@
 --   byte applied (1/0), then per policy a byte with the state's length (255: no state), blockedUntil
 --   and the state's numbers, as little-endian doubles.
 
-local MAX_ORIGINS = 64
 local NO_STATE = 255
--- An origins string is a run of entries: ORIGIN_HEAD (the origin's last seq, the origin's length in
--- bytes) and the origin's bytes. A known origin's seq is overwritten where it stands.
-local ORIGIN_HEAD = '<dH'
-local ORIGIN_HEAD_BYTES = 10
-local ORIGINS_SUFFIX = ':wo'
+-- A token is a run of entries RUN (first seq, last seq, kept until: server ms), sorted by first seq.
+local RUN = '<ddd'
+local RUN_BYTES = 24
+-- The most runs a token keeps; past it the lowest seqs are forgotten (a resend of those would count
+-- again). A flush's seqs make one run per slot, and runs that meet join, so only a Cluster, whose
+-- slots see a few keys of each flush, comes near it: 256 of one origin's flushes that wrote the slot.
+local MAX_RUNS = 256
 -- The reply's formats of a policy with a state of 0 to 4 numbers (every mergeable algorithm's).
 local REPLY_FORMATS = { [0] = '<Bd', '<Bdd', '<Bddd', '<Bdddd', '<Bddddd' }
-local sub = string.sub
 -- A request's numbers before its policy indexes (see the arguments above).
 local REQUEST_HEAD = '<ddddd'
 local REQUEST_HEAD_BYTES = 40
--- SETRANGE offsets as text by position: a number argument to redis.call is converted on every call.
-local offsetTexts = { '0' }
 
--- Reads the origins strings of the keys[from .. to] (keys of one slot) that `withOrigin` marks, in
--- one MGET: into `origins` by record key (false: none), their key names into `originKeys`.
-local function readOrigins(keys, from, to, withOrigin, origins, originKeys)
-  local names = {}
-  for i = from, to do
-    if withOrigin[i] then
-      local name = keys[i] .. ORIGINS_SUFFIX
-      names[#names + 1] = name
-      originKeys[keys[i]] = name
+-- A token's runs, read from its text (false: none): { los, his, kept, top }, `top` the highest seq
+-- it holds; a run kept until `serverNow` or earlier (its records expired) is gone. A text that does
+-- not parse (another program wrote it) counts as none.
+local function readToken(text, serverNow)
+  local token = { los = {}, his = {}, kept = {}, top = -1, newTop = -1, newLos = {}, newHis = {}, keptUntil = 0 }
+  if not text or #text % RUN_BYTES ~= 0 then return token end
+  local los, his, kept = token.los, token.his, token.kept
+  local n = 0
+  for at = 1, #text, RUN_BYTES do
+    local lo, hi, keptUntil = structUnpack(RUN, text, at)
+    if keptUntil > serverNow then
+      n = n + 1
+      los[n], his[n], kept[n] = lo, hi, keptUntil
+      if hi > token.top then token.top = hi end
     end
   end
-  if #names == 0 then return end
-  local values = call('MGET', unpack(names))
-  local at = 0
-  for i = from, to do
-    if withOrigin[i] then
-      at = at + 1
-      origins[keys[i]] = values[at]
-    end
-  end
+  return token
 end
 
--- The last seq applied from `origin` in the origins string `text` (false: none), where that seq
--- stands (false: nowhere), and how many origins the string holds. A string that does not parse
--- (another program wrote it) counts as full, so the next origin replaces it.
-local function findOrigin(text, origin)
-  if not text then return false, false, 0 end
-  local length, size = #text, #origin
-  local at, count = 1, 0
-  while at + ORIGIN_HEAD_BYTES - 1 <= length do
-    local seq, bytes = structUnpack(ORIGIN_HEAD, text, at)
-    local from = at + ORIGIN_HEAD_BYTES
-    if bytes == size and sub(text, from, from + bytes - 1) == origin then return seq, at, count end
-    count = count + 1
-    at = from + bytes
+-- Whether the token has applied `seq`: before this call (its runs) or in it (its new runs). A
+-- flush's seqs grow, so the usual answer is found by comparing with the highest of each.
+local function tokenHas(token, seq)
+  if seq > token.top and seq > token.newTop then return false end
+  local los, his = token.los, token.his
+  for i = 1, #los do
+    if seq >= los[i] and seq <= his[i] then return true end
   end
-  if at ~= length + 1 then return false, false, MAX_ORIGINS end
-  return false, false, count
+  los, his = token.newLos, token.newHis
+  for i = 1, #los do
+    if seq >= los[i] and seq <= his[i] then return true end
+  end
+  return false
 end
 
--- Records `seq` as `origin`'s last in the origins string `text` under `name` (`at`: where its seq
--- stands, or false for a new origin; `count`: the origins it holds), to expire with the record just
--- written (`written`, whose stored copy carried `expiresAt`). Returns the string the key now holds,
--- or nil when it was changed in place (then it is read again if the batch has its key twice).
-local function writeOrigins(name, text, at, count, origin, seq, written, expiresAt)
-  local keptUntil = structUnpack('<d', written, 2)
-  if at then
-    -- Only the seq changes, written where it stands; when the record's expiry moved, PEXPIREAT moves
-    -- this string's with it. No new string is built: two cheap commands cost no more than SET ... PXAT.
-    local offset = offsetTexts[at]
-    if not offset then
-      offset = tostring(at - 1)
-      offsetTexts[at] = offset
-    end
-    call('SETRANGE', name, offset, structPack('<d', seq))
-    if keptUntil ~= expiresAt then call('PEXPIREAT', name, expiryText(keptUntil)) end
-    return nil
+-- Notes `seq` as applied in this call; consecutive seqs (a flush's usual order) extend one new run.
+local function tokenAdd(token, seq)
+  if seq > token.newTop then token.newTop = seq end
+  local newHis = token.newHis
+  local n = #newHis
+  if n > 0 and newHis[n] + 1 == seq then
+    newHis[n] = seq
   else
-    local entry = structPack(ORIGIN_HEAD, seq, #origin) .. origin
-    -- A new origin: past MAX_ORIGINS the record forgets them all and starts again (key-table.ts).
-    if text and count < MAX_ORIGINS then text = text .. entry else text = entry end
+    token.newLos[n + 1] = seq
+    newHis[n + 1] = seq
   end
-  call('SET', name, text, 'PXAT', expiryText(keptUntil))
-  return text
+end
+
+-- Writes a token that applied seqs in this call: its runs and the new ones, sorted, those that meet
+-- joined, at most MAX_RUNS; kept until the latest of its runs.
+local function writeToken(name, token)
+  local runs = {}
+  local los, his, kept = token.los, token.his, token.kept
+  for i = 1, #los do runs[#runs + 1] = { los[i], his[i], kept[i] } end
+  for i = 1, #token.newLos do runs[#runs + 1] = { token.newLos[i], token.newHis[i], token.keptUntil } end
+  table.sort(runs, function(a, b) return a[1] < b[1] end)
+  local joined = {}
+  for i = 1, #runs do
+    local run = runs[i]
+    local last = joined[#joined]
+    if last and last[2] + 1 >= run[1] then
+      if run[2] > last[2] then last[2] = run[2] end
+      if run[3] > last[3] then last[3] = run[3] end
+    else
+      joined[#joined + 1] = run
+    end
+  end
+  local from = max(1, #joined - MAX_RUNS + 1)
+  local parts = {}
+  local keptUntil = 0
+  for i = from, #joined do
+    local run = joined[i]
+    parts[#parts + 1] = structPack(RUN, run[1], run[2], run[3])
+    if run[3] > keptUntil then keptUntil = run[3] end
+  end
+  call('SET', name, table.concat(parts), 'PXAT', expiryText(keptUntil))
 end
 
 local time = call('TIME')
@@ -110,37 +125,56 @@ local policies
 policies, arg = readPolicies(arg)
 local groupCount = tonumber(ARGV[arg])
 local groupsAt = arg + 1
-arg = groupsAt + groupCount
+local prefixesAt = groupsAt + groupCount
+arg = prefixesAt + groupCount
 
 local requests = tonumber(ARGV[arg])
 local originsAt = arg + 1
 local numbers = ARGV[originsAt + tonumber(ARGV[originsAt]) + 1]
 
--- The keys of requests with an origin, whose origins strings are read with the records.
-local withOrigin = {}
-local scan, scanKey = 1, 0
-for _ = 1, requests do
-  local _, _, originIndex, _, count = structUnpack(REQUEST_HEAD, numbers, scan)
-  if originIndex > 0 then
-    for i = scanKey + 1, scanKey + count do withOrigin[i] = true end
+-- Each request's group, and the token names (by group, then origin index) that requests with an
+-- origin need: they are read with the records.
+local groupOf = {}
+local tokenNames = {}
+do
+  local scan, keyEnd, g = 1, 0, 1
+  local groupEnd = tonumber(ARGV[groupsAt])
+  for r = 1, requests do
+    local _, _, originIndex, _, count = structUnpack(REQUEST_HEAD, numbers, scan)
+    while keyEnd + 1 > groupEnd do
+      g = g + 1
+      groupEnd = groupEnd + tonumber(ARGV[groupsAt + g - 1])
+    end
+    groupOf[r] = g
+    if originIndex > 0 then
+      local names = tokenNames[g]
+      if names == nil then
+        names = {}
+        tokenNames[g] = names
+      end
+      if names[originIndex] == nil then names[originIndex] = ARGV[prefixesAt + g - 1] .. ARGV[originsAt + originIndex] end
+    end
+    keyEnd = keyEnd + count
+    scan = scan + REQUEST_HEAD_BYTES + 8 * count
   end
-  scanKey = scanKey + count
-  scan = scan + REQUEST_HEAD_BYTES + 8 * count
 end
 
--- Every record and origins string is read (and every record checked) before anything is written,
--- as runner.lua does.
+-- Every record and token is read (and every record checked) before anything is written, as
+-- runner.lua does: a key the node does not serve then fails the call before it changed anything.
 local MGET_CHUNK = 1000
 local texts = {}
-local origins = {}
-local originKeys = {}
+local tokens = {}
 local groupStart = 1
 for g = 1, groupCount do
   local groupEnd = groupStart + tonumber(ARGV[groupsAt + g - 1]) - 1
   for from = groupStart, groupEnd, MGET_CHUNK do
-    local to = min(groupEnd, from + MGET_CHUNK - 1)
-    readRecords(keys, from, to, texts)
-    readOrigins(keys, from, to, withOrigin, origins, originKeys)
+    readRecords(keys, from, min(groupEnd, from + MGET_CHUNK - 1), texts)
+  end
+  local names = tokenNames[g]
+  if names then
+    local byOrigin = {}
+    for originIndex, name in pairs(names) do byOrigin[originIndex] = readToken(call('GET', name), serverNow) end
+    tokens[g] = byOrigin
   end
   groupStart = groupEnd + 1
 end
@@ -155,18 +189,22 @@ local stateBuffer = {}
 -- before the next merge rewrites it.
 local mergeOut = createStepResult()
 local at = 1
-for _ = 1, requests do
+for r = 1, requests do
   local now, units, originIndex, seq, count = structUnpack(REQUEST_HEAD, numbers, at)
   at = at + REQUEST_HEAD_BYTES
   -- NaN (the only number unequal to itself): the server's clock.
   if now ~= now then now = serverNow end
-  local origin = originIndex > 0 and ARGV[originsAt + originIndex] or ''
   -- A `now` ahead of the server's (tests) keeps the record that much longer, as runner.lua does.
   local lead = max(0, now - serverNow)
-  -- The applied byte goes first; it is known once every policy is merged.
-  outAt = outAt + 1
-  local appliedAt = outAt
+  local token = originIndex > 0 and tokens[groupOf[r]][originIndex] or nil
+  local take = units
   local applied = true
+  if token and tokenHas(token, seq) then
+    take = 0
+    applied = false
+  end
+  outAt = outAt + 1
+  out[outAt] = applied and '\1' or '\0'
   for i = 1, count do
     local p = policies[structUnpack('<d', numbers, at)]
     at = at + 8
@@ -179,30 +217,17 @@ for _ = 1, requests do
       state = record.state
       if record.blockedUntil > now then blockedUntil = record.blockedUntil end
     end
-    local take = units
-    local seenAt, seenCount = false, 0
-    if origin ~= '' then
-      local last
-      local seen = origins[key]
-      if seen == nil then
-        seen = call('GET', originKeys[key])
-        origins[key] = seen
-      end
-      last, seenAt, seenCount = findOrigin(seen, origin)
-      if last and seq <= last then
-        take = 0
-        applied = false
-      end
-    end
     if take ~= 0 then
       state = MERGES[p.algorithm](state, now, take, p, mergeOut)
       local ttl = state == nil and 1 or ALGORITHMS[p.algorithm].ttl(state, now, p)
       if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
       local written = writeRecord(key, text, expiresAt, blockedUntil, state, ttl + lead, serverNow)
       texts[key] = written
-      -- A merge always leaves a state, so `written` is a record.
-      if origin ~= '' then
-        origins[key] = writeOrigins(originKeys[key], origins[key], seenAt, seenCount, origin, seq, written, expiresAt)
+      -- A merge always leaves a state, so `written` is a record; the token outlives every record
+      -- its seq wrote (a resend after the record expired would only merge into a fresh one).
+      if token then
+        local keptUntil = structUnpack('<d', written, 2)
+        if keptUntil > token.keptUntil then token.keptUntil = keptUntil end
       end
     end
     outAt = outAt + 1
@@ -218,6 +243,11 @@ for _ = 1, requests do
       end
     end
   end
-  out[appliedAt] = applied and '\1' or '\0'
+  if token and take ~= 0 then tokenAdd(token, seq) end
+end
+for g, byOrigin in pairs(tokens) do
+  for originIndex, token in pairs(byOrigin) do
+    if #token.newLos > 0 then writeToken(tokenNames[g][originIndex], token) end
+  end
 end
 return table.concat(out)
