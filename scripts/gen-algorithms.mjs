@@ -17,8 +17,8 @@
 // - expressions: numbers, booleans, `undefined`, locals, arithmetic, comparisons, `&&`, `||`, `!`,
 //   `??` (left side an object or undefined), `?:` (its true branch never false or undefined),
 //   `Math.floor/ceil/max/min`, `a[i]` (0-based: emitted 1-based), `a.length`, field reads/writes;
-// - `writeStep(out, …)` and `writeState(state, …)` (types.ts) are inlined as Lua multiple
-//   assignments: a call costs more in Redis's Lua than the arithmetic of a step.
+// - `writeStep(out, …)` and `writeState(state, …)` (types.ts) are inlined as Lua field and
+//   element assignments: a call costs more in Redis's Lua than the arithmetic of a step.
 // Numbers are doubles in both languages; `%` is not allowed (Lua's is floored, JavaScript's is not).
 
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'

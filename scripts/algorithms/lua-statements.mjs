@@ -52,9 +52,9 @@ export function emitLua(definition, objects, packageDirectory) {
   // writeStep(out, allowed, remaining, resetMs, retryAfterMs, delayMs) into `target`.
   function writeStep(depth, target, node) {
     if (node.arguments.length !== 6) fail(node, 'writeStep takes six arguments')
-    const values = node.arguments.slice(1).map(expression)
-    line(depth, `${target}.allowed, ${target}.remaining, ${target}.resetMs, ${target}.retryAfterMs, ${target}.delayMs =`)
-    line(depth + 1, values.join(', '))
+    // One assignment a field: a multiple assignment first copies every value to a register of its own.
+    const fields = ['allowed', 'remaining', 'resetMs', 'retryAfterMs', 'delayMs']
+    node.arguments.slice(1).forEach((value, i) => line(depth, `${target}.${fields[i]} = ${expression(value)}`))
   }
 
   function statement(node, depth) {

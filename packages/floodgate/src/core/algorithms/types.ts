@@ -84,7 +84,7 @@ export function writeStep(
 
 /**
  * Makes `state` the two or three numbers given, in place: the state write of a short-state step
- * (the Lua twin inlines it as one multiple assignment).
+ * (the Lua twin inlines it as element assignments).
  */
 export function writeState(state: State, a: number, b: number, c?: number): void {
   state[0] = a

@@ -95,8 +95,11 @@ ALGORITHMS['concurrency'] = {
       retryAfterMs = (cost > limit and resetMs or concurrency_expiry_of(leases, inFlight + cost - limit) - now)
     end
     local result = out or createStepResult()
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, limit - concurrency_count(leases)), resetMs, retryAfterMs, 0
+    result.allowed = allowed
+    result.remaining = max(0, limit - concurrency_count(leases))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
     copyState(result.state, leases)
     return result
   end,

@@ -25,8 +25,11 @@ ALGORITHMS['fixed-window'] = {
       allowed = count <= limit
     end
     local result = out or createStepResult()
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, floor(limit - count)), resetMs, (allowed and 0 or resetMs), 0
+    result.allowed = allowed
+    result.remaining = max(0, floor(limit - count))
+    result.resetMs = resetMs
+    result.retryAfterMs = (allowed and 0 or resetMs)
+    result.delayMs = 0
     local numbers = result.state
     numbers[1], numbers[2] = windowStart, count
     for i = 3, #numbers do numbers[i] = nil end

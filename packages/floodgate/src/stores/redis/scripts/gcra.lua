@@ -32,8 +32,11 @@ ALGORITHMS['gcra'] = {
     end
     local aheadMs = floor(lagAfter / limit)
     local result = out or createStepResult()
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0
+    result.allowed = allowed
+    result.remaining = max(0, floor((tolerance - lagAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
     local numbers = result.state
     numbers[1], numbers[2], numbers[3] = now + aheadMs, lagAfter - aheadMs * limit, limit
     for i = 4, #numbers do numbers[i] = nil end

@@ -34,8 +34,11 @@ local function leaky_bucket_police(state, now, cost, policy, out)
     retryAfterMs = (cost > burst and resetMs or lastMs + ceil((level + cost * periodMs - capacity) / limit) - now)
   end
   local result = out or createStepResult()
-  result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-    allowed, max(0, floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0
+  result.allowed = allowed
+  result.remaining = max(0, floor((capacity - level) / periodMs))
+  result.resetMs = resetMs
+  result.retryAfterMs = retryAfterMs
+  result.delayMs = 0
   local numbers = result.state
   numbers[1], numbers[2], numbers[3] = level, lastMs, periodMs
   for i = 4, #numbers do numbers[i] = nil end

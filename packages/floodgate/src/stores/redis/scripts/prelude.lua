@@ -16,7 +16,7 @@ local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 
 -- Twins of createStepResult and copyState in src/core/algorithms/types.ts: a table costs more than
 -- the arithmetic of a step, so the runner reuses one result per policy. (types.ts's writeStep and
--- writeState are inlined by the generator as multiple assignments: a call is dear here.)
+-- writeState are inlined by the generator as assignments: a call is dear here.)
 -- Arrays are kept without holes, so `#` is their length.
 local function createStepResult()
   return { allowed = true, remaining = 0, resetMs = 0, retryAfterMs = 0, delayMs = 0, state = {} }

@@ -67,8 +67,11 @@ ALGORITHMS['sliding-log'] = {
     if not allowed then
       retryAfterMs = (cost > limit and resetMs or sliding_log_passes_at(log, used, cost, policy) - now)
     end
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, floor(limit - used)), resetMs, retryAfterMs, 0
+    result.allowed = allowed
+    result.remaining = max(0, floor(limit - used))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
     return result
   end,
   ttl = function(state, now, policy)

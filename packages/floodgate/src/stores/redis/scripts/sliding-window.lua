@@ -60,8 +60,11 @@ ALGORITHMS['sliding-window'] = {
       retryAfterMs = (cost > limit and resetMs or sliding_window_passes_at(windowStart, count, previousCount, cost, policy) - now)
     end
     local result = out or createStepResult()
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0
+    result.allowed = allowed
+    result.remaining = max(0, floor((capacity - usedAfter) / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
     local numbers = result.state
     numbers[1], numbers[2], numbers[3] = windowStart, count, previousCount
     for i = 4, #numbers do numbers[i] = nil end

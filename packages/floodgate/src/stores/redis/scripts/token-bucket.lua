@@ -26,8 +26,11 @@ ALGORITHMS['token-bucket'] = {
       retryAfterMs = (cost > burst and resetMs or at + ceil((cost * periodMs - level) / limit) - now)
     end
     local result = out or createStepResult()
-    result.allowed, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs =
-      allowed, max(0, floor(level / periodMs)), resetMs, retryAfterMs, 0
+    result.allowed = allowed
+    result.remaining = max(0, floor(level / periodMs))
+    result.resetMs = resetMs
+    result.retryAfterMs = retryAfterMs
+    result.delayMs = 0
     local numbers = result.state
     numbers[1], numbers[2] = level, at
     for i = 3, #numbers do numbers[i] = nil end
