@@ -3,15 +3,16 @@
 // per lease (or per flush) are few (docs/sync.md).
 // Run under the bench lock: flock /tmp/floodgate-bench.lock node --conditions=floodgate-source --import tsx bench/sync-costs.ts
 // Each kind: 2,000 existing keys, 500 requests per event-loop turn, the Redis main thread's CPU time
-// (INFO cpu: the script and the socket's reads and writes) over 20,000 requests, the least of five
-// interleaved trials (a busy machine only adds). Lease calls and decisions of one turn share a script
+// (INFO cpu: the script and the socket's reads and writes) over 20,000 requests, in nine interleaved
+// trials: their median, and their least (a busy machine only adds). Lease calls and decisions of one turn share a script
 // call; a merge batch is one call per 500 requests (as a write-back flush sends them), and the
 // `one per call` row sends each request as its own call (a key's first read).
 import { Redis } from 'ioredis'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicies } from '../packages/floodgate/src/core/policy.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
-import { IDEMPOTENT_MERGE_FLOOR, KEY_WRITE_FLOOR } from './sync-rows.js'
+import { IDEMPOTENT_MERGE_FLOOR, KEY_WRITE_FLOOR, RECORD_MERGE_FLOOR } from './sync-rows.js'
+import { median } from './support.js'
 
 const server = await startRedis(['--maxmemory', '0'])
 const client = new Redis({ host: server.host, port: server.port, enableAutoPipelining: true })
@@ -46,6 +47,7 @@ const held = new Map<number, number>()
 const single: Record<string, (i: number) => Promise<unknown>> = {
   'floor (HINCRBY+PEXPIRE)': floorOf(KEY_WRITE_FLOOR, 'f'),
   'floor, idempotent (1 token)': floorOf(IDEMPOTENT_MERGE_FLOOR, 'i'),
+  'floor, records (no algorithm)': floorOf(RECORD_MERGE_FLOOR, 'r'),
   'exact evaluate': (i) => store.evaluate([{ key: `e${i}`, policies, cost: 1 }]),
   'lease exact (id 0)': (i) =>
     store.lease([{ key: `x${i}`, policies, id: 0, want: 0, need: 1, leaseMs: 1000, returnId: 0, returnUnused: 0 }]),
@@ -69,22 +71,26 @@ const kinds: [string, (from: number) => Promise<unknown>][] = [
   ...Object.entries(single).map(([name, op]): [string, (from: number) => Promise<unknown>] => [name, turnOf(op)]),
   ...Object.entries(batched),
 ]
-const perRequest = new Map<string, number>()
+const trials = new Map<string, number[]>(kinds.map(([name]) => [name, []]))
 for (const [, runTurn] of kinds) for (let i = 0; i < 2000; i += 500) await runTurn(i)
-for (let trial = 0; trial < 5; trial++) {
+for (let trial = 0; trial < 9; trial++) {
   for (const [name, runTurn] of kinds) {
     const before = await usec()
     for (let rep = 0; rep < 10; rep++) for (let i = 0; i < 2000; i += 500) await runTurn(i)
-    const us = ((await usec()) - before) / 20000
-    perRequest.set(name, Math.min(us, perRequest.get(name) ?? Infinity))
+    trials.get(name)!.push(((await usec()) - before) / 20000)
   }
 }
-const exact = perRequest.get('exact evaluate')!
-const bare = perRequest.get('floor (HINCRBY+PEXPIRE)')!
-console.log(`${'store call'.padEnd(30)} ${'µs/request'.padStart(10)} ${'x exact'.padStart(8)} ${'x floor'.padStart(8)}`)
-for (const [name, us] of perRequest) {
+const medianOf = (name: string) => median(trials.get(name)!)
+const exact = medianOf('exact evaluate')
+const bare = medianOf('floor (HINCRBY+PEXPIRE)')
+console.log(
+  `${'store call'.padEnd(30)} ${'µs/request'.padStart(10)} ${'least'.padStart(8)} ${'x exact'.padStart(8)} ${'x floor'.padStart(8)}`,
+)
+for (const [name, samples] of trials) {
+  const us = median(samples)
+  const least = Math.min(...samples).toFixed(2)
   console.log(
-    `${name.padEnd(30)} ${us.toFixed(2).padStart(10)} ${(us / exact).toFixed(2).padStart(8)} ${(us / bare).toFixed(2).padStart(8)}`,
+    `${name.padEnd(30)} ${us.toFixed(2).padStart(10)} ${least.padStart(8)} ${(us / exact).toFixed(2).padStart(8)} ${(us / bare).toFixed(2).padStart(8)}`,
   )
 }
 client.disconnect()

@@ -166,6 +166,21 @@ export const IDEMPOTENT_MERGE_FLOOR = {
 }
 
 /**
+ * The least a merge of Floodgate's records must do without its algorithm: read the batch's records
+ * (one MGET), write each back in place (SETRANGE of the stored text; a new key gets a record of three
+ * numbers and its expiry) and answer them. merge-runner.lua does this and more per key: the token,
+ * decoding the record, the algorithm's merge and ttl, encoding the new record and its expiry.
+ */
+export const RECORD_MERGE_FLOOR = {
+  script:
+    "local texts = redis.call('MGET', unpack(KEYS)) local out = {} for i = 1, #KEYS do local text = texts[i] " +
+    "if text then redis.call('SETRANGE', KEYS[i], '0', text) else text = ARGV[1] redis.call('SET', KEYS[i], text, 'PX', '3600000') end " +
+    'out[i] = text end return table.concat(out)',
+  // An 'S' record (record.lua) of three numbers: tag, expiry, state.
+  args: (): string[] => ['S'.padEnd(33, '\u0001')],
+}
+
+/**
  * Redis CPU (µs, INFO cpu user + sys, as the rows are measured) per key written by `floor` (one of
  * the scripts above), 500 keys per call, over `keys` keys; the least of five trials.
  */

@@ -13,7 +13,8 @@ import {
 } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './envoy-counter.js'
-import type { StoreSettings } from './settings.js'
+import { type RedisConnectOptions, reportConnectionErrors } from './redis-connection.js'
+import { withSteadyTls } from './redis-tls-streams.js'
 
 /** One descriptor entry as upstream joins it into a key. */
 export interface KeyEntry {
@@ -174,10 +175,14 @@ export function createUpstreamMemcacheCounter(servers: readonly string[]): Memca
   return new MemcacheUpstreamCounter(memjs.Client.create(servers.join(','), { retries: 1, timeout: 0.5, logger: { log: () => {} } }))
 }
 
-/** ioredis clients for upstream's Redis (and its per-second Redis), created with the app's ioredis. */
+/**
+ * ioredis clients for upstream's Redis (and its per-second Redis), created with the app's ioredis;
+ * `onError` hears each one's connection errors (a refused certificate, a missing socket).
+ */
 export function createUpstreamRedisCounter(
-  store: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>,
-  perSecondUrl: string | undefined,
+  main: RedisConnectOptions,
+  perSecond: RedisConnectOptions | undefined,
+  onError: (message: string, cause: string) => void = () => {},
 ): RedisUpstreamCounter {
   const { Redis, Cluster } = createRequire(import.meta.url)('ioredis') as {
     Redis: new (...args: unknown[]) => IoredisCounterClient
@@ -185,17 +190,25 @@ export function createUpstreamRedisCounter(
   }
   // A command queued while disconnected would be applied after its caller was answered by the failure mode.
   const options = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }
-  const quiet = (client: IoredisCounterClient) => {
-    ;(client as unknown as { on(event: string, listener: () => void): void }).on('error', () => {})
+  const create = (given: RedisConnectOptions, target: string) => {
+    const connect = withSteadyTls(given)
+    const client =
+      connect.cluster !== undefined
+        ? new Cluster(connect.cluster, {
+            ...connect.clusterOptions,
+            redisOptions: { ...options, ...connect.clusterOptions?.redisOptions },
+            enableOfflineQueue: false,
+          })
+        : connect.url !== undefined
+          ? new Redis(connect.url, { ...options, ...connect.redis })
+          : new Redis({ ...options, ...connect.redis })
+    reportConnectionErrors(client as never, given, target, onError)
     return client
   }
-  const client =
-    store.kind === 'redis'
-      ? new Redis(store.url, options)
-      : store.kind === 'cluster'
-        ? new Cluster(store.nodes, { redisOptions: options, enableOfflineQueue: false })
-        : new Redis({ sentinels: store.sentinels, name: store.name, ...options })
-  return new RedisUpstreamCounter(quiet(client), perSecondUrl === undefined ? undefined : quiet(new Redis(perSecondUrl, options)))
+  return new RedisUpstreamCounter(
+    create(main, "upstream's Redis"),
+    perSecond === undefined ? undefined : create(perSecond, "upstream's per-second Redis"),
+  )
 }
 
 /** Where one request's upstream-style counter is, and when. */

@@ -1,7 +1,7 @@
 // The gRPC port's connections, bounded: a cap that sheds the longest idle connection, a deadline for the
 // HTTP/2 preface, an idle timeout, and grpc-go's keepalive enforcement (too many pings end a connection).
 
-import http2, { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
+import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
 import { AddressCounts } from './address-counts.js'
 
@@ -67,13 +67,13 @@ export class GrpcConnections {
   readonly #perAddress = new AddressCounts()
   readonly shed: ShedCounts = { cap: 0, idle: 0, handshake: 0, keepalive: 0 }
 
-  /** Tracks `server`'s connections from now on. */
-  constructor(server: Http2Server, limits: GrpcConnectionLimits) {
+  /** Tracks `server`'s connections from now on; a TLS server makes its sessions on 'secureConnection'. */
+  constructor(server: Http2Server | Http2SecureServer, limits: GrpcConnectionLimits, connectionEvent = 'connection') {
     this.#limits = limits
     // http2 makes a connection's session and emits 'session' synchronously inside its own 'connection'
     // listener: one put first sees the socket just before its session.
     let arriving: Socket | undefined
-    server.prependListener('connection', (socket: Socket) => {
+    server.prependListener(connectionEvent, (socket: Socket) => {
       arriving = socket
     })
     server.on('session', (session) => {

@@ -12,7 +12,9 @@ import type { Decider } from './decide.js'
 import type { StoreErrorHandling } from './decide.js'
 import { createRlsCodec, type RlsCodec } from './envoy-codec.js'
 import { fromGrpcRequest } from './envoy-request.js'
+import { limitConnectionAge } from './grpc-connection-age.js'
 import { GrpcConnections, type GrpcConnectionLimits, type ShedCounts } from './grpc-connections.js'
+import { createSecureGrpcServer, type GrpcTlsSettings } from './grpc-tls.js'
 import { toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import { readUnaryCall, sendMessage, sendStatus, STATUS, type GrpcStatus } from './grpc-unary.js'
 import type { ServiceMetrics } from './metrics.js'
@@ -61,11 +63,23 @@ export interface GrpcServerOptions {
   clock?: () => number
   /** The connection bounds (--grpc-max-connections, --grpc-idle-timeout, …), and the calls at once per connection. */
   limits: GrpcConnectionLimits & { maxConcurrentStreams: number }
+  /** Serve over TLS (mTLS with a client CA); undefined: plaintext h2c. */
+  tls?: GrpcTlsSettings
+  /** GOAWAY to each connection after this age (±10%), cut after the grace; undefined: connections have no age limit. */
+  connectionAge?: { maxAgeMs: number; graceMs: number; random?: () => number }
+  /** Timers of the connection age (tests inject their own). */
+  timers?: ShutdownTimers
 }
 
+/** Where the gRPC server listens: a TCP address, or a unix socket's path (upstream's GRPC_UDS). */
+export type GrpcListenAddress = { host: string; port: number } | { path: string }
+
 export interface FloodgateGrpcServer {
-  /** Binds and starts serving; resolves with the bound port, or rejects with node's listen error marked `server: 'gRPC'`. */
-  listen(host: string, port: number): Promise<number>
+  /**
+   * Binds and starts serving; resolves with the bound port (0 on a unix socket), or rejects with node's
+   * listen error marked `server: 'gRPC'`.
+   */
+  listen(address: GrpcListenAddress): Promise<number>
   /**
    * Stops accepting calls (GOAWAY), lets running calls finish for up to `timeoutMs`, then cuts the
    * rest; resolves as soon as the running calls are done, or at the deadline.
@@ -101,12 +115,17 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
   ])
   // The cap on calls at once is advertised in SETTINGS (clients queue past it) and enforced by nghttp2,
   // which refuses a stream over it (REFUSED_STREAM, which gRPC clients retry).
-  const server = http2.createServer({ settings: { maxConcurrentStreams: options.limits.maxConcurrentStreams } })
-  const connections = new GrpcConnections(server, options.limits)
+  const http2Options = { settings: { maxConcurrentStreams: options.limits.maxConcurrentStreams } }
+  const secure = options.tls === undefined ? undefined : createSecureGrpcServer(options.tls, http2Options, options.logger)
+  const server = secure?.server ?? http2.createServer(http2Options)
+  // A session is made on the TLS socket once its handshake is done, else on the TCP socket itself.
+  const connectionEvent = secure === undefined ? 'connection' : 'secureConnection'
+  const connections = new GrpcConnections(server, options.limits, connectionEvent)
+  if (options.connectionAge !== undefined) limitConnectionAge(server, { ...options.connectionAge, timers: options.timers ?? SYSTEM_TIMERS })
   const sessions = new Set<http2.ServerHttp2Session>()
   // Sockets too: a connection that never sent the HTTP/2 preface has no session to close.
   const sockets = new Set<Socket>()
-  server.on('connection', (socket: Socket) => {
+  server.on(connectionEvent, (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   })
@@ -135,19 +154,22 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
   })
 
   return {
-    listen(host, port) {
+    listen(address) {
       return new Promise((resolve, reject) => {
         const failed = (error: Error) => reject(Object.assign(error, { server: 'gRPC' }))
         server.once('error', failed)
-        server.listen(port, host, LISTEN_BACKLOG, () => {
+        const listening = () => {
           server.off('error', failed)
-          resolve((server.address() as { port: number }).port)
-        })
+          resolve('path' in address ? 0 : (server.address() as { port: number }).port)
+        }
+        if ('path' in address) server.listen(address.path, LISTEN_BACKLOG, listening)
+        else server.listen(address.port, address.host, LISTEN_BACKLOG, listening)
       })
     },
     connections: () => ({ open: connections.size, shed: connections.shed }),
     close(timeoutMs, timers = SYSTEM_TIMERS) {
       connections.stop()
+      secure?.close()
       return new Promise((resolve) => {
         if (!server.listening) {
           resolve()

@@ -12,6 +12,12 @@ export interface GuardSettings {
    * only whether the service runs, and `/readyz` alone reports the store (degraded).
    */
   healthCheckStore: boolean
+  /**
+   * gRPC health NOT_SERVING and `/healthcheck` 500 until the rules source has delivered a config
+   * (upstream's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). Only an xDS source can start without one:
+   * rules from files load before the service listens, or it does not start.
+   */
+  healthRequiresRules: boolean
   /** Most gRPC connections at once (default 10000); past it the one idle longest is shed, else the new one is refused. */
   grpcMaxConnections: number
   /** A gRPC connection with no call in flight this long is closed with GOAWAY (default 5m). */
@@ -28,6 +34,7 @@ export interface GuardSettings {
 export function guardFields() {
   return {
     healthCheckStore: z.boolean().optional(),
+    healthRequiresRules: z.boolean().optional(),
     grpcMaxConnections: count(10_000),
     grpcIdleTimeout: timerMs(5 * 60_000),
     grpcHandshakeTimeout: timerMs(10_000),
@@ -40,6 +47,7 @@ export function guardFields() {
 /** The parsed fields as Settings. */
 export function guardSettings(o: {
   healthCheckStore?: boolean
+  healthRequiresRules?: boolean
   grpcMaxConnections: number
   grpcIdleTimeout: number
   grpcHandshakeTimeout: number
@@ -48,6 +56,7 @@ export function guardSettings(o: {
 }): GuardSettings {
   return {
     healthCheckStore: o.healthCheckStore ?? false,
+    healthRequiresRules: o.healthRequiresRules ?? false,
     grpcMaxConnections: o.grpcMaxConnections,
     grpcIdleTimeoutMs: o.grpcIdleTimeout,
     grpcHandshakeTimeoutMs: o.grpcHandshakeTimeout,

@@ -29,6 +29,8 @@ export interface HealthReport {
   onStoreError: string
   /** Files of the active rules snapshot. */
   rules: string[]
+  /** False only while an xDS rules source waits for its first config (nothing is limited until then). */
+  rulesLoaded?: boolean
   /** Issues of the latest failed reload (the previous rules keep serving); absent when the files are valid. */
   rulesError?: string[]
   /**
@@ -79,6 +81,7 @@ export type ReadinessReason =
   | 'store_unreachable'
   | 'shard_unreachable'
   | 'peer_unreachable'
+  | 'rules_not_loaded'
   | 'rules_reload_failed'
 
 /**
@@ -89,6 +92,7 @@ export type ReadinessReason =
  */
 export function readiness(health: HealthReport): { status: 'ready' | 'degraded' | 'not_ready'; reason: ReadinessReason } {
   if (!health.ready) return { status: 'not_ready', reason: 'shutting_down' }
+  if (health.rulesLoaded === false) return { status: 'degraded', reason: 'rules_not_loaded' }
   if (!health.storeReachable) return { status: 'degraded', reason: 'store_unreachable' }
   if (health.shardsUnreachable !== undefined && health.shardsUnreachable.length > 0)
     return { status: 'degraded', reason: 'shard_unreachable' }

@@ -2,7 +2,9 @@
 
 import type { LeaseStore, Store } from 'floodgate'
 import type { RegionSync, RegionSyncStatus } from 'floodgate/redis'
-import type { RegionSettings, StoreSettings } from './settings.js'
+import type { RegionSettings } from './settings.js'
+import { type RedisConnectOptions, reportConnectionErrors } from './redis-connection.js'
+import { withSteadyTls } from './redis-tls-streams.js'
 
 type Connected = LeaseStore & { connected: boolean }
 
@@ -19,20 +21,18 @@ export class LazyRedisStore implements LeaseStore {
   readonly #onCall: (ms: number) => void
 
   /** `onCall` hears how long each store call took (a batch), answered or failed: the dashboard's latency. */
+  /** `onError` hears the client's connection errors (a refused certificate, a missing socket), each once until it is ready. */
   constructor(
-    settings: Exclude<StoreSettings, { kind: 'memory' | 'memcached' }>,
+    connect: RedisConnectOptions,
     prefix: string,
     onCall: (ms: number) => void,
     regions?: RegionSettings,
+    onError?: (message: string, cause: string) => void,
   ) {
     this.#onCall = onCall
     this.#ready = import('floodgate/redis').then(({ RedisStore, RegionSync }) => {
-      const redis =
-        settings.kind === 'redis'
-          ? new RedisStore({ url: settings.url, prefix })
-          : settings.kind === 'cluster'
-            ? new RedisStore({ cluster: settings.nodes, prefix })
-            : new RedisStore({ redis: { sentinels: settings.sentinels, name: settings.name }, prefix })
+      const redis = new RedisStore({ ...withSteadyTls(connect), prefix })
+      if (onError !== undefined) reportConnectionErrors(redis.client as never, connect, 'Redis', onError)
       this.#redis = redis
       if (regions !== undefined) {
         this.#sync = new RegionSync({ region: regions.region, local: redis, peers: regions.peers, interval: regions.intervalMs })

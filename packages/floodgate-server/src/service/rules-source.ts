@@ -1,7 +1,7 @@
 // Where the service's rules come from: a watched rules file or directory, a snapshot, or an xDS management server.
 
 import type { Logger } from 'pino'
-import { ConfigError, formatIssue, loadRules, type RuleSet, RuleWatcher } from 'floodgate/rules'
+import { ConfigError, formatIssue, loadRules, type RuleSet, type RuleSetOptions, RuleWatcher } from 'floodgate/rules'
 import { protoDir } from './grpc-server.js'
 import type { ServiceMetrics } from './metrics.js'
 import { countRules } from './rule-count.js'
@@ -21,8 +21,9 @@ export interface RulesSource {
 /** The rules source `settings` ask for: an xDS management server, a watched file or directory, or a snapshot. */
 export async function openRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): Promise<RulesSource> {
   if (settings.xds !== undefined) return openXdsRules(settings, logger, metrics)
-  if (!settings.watch) return loadOnce(settings.config, settings.wildcardOrder, logger, metrics)
-  const watcher = new RuleWatcher(settings.config, { wildcardOrder: settings.wildcardOrder })
+  const options = ruleOptions(settings)
+  if (!settings.watch) return loadOnce(settings.config, options, logger, metrics)
+  const watcher = new RuleWatcher(settings.config, options)
   metrics.recordReload('success', countRules(watcher.current))
   watcher.on('reload', (next) => {
     metrics.recordReload('success', countRules(next))
@@ -43,7 +44,7 @@ export async function openRules(settings: Settings, logger: Logger, metrics: Ser
 async function openXdsRules(settings: Settings, logger: Logger, metrics: ServiceMetrics): Promise<RulesSource> {
   const { XdsRules } = await import('./xds/xds-rules.js')
   const xds = settings.xds as NonNullable<Settings['xds']>
-  const source = new XdsRules(xds, { protoDir: protoDir(), wildcardOrder: settings.wildcardOrder })
+  const source = new XdsRules(xds, { protoDir: protoDir(), ...ruleOptions(settings) })
   source.on('reload', (next) => {
     metrics.recordReload('success', countRules(next))
     logger.info({ version: source.version, domains: next.files }, 'rules received from the xDS management server')
@@ -58,9 +59,13 @@ async function openXdsRules(settings: Settings, logger: Logger, metrics: Service
   return source
 }
 
+function ruleOptions(settings: Settings): RuleSetOptions {
+  return { wildcardOrder: settings.wildcardOrder, mergeDomains: settings.mergeDomains }
+}
+
 /** Rules without a file watch: loaded at start, and again only on `reload()` (SIGHUP). */
-function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger: Logger, metrics: ServiceMetrics): RulesSource {
-  let current = loadRules(path, { wildcardOrder })
+function loadOnce(path: string, options: RuleSetOptions, logger: Logger, metrics: ServiceMetrics): RulesSource {
+  let current = loadRules(path, options)
   let lastError: ConfigError | undefined
   metrics.recordReload('success', countRules(current))
   return {
@@ -72,7 +77,7 @@ function loadOnce(path: string, wildcardOrder: Settings['wildcardOrder'], logger
     },
     reload() {
       try {
-        current = loadRules(path, { wildcardOrder })
+        current = loadRules(path, options)
         lastError = undefined
         metrics.recordReload('success', countRules(current))
         logger.info({ files: current.files }, 'rules reloaded')

@@ -61,6 +61,12 @@ export const GUARD_OPTIONS = {
     type: 'boolean',
     help: 'gRPC health NOT_SERVING, /healthcheck 500 while the store is unreachable',
   },
+  healthRequiresRules: {
+    flag: 'health-requires-rules',
+    env: 'FLOODGATE_HEALTH_REQUIRES_RULES',
+    type: 'boolean',
+    help: 'gRPC health NOT_SERVING, /healthcheck 500 until xDS has sent a config',
+  },
   grpcMaxConnections: {
     flag: 'grpc-max-connections',
     env: 'FLOODGATE_GRPC_MAX_CONNECTIONS',
@@ -93,10 +99,81 @@ export const GUARD_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec>
 
+// TLS to Redis, for every Redis connection the service makes (settings in redis-tls-settings.ts).
+export const REDIS_TLS_OPTIONS = {
+  redisTls: {
+    flag: 'redis-tls',
+    env: 'FLOODGATE_REDIS_TLS',
+    type: 'boolean',
+    help: 'TLS to --redis-cluster nodes, --redis-sentinel and its master (a URL: rediss://)',
+  },
+  redisTlsCa: { flag: 'redis-tls-ca', env: 'FLOODGATE_REDIS_TLS_CA', type: 'string', help: 'PEM file of CAs trusted for Redis' },
+  redisTlsCert: { flag: 'redis-tls-cert', env: 'FLOODGATE_REDIS_TLS_CERT', type: 'string', help: 'PEM client certificate for Redis' },
+  redisTlsKey: { flag: 'redis-tls-key', env: 'FLOODGATE_REDIS_TLS_KEY', type: 'string', help: 'PEM key of --redis-tls-cert' },
+  redisTlsSkipHostnameVerification: {
+    flag: 'redis-tls-skip-hostname-verification',
+    env: 'FLOODGATE_REDIS_TLS_SKIP_HOSTNAME_VERIFICATION',
+    type: 'boolean',
+    help: "verify Redis's certificate chain but not its name",
+  },
+} as const satisfies Record<string, OptionSpec>
+
+// How the gRPC port listens: TLS and mTLS, a unix socket, connection age (grpc-listen-settings.ts reads them).
+export const GRPC_LISTEN_OPTIONS = {
+  grpcTls: {
+    flag: 'grpc-tls',
+    env: 'FLOODGATE_GRPC_TLS',
+    type: 'boolean',
+    help: 'serve gRPC over TLS (needs --grpc-tls-cert, --grpc-tls-key)',
+  },
+  grpcTlsCert: {
+    flag: 'grpc-tls-cert',
+    env: 'FLOODGATE_GRPC_TLS_CERT',
+    type: 'string',
+    help: 'PEM certificate chain of the gRPC server; reloaded when the file changes',
+  },
+  grpcTlsKey: {
+    flag: 'grpc-tls-key',
+    env: 'FLOODGATE_GRPC_TLS_KEY',
+    type: 'string',
+    help: 'PEM private key of --grpc-tls-cert; reloaded too',
+  },
+  grpcClientCa: {
+    flag: 'grpc-client-ca',
+    env: 'FLOODGATE_GRPC_CLIENT_CA',
+    type: 'string',
+    help: 'PEM CA of client certificates: mTLS, a client without one is refused',
+  },
+  grpcClientSan: {
+    flag: 'grpc-client-san',
+    env: 'FLOODGATE_GRPC_CLIENT_SAN',
+    type: 'string',
+    help: 'DNS name a client certificate must carry as subjectAltName',
+  },
+  grpcSocket: { flag: 'grpc-socket', env: 'FLOODGATE_GRPC_SOCKET', type: 'string', help: 'serve gRPC on this unix socket, not TCP' },
+  grpcMaxConnectionAge: {
+    flag: 'grpc-max-connection-age',
+    env: 'FLOODGATE_GRPC_MAX_CONNECTION_AGE',
+    type: 'string',
+    help: 'GOAWAY to a gRPC connection this old, ±10% (default 24h)',
+  },
+  grpcMaxConnectionAgeGrace: {
+    flag: 'grpc-max-connection-age-grace',
+    env: 'FLOODGATE_GRPC_MAX_CONNECTION_AGE_GRACE',
+    type: 'string',
+    help: 'then cut it after this, calls still running or not (default 1h)',
+  },
+} as const satisfies Record<string, OptionSpec>
+
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
-  redisUrl: { flag: 'redis', env: 'FLOODGATE_REDIS_URL', type: 'string', help: 'Redis URL, e.g. redis://localhost:6379' },
+  redisUrl: {
+    flag: 'redis',
+    env: 'FLOODGATE_REDIS_URL',
+    type: 'string',
+    help: 'Redis URL: redis://host:6379, rediss://… (TLS) or unix:///path/redis.sock',
+  },
   redisCluster: { flag: 'redis-cluster', env: 'FLOODGATE_REDIS_CLUSTER', type: 'string', help: 'Redis Cluster seed nodes host:port,…' },
   redisSentinels: { flag: 'redis-sentinel', env: 'FLOODGATE_REDIS_SENTINELS', type: 'string', help: 'Redis Sentinels host:port,…' },
   sentinelName: { flag: 'sentinel-name', env: 'FLOODGATE_REDIS_SENTINEL_NAME', type: 'string', help: 'master name the Sentinels watch' },
@@ -114,7 +191,12 @@ export const SERVE_OPTIONS = {
     type: 'string',
     help: "upstream's CACHE_KEY_PREFIX (default empty)",
   },
-  redisPerSecond: { flag: 'redis-per-second', env: 'FLOODGATE_REDIS_PER_SECOND', type: 'string', help: "upstream's per-second Redis URL" },
+  redisPerSecond: {
+    flag: 'redis-per-second',
+    env: 'FLOODGATE_REDIS_PER_SECOND',
+    type: 'string',
+    help: "upstream's per-second Redis URL (as --redis)",
+  },
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },
@@ -179,8 +261,16 @@ export const SERVE_OPTIONS = {
   ...ABUSE_BOUND_OPTIONS,
   ...GUARD_OPTIONS,
   ...TELEMETRY_OPTIONS,
+  ...REDIS_TLS_OPTIONS,
+  ...GRPC_LISTEN_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
+  mergeDomains: {
+    flag: 'merge-domains',
+    env: 'FLOODGATE_MERGE_DOMAINS',
+    type: 'boolean',
+    help: "a domain's descriptors may span files (upstream's MERGE_DOMAIN_CONFIG)",
+  },
   wildcardOrder: {
     flag: 'wildcard-order',
     env: 'FLOODGATE_WILDCARD_ORDER',

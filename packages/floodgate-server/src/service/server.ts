@@ -1,11 +1,11 @@
 // Starts and stops the whole service: rules (watched), store, limiter, HTTP and gRPC servers, metrics wiring.
 
 import { pino, type Logger } from 'pino'
-import { FloodgateError, MemoryStore, RateLimiter, type Store } from 'floodgate'
+import { FloodgateError, RateLimiter, type Store } from 'floodgate'
 import { formatIssue } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
-import { MemcachedStore } from 'floodgate/memcached'
-import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { EnvoyCompatStore } from './compat-keys.js'
+import { createStore } from './create-store.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { openRules, type RulesSource } from './rules-source.js'
@@ -58,6 +58,8 @@ export interface StartOptions {
   logger?: Logger
   /** Timers for the shutdown deadline (default the system's); tests pass ones they fire by hand. */
   timers?: ShutdownTimers
+  /** Timers of the gRPC connections' age (--grpc-max-connection-age; default the system's); tests fire them by hand. */
+  connectionAgeTimers?: ShutdownTimers
   /**
    * Milliseconds since the epoch for the limiter and the embedded and memcached stores (default
    * Date.now); tests freeze it. A Redis store decides on its server's clock.
@@ -83,7 +85,12 @@ export async function startService(settings: Settings, options: StartOptions = {
   }
   // The dashboard is served behind the admin token: without one nothing is collected.
   let storeLatency: ((ms: number) => void) | undefined
-  const store = createStore(settings, (ms) => storeLatency?.(ms), options.clock)
+  const store = createStore(
+    settings,
+    (ms) => storeLatency?.(ms),
+    options.clock,
+    (message, cause) => logger.error({ cause }, message),
+  )
   // --compat-keys wraps the region's store: upstream-format rules count on upstream's keys, the rest
   // (rules with `regions` among them) go through the region sync inside.
   const own = store instanceof EnvoyCompatStore ? store.inner : store
@@ -146,13 +153,25 @@ export async function startService(settings: Settings, options: StartOptions = {
     shardsUnreachable: [...openShards].filter((shard) => shard !== ''),
     onStoreError: settings.onStoreError,
     rules: [...rules.current.files],
+    rulesLoaded: rules.loaded ?? true,
     rulesError: rules.lastError?.issues.map(formatIssue),
     peersUnreachable: regionStatus()?.degraded,
   })
   // --health-check-store (upstream's REDIS_HEALTH_CHECK_ACTIVE_CONNECTION): gRPC health and /healthcheck
   // fail while the store's connection is down. The connection, not the breaker: a breaker closes only
   // on a decision, and traffic this health moved away would never come back to close it.
-  const serving = () => !draining && (!settings.healthCheckStore || storeConnected(store))
+  // --health-requires-rules (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED): likewise until xDS sent a config.
+  const serving = () =>
+    !draining && (!settings.healthCheckStore || storeConnected(store)) && (!settings.healthRequiresRules || rules.loaded !== false)
+  const closeBackends = async () => {
+    dashboard?.close()
+    await rules.close()
+    await limiter.close()
+    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
+    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
+    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
+    await within(telemetry.close(), settings.shutdownTimeoutMs)
+  }
   const http = createHttpServer({
     decider,
     metrics,
@@ -169,43 +188,50 @@ export async function startService(settings: Settings, options: StartOptions = {
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
   })
-  const grpc = createGrpcServer({
-    decider,
-    metrics,
-    logger,
-    isReady: serving,
-    responseHeaders,
-    dynamicMetadata: settings.dynamicMetadata,
-    storeError: envoyStoreError,
-    maxMessageBytes: settings.grpcMaxMessageBytes,
-    tracing: telemetry.tracing,
-    limits: {
-      maxConnections: settings.grpcMaxConnections,
-      idleTimeoutMs: settings.grpcIdleTimeoutMs,
-      handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
-      keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
-      maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
-    },
-  })
+  // Built after the HTTP server and the backends: a TLS pair that does not load throws here, and what
+  // had started must be closed, or its timers and sockets keep the process alive.
+  const grpc = await (async () => {
+    try {
+      return createGrpcServer({
+        decider,
+        metrics,
+        logger,
+        isReady: serving,
+        responseHeaders,
+        dynamicMetadata: settings.dynamicMetadata,
+        storeError: envoyStoreError,
+        maxMessageBytes: settings.grpcMaxMessageBytes,
+        tracing: telemetry.tracing,
+        limits: {
+          maxConnections: settings.grpcMaxConnections,
+          idleTimeoutMs: settings.grpcIdleTimeoutMs,
+          handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
+          keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
+          maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+        },
+        tls: settings.grpcTls,
+        connectionAge: { maxAgeMs: settings.grpcMaxConnectionAgeMs, graceMs: settings.grpcMaxConnectionAgeGraceMs },
+        timers: options.connectionAgeTimers,
+      })
+    } catch (error) {
+      await http.close()
+      await closeBackends()
+      throw error
+    }
+  })()
   const connections = new ConnectionTracker(http.server, settings.maxConnections)
   registerConnectionMetrics(metrics.registry, { http: () => connections.stats(), grpc: () => grpc.connections() })
   const timers = options.timers ?? SYSTEM_TIMERS
 
-  const closeBackends = async () => {
-    dashboard?.close()
-    await rules.close()
-    await limiter.close()
-    // Bounded: a store whose server is gone may never confirm its close, and shutdown must end.
-    await within(store.close(), Math.min(settings.shutdownTimeoutMs, STORE_CLOSE_MS))
-    // Bounded too: an OTLP receiver or statsd server that is gone must not hold shutdown.
-    await within(telemetry.close(), settings.shutdownTimeoutMs)
-  }
   let httpUrl: string | undefined
   let grpcPort: number | undefined
   try {
     // --no-http / --no-grpc: the server is built (closing it is then the same) but never listens.
     // gRPC binds first: it logs nothing when it does, so a taken HTTP port leaves the failure the only line.
-    if (settings.grpc) grpcPort = await grpc.listen(settings.host, settings.grpcPort)
+    if (settings.grpc)
+      grpcPort = await grpc.listen(
+        settings.grpcSocket === undefined ? { host: settings.host, port: settings.grpcPort } : { path: settings.grpcSocket },
+      )
     if (settings.http) httpUrl = await http.listen({ host: settings.host, port: settings.httpPort, backlog: LISTEN_BACKLOG })
   } catch (error) {
     await http.close()
@@ -216,7 +242,9 @@ export async function startService(settings: Settings, options: StartOptions = {
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const httpPort = httpUrl === undefined ? undefined : (http.server.address() as { port: number }).port
   const httpBindUrl = httpPort === undefined ? undefined : `http://${host}:${httpPort}`
-  const grpcAddress = grpcPort === undefined ? undefined : `${host}:${grpcPort}`
+  // grpc-js's own form of a unix socket address, so the address logged is the one a client dials.
+  const grpcAddress =
+    grpcPort === undefined ? undefined : settings.grpcSocket !== undefined ? `unix:${settings.grpcSocket}` : `${host}:${grpcPort}`
   const allInterfaces = settings.host === '0.0.0.0' || settings.host === '::' || settings.host === '[::]'
   logger.info(
     { http: httpBindUrl ?? 'off', grpc: grpcAddress ?? 'off', allInterfaces, store: settings.store.kind, rules: rules.current.files },
@@ -263,27 +291,6 @@ export async function startService(settings: Settings, options: StartOptions = {
     rulesLoaded: () => rules.loaded ?? true,
     close,
   }
-}
-
-/** `onCall` gets each Redis store call's duration in ms (the embedded store decides in-process: nothing to time). */
-function createStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
-  const store = createOwnStore(settings, onCall, clock)
-  if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
-  const counter =
-    settings.store.kind === 'memcached'
-      ? createUpstreamMemcacheCounter(settings.store.servers)
-      : createUpstreamRedisCounter(settings.store, settings.redisPerSecondUrl)
-  return new EnvoyCompatStore(store, counter, settings.compatPrefix)
-}
-
-function createOwnStore(settings: Settings, onCall: (ms: number) => void, clock?: () => number): Store {
-  if (settings.store.kind === 'memory')
-    return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes, ...(clock && { clock }) })
-  // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
-  if (settings.store.kind === 'memcached')
-    return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix, ...(clock && { clock }) })
-  // Loaded only when asked for, so the embedded mode never loads ioredis.
-  return new LazyRedisStore(settings.store, settings.redisPrefix, onCall, settings.regions)
 }
 
 function storeConnected(store: Store): boolean {

@@ -4,17 +4,16 @@ import { z } from 'zod'
 import { peerEntry, readRegionsFile, REGION_NAME } from './region-settings.js'
 import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
+import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-listen-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
+import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
 
 export const schema = z
   .object({
     config: z.string({ error: 'required: the rules file or directory, e.g. --config rules.yaml' }).min(1),
-    redisUrl: z
-      .string()
-      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
-      .optional(),
+    redisUrl,
     redisCluster: hostPortList,
     redisSentinels: hostPortList,
     sentinelName: z.string().min(1).optional(),
@@ -29,10 +28,8 @@ export const schema = z
       .string()
       .optional()
       .transform((p) => p ?? ''),
-    redisPerSecond: z
-      .string()
-      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
-      .optional(),
+    redisPerSecond: redisUrl,
+    ...redisTlsFields(),
     host: z
       .string()
       .min(1)
@@ -74,8 +71,10 @@ export const schema = z
     shutdownTimeout: durationMs(10_000),
     ...abuseBoundFields(),
     ...guardFields(),
+    ...grpcListenFields(),
 
     // --- Envoy drop-in ---
+    mergeDomains: z.boolean().optional(),
     wildcardOrder: z
       .enum(['file', 'specific'], { error: 'expected file or specific' })
       .optional()
@@ -106,6 +105,7 @@ export const schema = z
   .superRefine((o, ctx) => {
     const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
+    grpcListenIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
@@ -118,6 +118,8 @@ export const schema = z
     }
     if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
     if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
+    const tlsIssue = redisTlsIssue(o)
+    if (tlsIssue) issue(...tlsIssue)
     if (o.redisSentinels && !o.sentinelName)
       ctx.addIssue({
         code: 'custom',
@@ -160,6 +162,7 @@ export const schema = z
       compatKeys: o.compatKeys,
       compatPrefix: o.compatPrefix,
       redisPerSecondUrl: o.redisPerSecond,
+      redisTls: redisTlsSettings(o),
       host: o.host,
       httpPort: o.httpPort,
       grpcPort: o.grpcPort,
@@ -176,10 +179,12 @@ export const schema = z
       shutdownTimeoutMs: o.shutdownTimeout,
       ...abuseBounds(o),
       ...guardSettings(o),
+      ...grpcListenSettings(o),
 
       // --- Envoy drop-in ---
       envoyOnStoreError: o.onStoreError ?? 'error',
       wildcardOrder: o.wildcardOrder,
+      mergeDomains: o.mergeDomains ?? false,
       responseHeaderNames: { limit: o.limitHeader, remaining: o.remainingHeader, reset: o.resetHeader },
       stopIncrementWhenOverLimit: o.stopIncrement ?? false,
       globalShadowMode: o.globalShadowMode ?? false,

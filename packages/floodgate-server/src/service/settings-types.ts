@@ -4,13 +4,16 @@ import type { ResponseHeaderNames } from './envoy-response.js'
 import type { RegionSettings } from './region-settings.js'
 import type { StoreTimeoutMs } from './store-timeout.js'
 import type { GuardSettings } from './guard-settings.js'
+import type { GrpcListenSettings } from './grpc-listen-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
+import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
   | { kind: 'memory' }
+  /** `url`: redis://, rediss:// (TLS) or unix:///path (a socket). */
   | { kind: 'redis'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
@@ -22,7 +25,7 @@ export interface HostPort {
 }
 
 /** Everything the service can be told; nothing else reads flags or the environment. */
-export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, TelemetrySettings {
+export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, TelemetrySettings, GrpcListenSettings {
   /** The rules: one YAML file or a directory of them (`xds:<server>` when they come from xDS). */
   config: string
   /** CONFIG_TYPE=GRPC_XDS_SOTW: rules come from this xDS management server instead of `config`. */
@@ -39,6 +42,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Te
   compatPrefix: string
   /** Compat mode: a separate Redis for per-second counters, as upstream's REDIS_PERSECOND_URL. */
   redisPerSecondUrl: string | undefined
+  /** TLS files and options for every TLS connection to Redis (main, per-second, Cluster, Sentinel). */
+  redisTls: RedisTlsSettings
   host: string
   /** 0 picks a free port (tests). */
   httpPort: number
@@ -71,6 +76,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Te
   wildcardOrder: 'file' | 'specific'
   /** RateLimit-* header names added to Envoy answers when `grpcResponseHeaders` is on. */
   responseHeaderNames: ResponseHeaderNames
+  /** MERGE_DOMAIN_CONFIG: a domain's descriptors may be spread over several files. */
+  mergeDomains: boolean
   /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   stopIncrementWhenOverLimit: boolean
   /** SHADOW_MODE: never answer OVER_LIMIT overall. */

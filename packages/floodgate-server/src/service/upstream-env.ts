@@ -29,6 +29,8 @@ const SAME_MEANING: readonly [string, string][] = [
   ['RESPONSE_DYNAMIC_METADATA', 'FLOODGATE_RESPONSE_DYNAMIC_METADATA'],
   // Upstream's longest wait for Redis: the adaptive store timeout's maximum (it waits less while the store answers fast).
   ['REDIS_TIMEOUT', 'FLOODGATE_STORE_TIMEOUT_MAX'],
+  ['GRPC_UDS', 'FLOODGATE_GRPC_SOCKET'],
+  ['MERGE_DOMAIN_CONFIG', 'FLOODGATE_MERGE_DOMAINS'],
 ]
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
@@ -52,9 +54,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_STARTUP_INITIAL_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
-  HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'Floodgate does not start without valid rules',
-  GRPC_MAX_CONNECTION_AGE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
-  GRPC_MAX_CONNECTION_AGE_GRACE: 'connections close when idle (--grpc-idle-timeout), shed at --grpc-max-connections, or at shutdown',
   CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: 'the xDS client paces every reconnect by XDS_CLIENT_BACKOFF_*',
   MEMCACHE_MAX_IDLE_CONNS: 'the memcached client keeps one connection per server and pipelines on it',
 }
@@ -71,12 +70,7 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     isDefault: (v) => /^(FILE|GRPC_XDS_SOTW)$/i.test(v),
     reason: 'rules come from files (FILE) or an xDS management server (GRPC_XDS_SOTW)',
   },
-  { name: 'MERGE_DOMAIN_CONFIG', isDefault: isFalse, reason: 'each domain must be in one file; merge the files of a domain' },
-  { name: 'GRPC_UDS', isDefault: (v) => v === '', reason: 'gRPC listens on TCP only; use GRPC_HOST and GRPC_PORT' },
-  { name: 'GRPC_SERVER_USE_TLS', isDefault: isFalse, reason: 'gRPC is served without TLS; terminate TLS in a sidecar or at Envoy' },
   { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
-  { name: 'REDIS_TLS_CLIENT_CERT', isDefault: (v) => v === '', reason: 'client certificates for Redis are not supported' },
-  { name: 'REDIS_TLS_CACERT', isDefault: (v) => v === '', reason: 'a custom CA for Redis is not supported' },
   { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
@@ -124,6 +118,7 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   if (host ?? grpcHost) set('FLOODGATE_HOST', (host ?? grpcHost) as string)
 
   readUpstreamTelemetry(env, set, notes)
+  readGrpcListen(env, set, notes)
 
   if (given('LOG_LEVEL')) set('FLOODGATE_LOG_LEVEL', logLevelOf(env.LOG_LEVEL as string))
 
@@ -149,8 +144,53 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   if (given('REDIS_URL')) readRedis(env, set)
   // Health follows the store: NOT_SERVING and /healthcheck 500 while Redis is unreachable.
   if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION')) set('FLOODGATE_HEALTH_CHECK_STORE', env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION as string)
+  if (given('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED'))
+    set('FLOODGATE_HEALTH_REQUIRES_RULES', env.HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED as string)
   if (isTrue(env.REDIS_PERSECOND)) readRedisPerSecond(env, set)
+  readRedisTls(env, set, notes)
   return { env: out, notes }
+}
+
+/** Upstream's TLS files for Redis → --redis-tls-*; upstream reads them only when REDIS_TLS or REDIS_PERSECOND_TLS is on. */
+const REDIS_TLS_FILES: readonly [string, string][] = [
+  ['REDIS_TLS_CACERT', 'FLOODGATE_REDIS_TLS_CA'],
+  ['REDIS_TLS_CLIENT_CERT', 'FLOODGATE_REDIS_TLS_CERT'],
+  ['REDIS_TLS_CLIENT_KEY', 'FLOODGATE_REDIS_TLS_KEY'],
+  ['REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'FLOODGATE_REDIS_TLS_SKIP_HOSTNAME_VERIFICATION'],
+]
+
+function readRedisTls(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void, notes: string[]): void {
+  const tls = isTrue(env.REDIS_TLS) || (isTrue(env.REDIS_PERSECOND) && isTrue(env.REDIS_PERSECOND_TLS))
+  for (const [upstream, own] of REDIS_TLS_FILES) {
+    if (env[upstream] === undefined || env[upstream] === '') continue
+    if (tls && env.REDIS_URL) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without REDIS_TLS=true (or REDIS_PERSECOND_TLS=true), as upstream ignores it`)
+  }
+}
+
+/**
+ * A socket path as Floodgate's unix:// URL, REDIS_AUTH ("password" or "user:password") in its
+ * query. TLS over a socket is refused: ioredis dials sockets in the clear.
+ */
+function unixUrl(path: string, auth: string | undefined, tls: boolean, names: { url: string; socket: string; tls: string }): string {
+  if (!path.startsWith('/')) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${names.url}=${path} with ${names.socket}=unix (upstream's default): expected a socket path like /var/run/redis.sock; ` +
+        `for host:port set ${names.socket}=tcp`,
+    )
+  }
+  if (tls) {
+    throw new FloodgateError('INVALID_OPTION', `${names.tls}=true with ${names.socket}=unix: Floodgate reaches a unix socket without TLS`)
+  }
+  const query = new URLSearchParams()
+  if (auth !== undefined) {
+    const colon = auth.indexOf(':')
+    if (colon >= 0) query.set('username', auth.slice(0, colon))
+    query.set('password', colon >= 0 ? auth.slice(colon + 1) : auth)
+  }
+  const search = query.size > 0 ? `?${query}` : ''
+  return `unix://${path.split('/').map(encodeURIComponent).join('/')}${search}`
 }
 
 /**
@@ -161,21 +201,57 @@ function readRedisPerSecond(env: NodeJS.ProcessEnv, set: (name: string, value: s
   const url = env.REDIS_PERSECOND_URL || '/var/run/nutcracker/ratelimitpersecond.sock'
   const socket = (env.REDIS_PERSECOND_SOCKET_TYPE || 'unix').toLowerCase()
   const type = (env.REDIS_PERSECOND_TYPE || 'SINGLE').toUpperCase()
-  if (socket !== 'tcp') {
-    throw new FloodgateError(
-      'INVALID_OPTION',
-      `REDIS_PERSECOND_SOCKET_TYPE=${socket}: Floodgate connects to the per-second Redis over TCP only; ` +
-        'set it to tcp and REDIS_PERSECOND_URL=host:port',
-    )
+  if (socket !== 'tcp' && socket !== 'unix') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_SOCKET_TYPE=${socket}: expected tcp or unix`)
   }
   if (type !== 'SINGLE') {
     throw new FloodgateError('INVALID_OPTION', `REDIS_PERSECOND_TYPE=${type}: Floodgate supports a single per-second Redis only`)
   }
-  if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
   const auth = env.REDIS_PERSECOND_AUTH || undefined
+  if (socket === 'unix') {
+    const names = { url: 'REDIS_PERSECOND_URL', socket: 'REDIS_PERSECOND_SOCKET_TYPE', tls: 'REDIS_PERSECOND_TLS' }
+    return set('FLOODGATE_REDIS_PER_SECOND', unixUrl(url, auth, isTrue(env.REDIS_PERSECOND_TLS), names))
+  }
+  if (/^rediss?:\/\//.test(url)) return set('FLOODGATE_REDIS_PER_SECOND', url)
   const userPassword = auth?.includes(':') ? auth.split(':').map(encodeURIComponent).join(':') : `:${encodeURIComponent(auth ?? '')}`
   const credentials = auth === undefined ? '' : `${userPassword}@`
   set('FLOODGATE_REDIS_PER_SECOND', `${isTrue(env.REDIS_PERSECOND_TLS) ? 'rediss' : 'redis'}://${credentials}${url}`)
+}
+
+/** Upstream's TLS files of the gRPC server → Floodgate's, used only with GRPC_SERVER_USE_TLS=true (as upstream). */
+const GRPC_TLS_FILES: readonly [string, string][] = [
+  ['GRPC_SERVER_TLS_CERT', 'FLOODGATE_GRPC_TLS_CERT'],
+  ['GRPC_SERVER_TLS_KEY', 'FLOODGATE_GRPC_TLS_KEY'],
+  ['GRPC_CLIENT_TLS_CACERT', 'FLOODGATE_GRPC_CLIENT_CA'],
+  ['GRPC_CLIENT_TLS_SAN', 'FLOODGATE_GRPC_CLIENT_SAN'],
+]
+
+/** GRPC_SERVER_USE_TLS and its files, and GRPC_MAX_CONNECTION_AGE/_GRACE (Go durations, e.g. "1h30m"). */
+function readGrpcListen(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void, notes: string[]): void {
+  const given = (name: string) => env[name] !== undefined && env[name] !== ''
+  if (given('GRPC_SERVER_USE_TLS')) set('FLOODGATE_GRPC_TLS', env.GRPC_SERVER_USE_TLS as string)
+  const tls = isTrue(env.GRPC_SERVER_USE_TLS)
+  for (const [upstream, own] of GRPC_TLS_FILES) {
+    if (!given(upstream)) continue
+    if (tls) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without GRPC_SERVER_USE_TLS=true, as upstream ignores it`)
+  }
+  if (given('GRPC_MAX_CONNECTION_AGE')) set('FLOODGATE_GRPC_MAX_CONNECTION_AGE', goDuration(env.GRPC_MAX_CONNECTION_AGE as string))
+  if (given('GRPC_MAX_CONNECTION_AGE_GRACE'))
+    set('FLOODGATE_GRPC_MAX_CONNECTION_AGE_GRACE', goDuration(env.GRPC_MAX_CONNECTION_AGE_GRACE as string))
+}
+
+const GO_UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
+
+/**
+ * A Go duration ("24h", "1h30m", "90s") as whole milliseconds; anything else is passed on as it is,
+ * for Floodgate's own reader to accept (a plain number, "1d") or refuse with its reason.
+ */
+export function goDuration(value: string): string {
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(value)) return value
+  let ms = 0
+  for (const [, number, unit] of value.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(number) * GO_UNIT_MS[unit]
+  return String(Math.round(ms))
 }
 
 /** Upstream's log levels (logrus names, any case) as pino's. */
@@ -186,16 +262,24 @@ function logLevelOf(level: string): string {
   return lower
 }
 
-/** REDIS_URL with REDIS_TYPE (single, sentinel, cluster), REDIS_SOCKET_TYPE, REDIS_AUTH and REDIS_TLS. */
+/** REDIS_URL with REDIS_TYPE (single, sentinel, cluster), REDIS_SOCKET_TYPE (tcp, unix: a path), REDIS_AUTH and REDIS_TLS. */
 function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) => void): void {
   const url = env.REDIS_URL as string
   const type = (env.REDIS_TYPE || 'SINGLE').toUpperCase()
   const socket = (env.REDIS_SOCKET_TYPE || 'unix').toLowerCase()
   const auth = env.REDIS_AUTH || undefined
-  if (socket !== 'tcp') {
+  if (socket !== 'tcp' && socket !== 'unix') {
+    throw new FloodgateError('INVALID_OPTION', `REDIS_SOCKET_TYPE=${socket}: expected tcp or unix`)
+  }
+  if (socket === 'unix' && type === 'SINGLE') {
+    const names = { url: 'REDIS_URL', socket: 'REDIS_SOCKET_TYPE', tls: 'REDIS_TLS' }
+    set('FLOODGATE_REDIS_URL', unixUrl(url, auth, isTrue(env.REDIS_TLS), names))
+    return
+  }
+  if (socket === 'unix') {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `REDIS_SOCKET_TYPE=${socket}: Floodgate connects to Redis over TCP only; set REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`,
+      `REDIS_TYPE=${type} with REDIS_SOCKET_TYPE=unix: ${type.toLowerCase()} nodes are reached over TCP; set REDIS_SOCKET_TYPE=tcp`,
     )
   }
   if (type === 'SINGLE') {
@@ -212,13 +296,15 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
     set('FLOODGATE_REDIS_URL', `${scheme}://${credentials}${url}`)
     return
   }
-  if (auth !== undefined || isTrue(env.REDIS_TLS)) {
+  if (auth !== undefined) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `REDIS_TYPE=${type} with REDIS_AUTH or REDIS_TLS: not supported by Floodgate; ` +
-        'use a single Redis (REDIS_TYPE=single) for authenticated or TLS connections',
+      `REDIS_TYPE=${type} with REDIS_AUTH: not supported by Floodgate; ` +
+        'use a single Redis (REDIS_TYPE=single) for authenticated connections',
     )
   }
+  // TLS to every Cluster node, or to the Sentinels and their master, as upstream's dialer.
+  if (isTrue(env.REDIS_TLS)) set('FLOODGATE_REDIS_TLS', 'true')
   if (type === 'CLUSTER') {
     set('FLOODGATE_REDIS_CLUSTER', url)
     return

@@ -19,10 +19,18 @@ const NO_DEFAULT = new Set<OptionName>([
   'memcached',
   'compatKeys',
   'redisPerSecond',
+  'redisTlsCa',
+  'redisTlsCert',
+  'redisTlsKey',
   'adminToken',
   'region',
   'peer',
   'regionsFile',
+  'grpcTlsCert',
+  'grpcTlsKey',
+  'grpcClientCa',
+  'grpcClientSan',
+  'grpcSocket',
 ])
 
 describe('floodgate serve --help', () => {

@@ -440,9 +440,9 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
   it('settings Floodgate cannot honour are refused with the reason', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT/],
-      [{ REDIS_URL: '/var/run/redis.sock' }, /REDIS_SOCKET_TYPE=unix: Floodgate connects to Redis over TCP only/],
+      [{ REDIS_URL: 'cache:6379' }, /REDIS_URL=cache:6379 with REDIS_SOCKET_TYPE=unix \(upstream's default\): expected a socket path/],
       [{ CONFIG_TYPE: 'GRPC_XDS_DELTA' }, /CONFIG_TYPE=GRPC_XDS_DELTA: .*GRPC_XDS_SOTW/],
-      [{ REDIS_PERSECOND: 'true' }, /REDIS_PERSECOND_SOCKET_TYPE=unix: .*per-second Redis over TCP/],
+      [{ REDIS_PERSECOND: 'true', REDIS_PERSECOND_URL: 'c:6380' }, /REDIS_PERSECOND_URL=c:6380 with REDIS_PERSECOND_SOCKET_TYPE=unix/],
       [{ HOST: '0.0.0.0', GRPC_HOST: '127.0.0.1' }, /one address/],
     ]
     for (const [env, message] of cases) assert.throws(() => readSettings(['rules.yaml'], env), message)

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, type ConfigIssue } from './errors.js'
 import { RuleSet, type RuleSetOptions } from './rule-set.js'
+import type { DescriptorConfig } from './config-tree.js'
 import { readDomainFile, type DomainConfig } from './schema.js'
 import { YamlSource } from './yaml-source.js'
 
@@ -16,7 +17,7 @@ export interface RuleSource {
 /**
  * Validates a set of rules files and builds one snapshot. Every file is checked in full and all
  * issues are reported together; any issue rejects the whole set (a half-loaded config is never
- * served). Each domain must be defined in exactly one file.
+ * served). Each domain must be defined in exactly one file, unless `mergeDomains` merges its files.
  */
 export function parseRules(sources: readonly RuleSource[], options: RuleSetOptions = {}): RuleSet {
   const issues: ConfigIssue[] = []
@@ -25,10 +26,19 @@ export function parseRules(sources: readonly RuleSource[], options: RuleSetOptio
   }
   const configs: DomainConfig[] = []
   const owners = new Map<string, DomainConfig>()
+  // Which file each top-level descriptor of a merged domain came from, for duplicates' messages.
+  const origin = new Map<DescriptorConfig, string>()
   for (const source of sources) {
     const config = readDomainFile(new YamlSource(source.file, source.text, issues))
     if (config === undefined) continue
     const owner = owners.get(config.domain)
+    if (owner !== undefined && options.mergeDomains) {
+      for (const descriptor of config.descriptors) origin.set(descriptor, config.file)
+      const merged = mergeDomain(owner, config, issues, origin)
+      owners.set(config.domain, merged)
+      configs[configs.indexOf(owner)] = merged
+      continue
+    }
     if (owner !== undefined) {
       issues.push({
         file: config.file,
@@ -49,6 +59,33 @@ export function parseRules(sources: readonly RuleSource[], options: RuleSetOptio
     sources.map((source) => source.file),
     options,
   )
+}
+
+/**
+ * `config`'s descriptors added to those of the same domain read before, as upstream merges them; a
+ * top-level key and value both define is reported at the second, with where the first is.
+ */
+function mergeDomain(
+  owner: DomainConfig,
+  config: DomainConfig,
+  issues: ConfigIssue[],
+  origin: Map<DescriptorConfig, string>,
+): DomainConfig {
+  const seen = new Map(owner.descriptors.map((d) => [`${d.key}\u0000${d.value ?? ''}`, d]))
+  for (const descriptor of config.descriptors) {
+    const first = seen.get(`${descriptor.key}\u0000${descriptor.value ?? ''}`)
+    if (first === undefined) continue
+    const where = `${origin.get(first) ?? owner.file}${first.line ? `:${first.line}` : ''}`
+    issues.push({
+      file: config.file,
+      line: descriptor.line,
+      path: 'descriptors',
+      message:
+        `duplicate descriptor ${descriptor.key}${descriptor.value === undefined ? '' : `=${descriptor.value}`} ` +
+        `of domain "${config.domain}": already defined in ${where}`,
+    })
+  }
+  return { ...owner, descriptors: [...owner.descriptors, ...config.descriptors] }
 }
 
 /**

@@ -59,6 +59,11 @@ export interface RuleSetOptions {
    * the first in file order) or `specific` (the most literal characters first).
    */
   wildcardOrder?: WildcardOrder
+  /**
+   * A domain may be spread over several files, its descriptors merged (envoyproxy/ratelimit's
+   * MERGE_DOMAIN_CONFIG); a top-level descriptor defined twice is still an error. Default: one file per domain.
+   */
+  mergeDomains?: boolean
 }
 
 /**

@@ -46,7 +46,7 @@ export class RuleWatcher extends EventEmitter {
     super()
     this.path = path
     this.#debounceMs = options.debounceMs ?? 100
-    this.#ruleOptions = { wildcardOrder: options.wildcardOrder }
+    this.#ruleOptions = { wildcardOrder: options.wildcardOrder, mergeDomains: options.mergeDomains }
     const sources = readRuleSources(path)
     this.#current = parseRules(sources, this.#ruleOptions)
     this.#seen = fingerprint(sources)

@@ -65,7 +65,7 @@ export class XdsRules extends EventEmitter {
   constructor(settings: XdsSettings, options: XdsRulesOptions) {
     super()
     this.#settings = settings
-    this.#ruleOptions = { wildcardOrder: options.wildcardOrder }
+    this.#ruleOptions = { wildcardOrder: options.wildcardOrder, mergeDomains: options.mergeDomains }
     this.#timers = options.timers ?? { setTimeout, clearTimeout }
     this.#random = options.random ?? Math.random
     this.#type = rateLimitConfigType(options.protoDir)

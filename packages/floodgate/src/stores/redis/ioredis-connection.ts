@@ -1,6 +1,5 @@
 // The Connection adapter for ioredis (5 and 6) `Redis` and `Cluster`, recognised by shape.
 
-import { once } from 'node:events'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { Connection, ScriptArgument, Unsubscribe } from './connection.js'
@@ -128,7 +127,9 @@ export function ioredisConnection(client: IoredisLike): Connection {
     },
     close: async () => {
       if (client.status === 'end') return
-      const ended = once(client as unknown as NodeJS.EventEmitter, 'end')
+      // Not events.once: it rejects on an 'error' first, and a connection attempt failing while the
+      // client closes (a refused TLS handshake, a reset) would then fail close() itself.
+      const ended = new Promise((resolve) => (client as unknown as NodeJS.EventEmitter).once('end', resolve))
       // QUIT lets replies in flight arrive first; a client that is not connected just drops its socket.
       if (client.status === 'ready') await client.quit().catch(() => client.disconnect())
       else client.disconnect()

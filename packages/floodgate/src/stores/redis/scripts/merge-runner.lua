@@ -17,16 +17,19 @@
 --   policy count, then per policy: algorithm, limit, periodMs, burst, shaping (1/0), blockMs (read by
 --   batch-args.lua, shared with runner.lua; a merge does not start blocks);
 --   read group count, then each group's key count (one MGET per slot, as runner.lua), then each
---   group's token prefix;
+--   group's token prefix, then each group's origins (their indexes, space-separated: the tokens it
+--   reads);
 --   request count; origin count, then each origin; then one binary string of the requests' numbers
 --   (little-endian doubles, unpacked with one call each: tonumber of a text costs several times
 --   more), per request: now (NaN = server clock), units, origin (1-based index into the origins,
 --   0 = none), seq, policy count, policy indexes.
 -- Returns one binary string: the server clock (ms) as a little-endian double, then per request a
---   byte applied (1/0), then per policy a byte with the state's length (255: no state), blockedUntil
---   and the state's numbers, as little-endian doubles.
+--   byte applied (1/0), then per policy its record after the call (record.lua's text: merge-codec.ts
+--   decodes it) after its length as a little-endian uint16 (0: no record).
 
-local NO_STATE = 255
+-- A key's answer is its record's length (two bytes) and text; no record is a length of 0.
+local NO_RECORD = '\0\0'
+local LENGTHS = {}
 -- A token is a run of entries RUN (first seq, last seq, kept until: server ms), sorted by first seq.
 local RUN = '<ddd'
 local RUN_BYTES = 24
@@ -34,11 +37,12 @@ local RUN_BYTES = 24
 -- again). A flush's seqs make one run per slot, and runs that meet join, so only a Cluster, whose
 -- slots see a few keys of each flush, comes near it: 256 of one origin's flushes that wrote the slot.
 local MAX_RUNS = 256
--- The reply's formats of a policy with a state of 0 to 4 numbers (every mergeable algorithm's).
-local REPLY_FORMATS = { [0] = '<Bd', '<Bdd', '<Bddd', '<Bdddd', '<Bddddd' }
 -- A request's numbers before its policy indexes (see the arguments above).
 local REQUEST_HEAD = '<ddddd'
 local REQUEST_HEAD_BYTES = 40
+-- The head and the first policy index, in one call where the numbers hold that many (a request has a
+-- policy or more, so its own first index is there).
+local REQUEST_HEAD_FIRST = '<dddddd'
 
 -- A token's runs, read from its text (false: none): { los, his, kept, top }, `top` the highest seq
 -- it holds; a run kept until `serverNow` or earlier (its records expired) is gone. A text that does
@@ -126,37 +130,24 @@ policies, arg = readPolicies(arg)
 local groupCount = tonumber(ARGV[arg])
 local groupsAt = arg + 1
 local prefixesAt = groupsAt + groupCount
-arg = prefixesAt + groupCount
+local groupOriginsAt = prefixesAt + groupCount
+arg = groupOriginsAt + groupCount
 
 local requests = tonumber(ARGV[arg])
 local originsAt = arg + 1
 local numbers = ARGV[originsAt + tonumber(ARGV[originsAt]) + 1]
 
--- Each request's group, and the token names (by group, then origin index) that requests with an
--- origin need: they are read with the records.
-local groupOf = {}
+-- The token names (by group, then origin index) the requests with an origin need: they are read
+-- with the records.
 local tokenNames = {}
-do
-  local scan, keyEnd, g = 1, 0, 1
-  local groupEnd = tonumber(ARGV[groupsAt])
-  for r = 1, requests do
-    local _, _, originIndex, _, count = structUnpack(REQUEST_HEAD, numbers, scan)
-    while keyEnd + 1 > groupEnd do
-      g = g + 1
-      groupEnd = groupEnd + tonumber(ARGV[groupsAt + g - 1])
-    end
-    groupOf[r] = g
-    if originIndex > 0 then
-      local names = tokenNames[g]
-      if names == nil then
-        names = {}
-        tokenNames[g] = names
-      end
-      if names[originIndex] == nil then names[originIndex] = ARGV[prefixesAt + g - 1] .. ARGV[originsAt + originIndex] end
-    end
-    keyEnd = keyEnd + count
-    scan = scan + REQUEST_HEAD_BYTES + 8 * count
+for g = 1, groupCount do
+  local names
+  for index in string.gmatch(ARGV[groupOriginsAt + g - 1], '%d+') do
+    local originIndex = tonumber(index)
+    names = names or {}
+    names[originIndex] = ARGV[prefixesAt + g - 1] .. ARGV[originsAt + originIndex]
   end
+  tokenNames[g] = names
 end
 
 -- Every record and token is read (and every record checked) before anything is written, as
@@ -189,61 +180,95 @@ local stateBuffer = {}
 -- before the next merge rewrites it.
 local mergeOut = createStepResult()
 local at = 1
+local numbersEnd = #numbers
+-- The group of the request's keys: the next group starts after groupEnd keys.
+local g, groupEnd = 1, tonumber(ARGV[groupsAt])
+-- Per key, every call counts (a flush's key costs a few µs): the usual paths below avoid them.
 for r = 1, requests do
-  local now, units, originIndex, seq, count = structUnpack(REQUEST_HEAD, numbers, at)
+  local now, units, originIndex, seq, count, first
+  if at + REQUEST_HEAD_BYTES + 7 <= numbersEnd then
+    now, units, originIndex, seq, count, first = structUnpack(REQUEST_HEAD_FIRST, numbers, at)
+  else
+    now, units, originIndex, seq, count = structUnpack(REQUEST_HEAD, numbers, at)
+  end
   at = at + REQUEST_HEAD_BYTES
   -- NaN (the only number unequal to itself): the server's clock.
   if now ~= now then now = serverNow end
   -- A `now` ahead of the server's (tests) keeps the record that much longer, as runner.lua does.
-  local lead = max(0, now - serverNow)
-  local token = originIndex > 0 and tokens[groupOf[r]][originIndex] or nil
+  local lead = now - serverNow
+  if lead < 0 then lead = 0 end
+  while keyIndex + 1 > groupEnd do
+    g = g + 1
+    groupEnd = groupEnd + tonumber(ARGV[groupsAt + g - 1])
+  end
+  local token = originIndex > 0 and tokens[g][originIndex] or nil
   local take = units
   local applied = true
-  if token and tokenHas(token, seq) then
+  -- A seq above every one the token holds (a flush's usual seq) is new without a look at its runs.
+  if token and (seq <= token.top or seq <= token.newTop) and tokenHas(token, seq) then
     take = 0
     applied = false
   end
   outAt = outAt + 1
   out[outAt] = applied and '\1' or '\0'
   for i = 1, count do
-    local p = policies[structUnpack('<d', numbers, at)]
+    local p
+    if i == 1 then p = policies[first] else p = policies[structUnpack('<d', numbers, at)] end
     at = at + 8
     keyIndex = keyIndex + 1
     local key = keys[keyIndex]
     local text = texts[key]
-    local state, blockedUntil, expiresAt = nil, 0, false
-    if text then
-      expiresAt = decodeRecordInto(text, record, stateBuffer)
-      state = record.state
-      if record.blockedUntil > now then blockedUntil = record.blockedUntil end
-    end
     if take ~= 0 then
-      state = MERGES[p.algorithm](state, now, take, p, mergeOut)
-      local ttl = state == nil and 1 or ALGORITHMS[p.algorithm].ttl(state, now, p)
-      if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
-      local written = writeRecord(key, text, expiresAt, blockedUntil, state, ttl + lead, serverNow)
-      texts[key] = written
-      -- A merge always leaves a state, so `written` is a record; the token outlives every record
-      -- its seq wrote (a resend after the record expired would only merge into a fresh one).
+      local state, blockedUntil, expiresAt = nil, 0, false
+      if text then
+        expiresAt = decodeRecordInto(text, record, stateBuffer)
+        state = record.state
+        if record.blockedUntil > now then blockedUntil = record.blockedUntil end
+      end
+      local ttl
+      state, ttl = MERGES[p.algorithm](state, now, take, p, mergeOut)
+      if ttl == nil then ttl = state == nil and 1 or ALGORITHMS[p.algorithm].ttl(state, now, p) end
+      if blockedUntil > 0 and blockedUntil - now > ttl then ttl = blockedUntil - now end
+      ttl = ttl + lead
+      text = writeRecord(key, text, expiresAt, blockedUntil, state, ttl, serverNow)
+      texts[key] = text
+      -- A merge always leaves a state, so `text` is a record; the token outlives every record its
+      -- seq wrote (a resend after the record expired would only merge into a fresh one). A record
+      -- whose stored expiry covers the ttl kept it (writeRecord's rule); another carries its new one.
       if token then
-        local keptUntil = structUnpack('<d', written, 2)
+        local keptUntil = expiresAt
+        if not (expiresAt and expiresAt >= serverNow + ttl) then keptUntil = structUnpack('<d', text, 2) end
         if keptUntil > token.keptUntil then token.keptUntil = keptUntil end
       end
     end
+    -- The answer is the record itself (merge-codec.ts decodes it), after its length: no state to
+    -- encode once more, and a read (0 units, or a resend) decodes nothing here.
     outAt = outAt + 1
-    if state == nil then
-      out[outAt] = structPack('<Bd', NO_STATE, blockedUntil)
-    else
-      local length = #state
-      local format = REPLY_FORMATS[length]
-      if format then
-        out[outAt] = structPack(format, length, blockedUntil, state[1], state[2], state[3], state[4])
-      else
-        out[outAt] = structPack('<Bd', length, blockedUntil) .. structPack('<' .. string.rep('d', length), unpack(state))
+    if text then
+      local length = #text
+      local head = LENGTHS[length]
+      if head == nil then
+        head = structPack('<H', length)
+        LENGTHS[length] = head
       end
+      out[outAt] = head
+      outAt = outAt + 1
+      out[outAt] = text
+    else
+      out[outAt] = NO_RECORD
     end
   end
-  if token and take ~= 0 then tokenAdd(token, seq) end
+  if token and take ~= 0 then
+    -- tokenAdd's usual case (the seq after the last) without the call.
+    local newHis = token.newHis
+    local n = #newHis
+    if n > 0 and newHis[n] + 1 == seq then
+      newHis[n] = seq
+      if seq > token.newTop then token.newTop = seq end
+    else
+      tokenAdd(token, seq)
+    end
+  end
 end
 for g, byOrigin in pairs(tokens) do
   for originIndex, token in pairs(byOrigin) do

@@ -1,6 +1,7 @@
 -- Merging usage into a state, ignoring the limit: the Lua twin of src/core/merge.ts (read that file
 -- for the why). Appended after prelude.lua and the algorithm files, whose steps and helpers it uses
--- (leaky_bucket_stored_level). MERGES[name](state, now, units, p, out) -> new state table; `out`
+-- (leaky_bucket_stored_level). MERGES[name](state, now, units, p, out) -> new state table, and
+-- optionally its ttl (as ALGORITHMS[name].ttl gives it; else the caller asks that); `out`
 -- (optional, a createStepResult) is the result a step-based merge writes into: its state is then
 -- rewritten by the next merge given the same `out`, so a caller that passes one uses the state first.
 
@@ -44,7 +45,30 @@ MERGES['token-bucket'] = function(state, now, units, p)
   return { level, at }
 end
 
-MERGES['gcra'] = step_unbounded('gcra', 'burst')
+-- GCRA's step with its burst lifted, reduced to the state it leaves (gcra.lua's arithmetic, with
+-- gcra_lag written out), and the ttl gcra.lua's ttl gives that state: a flush merges every key it
+-- carries, where the step's answer (remaining, reset, retry) and the calls cost more than the state.
+-- merge-equivalence.test.ts holds it to merge.ts's step-based twin.
+MERGES['gcra'] = function(state, now, units, p, out)
+  local limit, periodMs = p.limit, p.periodMs
+  local lag = 0
+  if state ~= nil then
+    if state[3] ~= limit and state[2] > 0 then lag = (state[1] + 1 - now) * limit
+    else lag = (state[1] - now) * limit + state[2] end
+    if lag < 0 then lag = 0 end
+  end
+  local lagAfter = lag + units * periodMs
+  if lagAfter < 0 then lagAfter = 0 end
+  local aheadMs = floor(lagAfter / limit)
+  local numbers = out and out.state or {}
+  local tatMs, tatTicks = now + aheadMs, lagAfter - aheadMs * limit
+  numbers[1], numbers[2], numbers[3] = tatMs, tatTicks, limit
+  for i = 4, #numbers do numbers[i] = nil end
+  -- gcra.lua's ttl of this state (its third number is `limit`), term for term.
+  local ttl = ceil(((tatMs - now) * limit + tatTicks) / limit)
+  if ttl < 1 then ttl = 1 end
+  return numbers, ttl
+end
 
 MERGES['leaky-bucket'] = function(state, now, units, p)
   local limit, periodMs = p.limit, p.periodMs
