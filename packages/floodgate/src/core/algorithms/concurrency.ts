@@ -1,4 +1,4 @@
-// Concurrency: at most `limit` leases in flight at once; twin of scripts/concurrency.lua.
+// Concurrency: at most `limit` leases in flight at once; its Lua twin scripts/concurrency.lua is generated from it.
 //
 // State: the leases in flight as pairs `[expiry1, count1, expiry2, count2, …]`, earliest expiry
 // first, each expiry once. A lease taken at `now` expires at `now + periodMs` unless released

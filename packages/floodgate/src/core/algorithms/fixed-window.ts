@@ -1,4 +1,4 @@
-// Fixed window: counts cost per epoch-aligned window of `periodMs`; twin of scripts/fixed-window.lua.
+// Fixed window: counts cost per epoch-aligned window of `periodMs`; its Lua twin scripts/fixed-window.lua is generated from it.
 //
 // State `[windowStart, count]`: the start of the window the count belongs to (a multiple of
 // `periodMs` since the Unix epoch) and the cost admitted in it. A state from an earlier window
@@ -6,7 +6,7 @@
 // `limit` at the end of one window and `limit` again at the start of the next.
 
 import type { Policy } from '../policy.js'
-import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The fixed-window algorithm. `resetMs` is always the time to the window's end (when the count
@@ -37,17 +37,8 @@ export const fixedWindow: Algorithm = {
       allowed = count <= limit
     }
 
-    // Written in place, not by a helper, as the Lua twin does: a Lua function call is dear in a script.
-    const result = out ?? createStepResult()
-    result.allowed = allowed
-    result.remaining = Math.max(0, Math.floor(limit - count))
-    result.resetMs = resetMs
-    result.retryAfterMs = allowed ? 0 : resetMs
-    result.delayMs = 0
-    const numbers = result.state
-    numbers[0] = windowStart
-    numbers[1] = count
-    if (numbers.length !== 2) numbers.length = 2
+    const result = writeStep(out, allowed, Math.max(0, Math.floor(limit - count)), resetMs, allowed ? 0 : resetMs, 0)
+    writeState(result.state, windowStart, count)
     return result
   },
 

@@ -1,4 +1,4 @@
-// GCRA, the Generic Cell Rate Algorithm (as redis-cell and Brandur's throttled); twin of scripts/gcra.lua.
+// GCRA, the Generic Cell Rate Algorithm (as redis-cell and Brandur's throttled); its Lua twin scripts/gcra.lua is generated from it.
 //
 // Every admitted unit pushes a theoretical arrival time (TAT) forward by one emission interval
 // (`periodMs / limit`); a request is admitted when, after pushing, the TAT runs at most the
@@ -15,7 +15,7 @@
 // fraction up to the next millisecond instead of misreading it.
 
 import type { Policy } from '../policy.js'
-import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The GCRA algorithm, state `[tatMs, tatTicks, limit]` (see above).
@@ -52,18 +52,8 @@ export const gcra: Algorithm = {
     if (!allowed) retryAfterMs = cost > burst ? resetMs : Math.ceil((lag + cost * periodMs - tolerance) / limit)
     // The TAT, split back into whole ms and ticks (the TAT itself when nothing was charged).
     const aheadMs = Math.floor(lagAfter / limit)
-    // Written in place, not by a helper, as the Lua twin does: a Lua function call is dear in a script.
-    const result = out ?? createStepResult()
-    result.allowed = allowed
-    result.remaining = Math.max(0, Math.floor((tolerance - lagAfter) / periodMs))
-    result.resetMs = resetMs
-    result.retryAfterMs = retryAfterMs
-    result.delayMs = 0
-    const numbers = result.state
-    numbers[0] = now + aheadMs
-    numbers[1] = lagAfter - aheadMs * limit
-    numbers[2] = limit
-    if (numbers.length !== 3) numbers.length = 3
+    const result = writeStep(out, allowed, Math.max(0, Math.floor((tolerance - lagAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    writeState(result.state, now + aheadMs, lagAfter - aheadMs * limit, limit)
     return result
   },
 

@@ -1,4 +1,4 @@
-// Leaky bucket, as a meter (policing) or as a queue (shaping); twin of scripts/leaky-bucket.lua.
+// Leaky bucket, as a meter (policing) or as a queue (shaping); its Lua twin scripts/leaky-bucket.lua is generated from it.
 //
 // Both forms drain `limit` units per `periodMs` and hold at most `burst` units.
 //
@@ -22,7 +22,7 @@
 // level, a queue and a schedule); shaping adds the delay, and so admits a steady stream evenly.
 
 import type { Policy } from '../policy.js'
-import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 import { gcra } from './gcra.js'
 
 /**
@@ -73,18 +73,8 @@ function leakyBucketPolice(state: State | undefined, now: number, cost: number, 
   const resetMs = lastMs + Math.ceil(level / limit) - now
   let retryAfterMs = 0
   if (!allowed) retryAfterMs = cost > burst ? resetMs : lastMs + Math.ceil((level + cost * periodMs - capacity) / limit) - now
-  // Written in place, not by a helper, as the Lua twin does: a Lua function call is dear in a script.
-  const result = out ?? createStepResult()
-  result.allowed = allowed
-  result.remaining = Math.max(0, Math.floor((capacity - level) / periodMs))
-  result.resetMs = resetMs
-  result.retryAfterMs = retryAfterMs
-  result.delayMs = 0
-  const numbers = result.state
-  numbers[0] = level
-  numbers[1] = lastMs
-  numbers[2] = periodMs
-  if (numbers.length !== 3) numbers.length = 3
+  const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - level) / periodMs)), resetMs, retryAfterMs, 0)
+  writeState(result.state, level, lastMs, periodMs)
   return result
 }
 

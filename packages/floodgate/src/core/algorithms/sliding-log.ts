@@ -1,4 +1,4 @@
-// Sliding log: an exact rolling window over a log of admitted requests; twin of scripts/sliding-log.lua.
+// Sliding log: an exact rolling window over a log of admitted requests; its Lua twin scripts/sliding-log.lua is generated from it.
 //
 // State `[t1, c1, t2, c2, ...]`: the timestamps (ascending) and costs of the requests admitted in
 // the last `periodMs`, i.e. with `t > now - periodMs`. Requests admitted in the same millisecond

@@ -1,4 +1,4 @@
-// Sliding window (weighted two-window counter); twin of scripts/sliding-window.lua.
+// Sliding window (weighted two-window counter); its Lua twin scripts/sliding-window.lua is generated from it.
 //
 // State `[windowStart, count, previousCount]`: the current epoch-aligned window, the cost admitted
 // in it, and the cost admitted in the window before. The rolling usage is estimated as
@@ -11,7 +11,7 @@
 // integer products, so TypeScript, Lua and the tests' rational reference agree to the last unit.
 
 import type { Policy } from '../policy.js'
-import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The sliding-window algorithm. `resetMs` is the time until the estimate is back to 0 (the end of
@@ -61,18 +61,8 @@ export const slidingWindow: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > limit ? resetMs : slidingWindowPassesAt(windowStart, count, previousCount, cost, policy) - now
     }
-    // Written in place, not by a helper, as the Lua twin does: a Lua function call is dear in a script.
-    const result = out ?? createStepResult()
-    result.allowed = allowed
-    result.remaining = Math.max(0, Math.floor((capacity - usedAfter) / periodMs))
-    result.resetMs = resetMs
-    result.retryAfterMs = retryAfterMs
-    result.delayMs = 0
-    const numbers = result.state
-    numbers[0] = windowStart
-    numbers[1] = count
-    numbers[2] = previousCount
-    if (numbers.length !== 3) numbers.length = 3
+    const result = writeStep(out, allowed, Math.max(0, Math.floor((capacity - usedAfter) / periodMs)), resetMs, retryAfterMs, 0)
+    writeState(result.state, windowStart, count, previousCount)
     return result
   },
 

@@ -1,4 +1,4 @@
-// Token bucket with lazy refill; twin of scripts/token-bucket.lua.
+// Token bucket with lazy refill; its Lua twin scripts/token-bucket.lua is generated from it.
 //
 // A bucket holds up to `burst` tokens and refills at `limit / periodMs` tokens per millisecond; a
 // request takes `cost` tokens and passes when the bucket has them. Nothing runs between requests:
@@ -12,7 +12,7 @@
 // rounding: a bucket would hold 0.9999999 tokens exactly when it was promised one.
 
 import type { Policy } from '../policy.js'
-import { createStepResult, type Algorithm, type State, type StepResult } from './types.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
 
 /**
  * The token-bucket algorithm. `resetMs` is the time until the bucket is full again;
@@ -46,17 +46,8 @@ export const tokenBucket: Algorithm = {
     if (!allowed) {
       retryAfterMs = cost > burst ? resetMs : at + Math.ceil((cost * periodMs - level) / limit) - now
     }
-    // Written in place, not by a helper, as the Lua twin does: a Lua function call is dear in a script.
-    const result = out ?? createStepResult()
-    result.allowed = allowed
-    result.remaining = Math.max(0, Math.floor(level / periodMs))
-    result.resetMs = resetMs
-    result.retryAfterMs = retryAfterMs
-    result.delayMs = 0
-    const numbers = result.state
-    numbers[0] = level
-    numbers[1] = at
-    if (numbers.length !== 2) numbers.length = 2
+    const result = writeStep(out, allowed, Math.max(0, Math.floor(level / periodMs)), resetMs, retryAfterMs, 0)
+    writeState(result.state, level, at)
     return result
   },
 

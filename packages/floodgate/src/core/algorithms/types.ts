@@ -1,4 +1,5 @@
-// The contract every algorithm module meets, in TypeScript here and in Lua in src/stores/redis/scripts/.
+// The contract every algorithm module meets, in TypeScript here and in Lua in src/stores/redis/scripts/
+// (generated from these modules by scripts/gen-algorithms.mjs).
 
 import type { AlgorithmName, Policy } from '../policy.js'
 
@@ -36,7 +37,7 @@ export interface StepResult {
  *   in place (resized), so a store deciding many requests allocates no result and no state per
  *   step. `out.state` must not be the `state` array itself. Without `out` the result is new; the
  *   numbers are the same either way, and the result is returned. The Lua twins take `out` the same
- *   way (prelude.lua's writeStep and copyState mirror this file's helpers).
+ *   way (prelude.lua's createStepResult and copyState mirror this file's helpers).
  * - `cost > 0` charges; `cost === 0` peeks (never changes state; allowed unless the key is
  *   already beyond its limit, as Envoy's hits_addend 0); `cost < 0` refunds `-cost` units
  *   (always allowed; never restores beyond a fresh state).
@@ -61,8 +62,8 @@ export function createStepResult(): StepResult {
 
 /**
  * Writes a step's outcome into `out` (a new result when there is none) and returns it; the
- * algorithm then writes its state into `result.state` with `copyState`. (Algorithms of a short state
- * write their result in place instead, as their Lua twins do: a call is dear in Redis's Lua.)
+ * algorithm then writes its state into `result.state` with `writeState` or `copyState`. The Lua
+ * twins inline it (scripts/gen-algorithms.mjs): a call is dear in Redis's Lua, not in V8.
  */
 export function writeStep(
   out: StepResult | undefined,
@@ -79,6 +80,21 @@ export function writeStep(
   result.retryAfterMs = retryAfterMs
   result.delayMs = delayMs
   return result
+}
+
+/**
+ * Makes `state` the two or three numbers given, in place: the state write of a short-state step
+ * (the Lua twin inlines it as element assignments).
+ */
+export function writeState(state: State, a: number, b: number, c?: number): void {
+  state[0] = a
+  state[1] = b
+  if (c === undefined) {
+    if (state.length !== 2) state.length = 2
+    return
+  }
+  state[2] = c
+  if (state.length !== 3) state.length = 3
 }
 
 /** Makes `state` a copy of `numbers`, in place. */

@@ -26,19 +26,19 @@ let cached: RunnerScript | undefined
 export function runnerScript(): RunnerScript {
   if (cached === undefined) {
     const directory = scriptsDirectory()
-    const read = (name: string) => readFileSync(`${directory}${name}.lua`, 'utf8')
-    const source = [
-      SHEBANG,
-      read('prelude'),
-      ...ALGORITHMS.map(read),
-      read('record'),
-      read('evaluate'),
-      read('batch-args'),
-      read('runner'),
-    ].join('\n')
+    const source = assembleRunner((name) => readFileSync(`${directory}${name}.lua`, 'utf8'))
     cached = Object.freeze({ source, sha: createHash('sha1').update(source).digest('hex') })
   }
   return cached
+}
+
+/**
+ * The runner's source from its parts, `read(name)` giving scripts/<name>.lua: the one order, also
+ * for bench/redis-lua-ab.ts, which assembles the runner of another revision to compare them.
+ */
+export function assembleRunner(read: (name: string) => string): string {
+  const parts = [read('prelude'), ...ALGORITHMS.map(read), read('record'), read('evaluate'), read('batch-args'), read('runner')]
+  return [SHEBANG, ...parts].join('\n')
 }
 
 // Next to this module in src/ and in dist/ alike: the build copies the .lua files, since tsc does not.

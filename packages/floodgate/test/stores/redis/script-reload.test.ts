@@ -14,7 +14,7 @@ import { useRedis } from '../../support/redis-store.js'
  * SHA1 of prelude + every algorithm twin + runner. A failure here means a .lua file changed: check
  * the change is meant (and its TypeScript twin changed with it), then update this value.
  */
-const PINNED_SHA = '286d075336d0a5c3c4212f87f3b5050cbd26c2ce'
+const PINNED_SHA = 'a226f165e3078167ee11ee7e85dc2e6dd59bcbbf'
 
 const redis = useRedis()
 

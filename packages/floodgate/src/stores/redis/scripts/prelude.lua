@@ -1,13 +1,12 @@
 -- Shared by every algorithm script: the registry the runner dispatches on, and the helpers both
--- executors use. Algorithm files register themselves as ALGORITHMS['<name>'] = { step = ..., ttl = ... },
--- twins of src/core/algorithms/<name>.ts with the same names and the same arithmetic.
+-- executors use. Algorithm files register themselves as ALGORITHMS['<name>'] = { step = ..., ttl = ... };
+-- they are generated from src/core/algorithms/<name>.ts by scripts/gen-algorithms.mjs.
 --
 -- step(state, now, cost, p, out) -> { allowed = bool, remaining = n, resetMs = n, retryAfterMs = n,
 --                                     delayMs = n, state = { numbers... } }
 --   state: array of numbers, or nil when the key has none (only read); p: { limit, periodMs, burst,
 --   shaping }; out: a result to overwrite (its state array rewritten in place, never `state` itself),
---   or nil for a new one. Steps of a short state write their result in place (a call is dear here),
---   the others with writeStep and copyState.
+--   or nil for a new one.
 -- ttl(state, now, p) -> whole milliseconds >= 1 after which the state equals no state.
 --
 -- Never use Lua's % (it is a - floor(a/b)*b, JavaScript's is fmod): write the floor form in both.
@@ -15,21 +14,12 @@
 local ALGORITHMS = {}
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 
--- Twins of createStepResult, writeStep and copyState in src/core/algorithms/types.ts: a
--- table costs more than the arithmetic of a step, so the runner reuses one result per policy.
+-- Twins of createStepResult and copyState in src/core/algorithms/types.ts: a table costs more than
+-- the arithmetic of a step, so the runner reuses one result per policy. (types.ts's writeStep and
+-- writeState are inlined by the generator as assignments: a call is dear here.)
 -- Arrays are kept without holes, so `#` is their length.
 local function createStepResult()
   return { allowed = true, remaining = 0, resetMs = 0, retryAfterMs = 0, delayMs = 0, state = {} }
-end
-
-local function writeStep(out, allowed, remaining, resetMs, retryAfterMs, delayMs)
-  local result = out or createStepResult()
-  result.allowed = allowed
-  result.remaining = remaining
-  result.resetMs = resetMs
-  result.retryAfterMs = retryAfterMs
-  result.delayMs = delayMs
-  return result
 end
 
 -- Makes `state` a copy of `numbers`, in place.

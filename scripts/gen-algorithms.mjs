@@ -1,0 +1,91 @@
+// `node scripts/gen-algorithms.mjs [--check]`: each algorithm is defined once, as its TypeScript step
+// in packages/floodgate/src/core/algorithms/<name>.ts, written in the subset below; this emits its
+// Redis Lua twin, src/stores/redis/scripts/<name>.lua (committed, never edited by hand). With
+// --check it writes nothing and fails when a committed twin is stale (packages/floodgate/test/core/algorithms/generated.test.ts).
+//
+// Why the definition is the TypeScript module itself rather than a third file the two forms are
+// printed from: a printed TypeScript copy would be the definition again, line for line. The
+// compiler type-checks the definition as it is, and this generator refuses anything outside the
+// subset, so what Lua is given is what V8 runs.
+//
+// The subset (anything else is an error naming the file and line):
+// - top level: imports (ignored), `export const x: Algorithm = { name: '…', step(…) {…}, ttlMs(…) {…} }`,
+//   and function declarations (helpers, emitted as snake_case Lua locals in dependency order);
+// - statements: const/let (one name, or `{ a, b } = policy`), assignment (`=`, `+=`, `-=`), if/else,
+//   while, `for (let i = A; i < B; i += S)` (B evaluated once, i not assigned in the body), return,
+//   `a.push(…)`, `a.length = n` (truncation only), calls of helpers;
+// - expressions: numbers, booleans, `undefined`, locals, arithmetic, comparisons, `&&`, `||`, `!`,
+//   `??` (left side an object or undefined), `?:` (its true branch never false or undefined),
+//   `Math.floor/ceil/max/min`, `a[i]` (0-based: emitted 1-based), `a.length`, field reads/writes;
+// - `writeStep(out, …)` and `writeState(state, …)` (types.ts) are inlined as Lua field and
+//   element assignments: a call costs more in Redis's Lua than the arithmetic of a step.
+// Numbers are doubles in both languages; `%` is not allowed (Lua's is floored, JavaScript's is not).
+
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { basename, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { algorithmLiteral, emitLua as emitDefinition } from './algorithms/lua-statements.mjs'
+
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
+const PACKAGE = join(REPOSITORY, 'packages/floodgate')
+const DEFINITIONS = join(PACKAGE, 'src/core/algorithms')
+const SCRIPTS = join(PACKAGE, 'src/stores/redis/scripts')
+/** Files of the algorithms directory that define no algorithm. */
+const NOT_DEFINITIONS = new Set(['types.ts', 'index.ts'])
+
+/** Every definition file, by file name, parsed. */
+function definitions() {
+  return readdirSync(DEFINITIONS)
+    .filter((file) => file.endsWith('.ts') && !NOT_DEFINITIONS.has(file))
+    .sort()
+    .map((file) => {
+      const path = join(DEFINITIONS, file)
+      return { file, path, source: ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true) }
+    })
+}
+
+/** The algorithm objects of every definition: exported const name → algorithm name. */
+function algorithmObjects(files) {
+  const objects = new Map()
+  for (const { source } of files) {
+    for (const statement of source.statements) {
+      const literal = algorithmLiteral(statement)
+      if (literal !== undefined) objects.set(literal.declaration.name.text, literal.name)
+    }
+  }
+  return objects
+}
+
+/** Emits one definition's Lua twin (`objects`: every algorithm object, const name → algorithm name). */
+export function emitLua(definition, objects) {
+  return emitDefinition(definition, objects, PACKAGE)
+}
+
+/** Every generated file: path → text. */
+export function generate() {
+  const files = definitions()
+  const objects = algorithmObjects(files)
+  return new Map(files.map((definition) => [join(SCRIPTS, `${basename(definition.file, '.ts')}.lua`), emitLua(definition, objects)]))
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const check = process.argv.includes('--check')
+  const stale = []
+  for (const [path, text] of generate()) {
+    let current
+    try {
+      current = readFileSync(path, 'utf8')
+    } catch {
+      current = undefined
+    }
+    if (current === text) continue
+    stale.push(relative(REPOSITORY, path))
+    if (!check) writeFileSync(path, text)
+  }
+  if (check && stale.length > 0) {
+    console.error(`Stale generated algorithm twins (run node scripts/gen-algorithms.mjs):\n${stale.join('\n')}`)
+    process.exit(1)
+  }
+  if (!check) console.log(stale.length === 0 ? 'algorithm twins up to date' : `wrote ${stale.join(', ')}`)
+}
