@@ -59,7 +59,7 @@ const HARMLESS: Readonly<Record<string, string>> = {
 }
 
 /** Refused when set to anything but upstream's default: Floodgate cannot do what they ask, and answers would differ. */
-const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; reason: string }[] = [
+const REFUSED: readonly { name: string; isDefault: (value: string, env: NodeJS.ProcessEnv) => boolean; reason: string }[] = [
   {
     name: 'BACKEND_TYPE',
     isDefault: (v) => /^(redis|memcache)$/i.test(v),
@@ -70,7 +70,13 @@ const REFUSED: readonly { name: string; isDefault: (value: string) => boolean; r
     isDefault: (v) => /^(FILE|GRPC_XDS_SOTW)$/i.test(v),
     reason: 'rules come from files (FILE) or an xDS management server (GRPC_XDS_SOTW)',
   },
-  { name: 'FORCE_START_WITHOUT_INITIAL_CONFIG', isDefault: isFalse, reason: 'Floodgate needs valid rules to start' },
+  // With xDS the service starts before its first config whatever this says (Envoy Gateway sets it);
+  // rules from files must load, since a limiter that starts without them limits nothing.
+  {
+    name: 'FORCE_START_WITHOUT_INITIAL_CONFIG',
+    isDefault: (v, env) => isFalse(v) || /^GRPC_XDS_SOTW$/i.test(env.CONFIG_TYPE ?? ''),
+    reason: 'rules from files must load for the service to start (with CONFIG_TYPE=GRPC_XDS_SOTW it starts before the first config)',
+  },
   { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
@@ -97,7 +103,7 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   }
   for (const { name, isDefault, reason } of REFUSED) {
     const value = env[name]
-    if (value !== undefined && !isDefault(value))
+    if (value !== undefined && !isDefault(value, env))
       throw new FloodgateError('INVALID_OPTION', `${name}=${value}: not supported by Floodgate: ${reason}`)
   }
   for (const [name, note] of Object.entries(HARMLESS)) {

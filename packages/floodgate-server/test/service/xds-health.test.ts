@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { startService, type RunningService } from '../../src/service/server.js'
 import { readSettings } from '../../src/service/settings.js'
+import { readUpstreamEnvironment } from '../../src/service/upstream-env.js'
 import { rlsClients } from './helpers.js'
 import { limitConfig, TestXdsServer } from './xds-server.js'
 
@@ -35,7 +36,8 @@ describe('health before the first xDS config', () => {
   let plainClient: ReturnType<typeof rlsClients>
   before(async () => {
     await xds.start()
-    gated = await startXdsService(xds.port, { HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true' })
+    // As Envoy Gateway's manifest for upstream sets them.
+    gated = await startXdsService(xds.port, { HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true', FORCE_START_WITHOUT_INITIAL_CONFIG: 'true' })
     plain = await startXdsService(xds.port, {})
     gatedClient = rlsClients(gated.grpcPort)
     plainClient = rlsClients(plain.grpcPort)
@@ -71,4 +73,9 @@ describe('health before the first xDS config', () => {
     assert.equal(await healthcheck(gated), 200)
     assert.deepEqual(await readyz(gated), { status: 'ready', reason: 'ok' })
   })
+})
+
+it('FORCE_START_WITHOUT_INITIAL_CONFIG is taken with xDS, and refused for rules from files', () => {
+  assert.doesNotThrow(() => readUpstreamEnvironment({ CONFIG_TYPE: 'GRPC_XDS_SOTW', FORCE_START_WITHOUT_INITIAL_CONFIG: 'true' }))
+  assert.throws(() => readUpstreamEnvironment({ FORCE_START_WITHOUT_INITIAL_CONFIG: 'true' }), /rules from files must load/)
 })
