@@ -340,10 +340,32 @@ describe('conformance: refused configs (upstream test/config error cases), with 
     )
   })
 
-  it('TestDomainMerge / TestDuplicateKeyDomainMerge: MERGE_DOMAIN_CONFIG is refused with a reason (Floodgate does not merge)', () => {
+  it('TestDomainMerge: MERGE_DOMAIN_CONFIG merges the descriptors of a domain spread over files', () => {
+    assert.equal(readSettings(['rules.yaml'], { MERGE_DOMAIN_CONFIG: 'true' }).mergeDomains, true)
+    const rule = (key: string) => `  - key: ${key}\n    rate_limit: { unit: second, requests_per_unit: 1 }\n`
+    const set = parseRules(
+      [
+        { file: 'a.yaml', text: `domain: d\ndescriptors:\n${rule('one')}` },
+        { file: 'b.yaml', text: `domain: d\ndescriptors:\n${rule('two')}` },
+      ],
+      { mergeDomains: true },
+    )
+    assert.ok(set.match('d', [[{ key: 'one', value: 'v' }]])[0])
+    assert.ok(set.match('d', [[{ key: 'two', value: 'v' }]])[0])
+  })
+
+  it('TestDuplicateKeyDomainMerge: a descriptor defined in two merged files is refused, naming both', () => {
+    const rule = '  - key: one\n    rate_limit: { unit: second, requests_per_unit: 1 }\n'
     assert.throws(
-      () => readSettings(['rules.yaml'], { MERGE_DOMAIN_CONFIG: 'true' }),
-      /MERGE_DOMAIN_CONFIG=true: not supported by Floodgate: each domain must be in one file/,
+      () =>
+        parseRules(
+          [
+            { file: 'a.yaml', text: `domain: d\ndescriptors:\n${rule}` },
+            { file: 'b.yaml', text: `domain: d\ndescriptors:\n${rule}` },
+          ],
+          { mergeDomains: true },
+        ),
+      (error: ConfigError) => error.issues[0].file === 'b.yaml' && /a\.yaml:3/.test(error.issues[0].message),
     )
   })
 
