@@ -1,5 +1,6 @@
 // The gRPC port's connections, bounded: a cap that sheds the longest idle connection, a deadline for the
 // HTTP/2 preface, an idle timeout, and grpc-go's keepalive enforcement (too many pings end a connection).
+// Plaintext sockets are counted from their accept, before their session (grpc-preface.ts holds them).
 
 import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
@@ -50,15 +51,25 @@ const CLOSE_GRACE_MS = 1_000
 
 const TOO_MANY_PINGS = Buffer.from('too_many_pings')
 
+/** A plaintext socket still to send the HTTP/2 preface: no session yet. */
+interface Unopened {
+  readonly socket: Socket
+  readonly address: string
+  /** performance.now() of the accept. */
+  readonly since: number
+}
+
 /**
- * Tracks every session of an http2 server. Three queues, each in the order its deadline runs (Maps
- * keep insertion order): connections still to send their preface, idle ones (no call in flight) by
- * when they fell idle, and ones told to go. A sweep every quarter of the shortest timeout (10 ms to
- * 1 s) ends what is due, so a call costs two Map operations, never a timer.
+ * Tracks every session of an http2 server, and the plaintext sockets not yet sessions. Four queues,
+ * each in the order its deadline runs (Maps keep insertion order): sockets still to send the preface,
+ * sessions still to send their SETTINGS, idle ones (no call in flight) by when they fell idle, and ones
+ * told to go. A sweep every quarter of the shortest timeout (10 ms to 1 s) ends what is due, so a
+ * call costs two Map operations, never a timer.
  */
 export class GrpcConnections {
   readonly #limits: GrpcConnectionLimits
   readonly #all = new Map<ServerHttp2Session, Connection>()
+  readonly #unopened = new Map<Socket, Unopened>()
   readonly #pending = new Map<ServerHttp2Session, Connection>()
   readonly #idle = new Map<ServerHttp2Session, Connection>()
   readonly #closing = new Map<ServerHttp2Session, Connection>()
@@ -87,14 +98,30 @@ export class GrpcConnections {
 
   /** Connections open now. */
   get size(): number {
-    return this.#all.size
+    return this.#all.size + this.#unopened.size
+  }
+
+  /**
+   * A plaintext socket just accepted, held until it sends the preface: counted toward the cap (and the
+   * cap kept), cut at the handshake deadline. Its session, once made, takes its place.
+   */
+  accepted(socket: Socket): void {
+    const unopened: Unopened = { socket, address: this.#perAddress.add(socket.remoteAddress), since: performance.now() }
+    this.#unopened.set(socket, unopened)
+    socket.once('close', () => {
+      if (this.#unopened.delete(socket)) this.#perAddress.remove(unopened.address)
+    })
+    if (this.size > this.#limits.maxConnections) this.#shedOne(socket)
   }
 
   /** A new session (a TCP connection; http2 makes its session at once): tracked, and the cap kept. */
   #add(session: ServerHttp2Session, socket: Socket | undefined): void {
-    const now = performance.now()
-    const address = this.#perAddress.add(socket?.remoteAddress)
-    const connection: Connection = { session, socket, address, streams: 0, since: now, lastPing: Number.NEGATIVE_INFINITY, strikes: 0 }
+    const unopened = socket === undefined ? undefined : this.#unopened.get(socket)
+    if (unopened !== undefined) this.#unopened.delete(unopened.socket)
+    // A socket held for its preface keeps its count, and its handshake deadline runs from its accept.
+    const address = unopened?.address ?? this.#perAddress.add(socket?.remoteAddress)
+    const since = unopened?.since ?? performance.now()
+    const connection: Connection = { session, socket, address, streams: 0, since, lastPing: Number.NEGATIVE_INFINITY, strikes: 0 }
     this.#all.set(session, connection)
     this.#pending.set(session, connection)
     session.once('remoteSettings', () => {
@@ -105,7 +132,7 @@ export class GrpcConnections {
     })
     session.on('ping', () => this.#pinged(connection))
     session.once('close', () => this.#forget(session))
-    if (this.#all.size > this.#limits.maxConnections) this.#shedOne(session)
+    if (unopened === undefined && this.size > this.#limits.maxConnections) this.#shedOne(session)
   }
 
   /** A call started on its session: the connection is busy until the call's stream closes. */
@@ -129,6 +156,11 @@ export class GrpcConnections {
   /** Ends what is due at `now` (performance.now()); runs on its own timer, and tests may call it. */
   sweep(now: number): void {
     const { idleTimeoutMs, handshakeTimeoutMs } = this.#limits
+    for (const unopened of this.#unopened.values()) {
+      if (now - unopened.since < handshakeTimeoutMs) break
+      this.shed.handshake++
+      this.#drop(unopened)
+    }
     for (const connection of this.#pending.values()) {
       if (now - connection.since < handshakeTimeoutMs) break
       this.shed.handshake++
@@ -151,14 +183,21 @@ export class GrpcConnections {
   }
 
   /**
-   * Over the cap: the connection that never sent its preface, oldest first (other than the one just
-   * come), else the one idle longest, else the newcomer itself. A call in flight is never cut. Those of
-   * an address holding more than its share go first: one flooding address sheds its own connections,
-   * not a legitimate client's older idle one.
+   * Over the cap: a socket that never sent its preface (no session: the cheapest to lose, and the
+   * likeliest hostile), else a session that never sent its SETTINGS, oldest first (other than the one
+   * just come), else the one idle longest, else the newcomer itself. A call in flight is never cut.
+   * Those of an address holding more than its share go first: one flooding address sheds its own
+   * connections, not a legitimate client's older idle one.
    */
-  #shedOne(newcomer: ServerHttp2Session): void {
+  #shedOne(newcomer: ServerHttp2Session | Socket): void {
     this.shed.cap++
-    const heavy = (connection: Connection) => this.#perAddress.overShare(connection.address)
+    const heavy = (connection: { address: string }) => this.#perAddress.overShare(connection.address)
+    let unopened: Unopened | undefined
+    for (const candidate of this.#unopened.values()) {
+      if (candidate.socket === newcomer) continue
+      if (heavy(candidate)) return this.#drop(candidate)
+      unopened ??= candidate
+    }
     let pending: Connection | undefined
     for (const connection of this.#pending.values()) {
       if (connection.session === newcomer) continue
@@ -170,10 +209,20 @@ export class GrpcConnections {
       if (heavy(connection)) return this.#goAway(connection)
       idle ??= connection
     }
+    if (unopened !== undefined) return this.#drop(unopened)
     if (pending !== undefined) return this.#cut(pending)
     if (idle !== undefined) return this.#goAway(idle)
-    const connection = this.#all.get(newcomer)
+    const held = this.#unopened.get(newcomer as Socket)
+    if (held !== undefined) return this.#drop(held)
+    const connection = this.#all.get(newcomer as ServerHttp2Session)
     if (connection !== undefined) this.#cut(connection)
+  }
+
+  /** Cuts a socket held for its preface (it has no session to close). */
+  #drop(unopened: Unopened): void {
+    this.#unopened.delete(unopened.socket)
+    this.#perAddress.remove(unopened.address)
+    unopened.socket.destroy()
   }
 
   /** grpc-go's enforcement: a ping within the minimum time of the last one is a strike; the third ends the connection. */

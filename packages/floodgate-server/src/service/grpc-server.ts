@@ -2,7 +2,7 @@
 
 import { existsSync } from 'node:fs'
 import http2 from 'node:http2'
-import type { Socket } from 'node:net'
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
@@ -14,6 +14,7 @@ import { createRlsCodec, type RlsCodec } from './envoy-codec.js'
 import { fromGrpcRequest } from './envoy-request.js'
 import { limitConnectionAge } from './grpc-connection-age.js'
 import { GrpcConnections, type GrpcConnectionLimits, type ShedCounts } from './grpc-connections.js'
+import { awaitPreface } from './grpc-preface.js'
 import { createSecureGrpcServer, type GrpcTlsSettings } from './grpc-tls.js'
 import { toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import { readUnaryCall, sendMessage, sendStatus, STATUS, type GrpcStatus } from './grpc-unary.js'
@@ -122,12 +123,18 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
   const connectionEvent = secure === undefined ? 'connection' : 'secureConnection'
   const connections = new GrpcConnections(server, options.limits, connectionEvent)
   if (options.connectionAge !== undefined) limitConnectionAge(server, { ...options.connectionAge, timers: options.timers ?? SYSTEM_TIMERS })
+  // Plaintext: a net server accepts, and a socket reaches http2 only once it sent the preface
+  // (grpc-preface.ts); TLS: the TLS server listens itself (the preface comes inside TLS).
+  const listener: NetServer = secure?.server ?? createNetServer()
   const sessions = new Set<http2.ServerHttp2Session>()
   // Sockets too: a connection that never sent the HTTP/2 preface has no session to close.
   const sockets = new Set<Socket>()
-  server.on(connectionEvent, (socket: Socket) => {
+  listener.on(connectionEvent, (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
+    if (secure !== undefined) return
+    connections.accepted(socket)
+    awaitPreface(socket, (opened) => server.emit('connection', opened))
   })
   server.on('session', (session) => {
     sessions.add(session)
@@ -157,13 +164,13 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
     listen(address) {
       return new Promise((resolve, reject) => {
         const failed = (error: Error) => reject(Object.assign(error, { server: 'gRPC' }))
-        server.once('error', failed)
+        listener.once('error', failed)
         const listening = () => {
-          server.off('error', failed)
-          resolve('path' in address ? 0 : (server.address() as { port: number }).port)
+          listener.off('error', failed)
+          resolve('path' in address ? 0 : (listener.address() as { port: number }).port)
         }
-        if ('path' in address) server.listen(address.path, LISTEN_BACKLOG, listening)
-        else server.listen(address.port, address.host, LISTEN_BACKLOG, listening)
+        if ('path' in address) listener.listen(address.path, LISTEN_BACKLOG, listening)
+        else listener.listen(address.port, address.host, LISTEN_BACKLOG, listening)
       })
     },
     connections: () => ({ open: connections.size, shed: connections.shed }),
@@ -171,7 +178,7 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
       connections.stop()
       secure?.close()
       return new Promise((resolve) => {
-        if (!server.listening) {
+        if (!listener.listening) {
           resolve()
           return
         }
@@ -180,7 +187,8 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
           for (const socket of sockets) socket.destroy()
           resolve()
         }, timeoutMs)
-        server.close(() => {
+        // The listener's callback waits for every socket it accepted, sessions' and held ones' alike.
+        listener.close(() => {
           timers.clearTimeout(force)
           resolve()
         })
