@@ -138,6 +138,9 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
   })
   server.on('session', (session) => {
     sessions.add(session)
+    // `session.socket` is a proxy, never equal to the socket the listener saw; a property set on it
+    // lands on that socket, so the mark is how close() tells a socket with a session from one without.
+    ;(session.socket as Socket & { [HAS_SESSION]?: boolean })[HAS_SESSION] = true
     session.once('close', () => sessions.delete(session))
     session.on('error', () => {})
   })
@@ -194,15 +197,16 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
         })
         // GOAWAY: no new calls; each session ends once its running calls are answered.
         for (const session of sessions) session.close()
-        for (const socket of sockets) if (!hasSession(socket, sessions)) socket.destroy()
+        for (const socket of sockets) if (!hasSession(socket)) socket.destroy()
       })
     },
   }
 }
 
-function hasSession(socket: Socket, sessions: ReadonlySet<http2.ServerHttp2Session>): boolean {
-  for (const session of sessions) if (session.socket === socket) return true
-  return false
+const HAS_SESSION = Symbol('floodgate.grpcSession')
+
+function hasSession(socket: Socket): boolean {
+  return (socket as Socket & { [HAS_SESSION]?: boolean })[HAS_SESSION] === true
 }
 
 /** Runs the handler on a whole request message and sends its answer, or the status its error maps to. */

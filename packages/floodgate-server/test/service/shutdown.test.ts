@@ -136,4 +136,48 @@ describe('graceful shutdown', () => {
     noPreface.socket.destroy()
     session.destroy()
   })
+
+  it('answers a gRPC call in flight: its connection is not cut with the ones that never sent a call', {
+    timeout: 60_000,
+  }, async () => {
+    const clock = manualTimers()
+    const service = await started(clock)
+    const session = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
+    session.on('error', () => {})
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    })
+    stream.on('error', () => {})
+    stream.resume()
+    const trailers = new Promise<http2.IncomingHttpHeaders | undefined>((resolve) => {
+      stream.once('trailers', resolve)
+      // An error status comes trailers-only: in the response headers.
+      stream.once('response', (headers) => headers['grpc-status'] !== undefined && resolve(headers))
+      stream.once('close', () => resolve(undefined))
+    })
+    // Half of an empty message's 5-byte prefix: the call is open on the server, and cannot finish yet.
+    stream.write(Buffer.from([0, 0]))
+    // A whole call on the same connection, after it: once it is answered the server has the first one
+    // too (HTTP/2 frames arrive in order on one connection).
+    const probe = session.request({
+      ':method': 'POST',
+      ':path': '/grpc.health.v1.Health/Check',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    })
+    probe.on('error', () => {})
+    probe.resume()
+    probe.end(Buffer.alloc(5))
+    await new Promise((resolve) => probe.once('trailers', resolve))
+    const stopping = service.stop()
+    await until(() => clock.pending >= 2)
+    stream.end(Buffer.from([0, 0, 0]))
+    const answered = await trailers
+    assert.ok(answered?.['grpc-status'] !== undefined, 'the call in flight got its status, not a cut connection')
+    await stopping
+    session.destroy()
+  })
 })
