@@ -1,9 +1,9 @@
 // Certificates for the Redis TLS tests, made by openssl in a temporary folder: a CA, what it signs, and a second CA.
 
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type CertFiles, makeCa, makeLeaf } from './tls-certs.js'
 
 /** Paths of PEM files; `<name>.crt` and `<name>.key` each. */
 export interface TestCerts {
@@ -13,54 +13,25 @@ export interface TestCerts {
   /** Another CA, which signed none of them. */
   otherCa: string
   /** Server certificate for 127.0.0.1 and localhost. */
-  server: { cert: string; key: string }
+  server: CertFiles
   /** Server certificate for redis.other.example only. */
-  otherName: { cert: string; key: string }
+  otherName: CertFiles
   /** Client certificate for `tls-auth-clients yes`. */
-  client: { cert: string; key: string }
+  client: CertFiles
   remove(): void
 }
-
-const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
 
 /** Makes the certificates with openssl (P-256 keys: quick to make). */
 export function makeTestCerts(): TestCerts {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-tls-'))
-  const at = (name: string) => join(dir, name)
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
-  const ca = (name: string) =>
-    openssl('req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=Floodgate test ${name}`)
-  const signed = (name: string, subjectAltName: string | undefined) => {
-    openssl('req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`)
-    const ext = subjectAltName === undefined ? [] : ['-extfile', `${name}.ext`]
-    if (subjectAltName !== undefined) writeFileSync(at(`${name}.ext`), `subjectAltName=${subjectAltName}\n`)
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.crt',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '2',
-      ...ext,
-    )
-    return { cert: at(`${name}.crt`), key: at(`${name}.key`) }
-  }
-  ca('ca')
-  ca('other-ca')
+  const ca = makeCa(dir, 'ca')
   return {
     dir,
-    ca: at('ca.crt'),
-    otherCa: at('other-ca.crt'),
-    server: signed('server', 'IP:127.0.0.1,DNS:localhost'),
-    otherName: signed('other-name', 'DNS:redis.other.example'),
-    client: signed('client', undefined),
+    ca: ca.cert,
+    otherCa: makeCa(dir, 'other-ca').cert,
+    server: makeLeaf(dir, 'server', ca, 'server', ['IP:127.0.0.1', 'DNS:localhost'], 'serverAuth'),
+    otherName: makeLeaf(dir, 'other-name', ca, 'other-name', ['DNS:redis.other.example'], 'serverAuth'),
+    client: makeLeaf(dir, 'client', ca, 'client', ['DNS:floodgate.client'], 'clientAuth'),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   }
 }

@@ -44,6 +44,14 @@ async function until(probe: () => boolean): Promise<void> {
   while (!probe()) await new Promise((resolve) => setImmediate(resolve))
 }
 
+/** A raw gRPC call on `session`, its errors ignored and its answer read: the test writes the message. */
+function openCall(session: http2.ClientHttp2Session, path: string): http2.ClientHttp2Stream {
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' })
+  stream.on('error', () => {})
+  stream.resume()
+  return stream
+}
+
 async function started(clock: ReturnType<typeof manualTimers>): Promise<TestService> {
   // A deadline far off: only the manual timers could end the drain early, and they are not fired.
   return startTestService(undefined, ['--shutdown-timeout', '1h'], { timers: clock.timers })
@@ -113,14 +121,7 @@ describe('graceful shutdown', () => {
     const noPreface = await rawSocket(service.grpcPort)
     const session = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
     session.on('error', () => {})
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    })
-    stream.on('error', () => {})
-    stream.resume()
+    const stream = openCall(session, '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit')
     stream.write(Buffer.from([0, 0, 0, 0, 10]))
     await new Promise((resolve) => stream.once('response', resolve).once('close', resolve).once('ready', resolve))
 
@@ -144,14 +145,7 @@ describe('graceful shutdown', () => {
     const service = await started(clock)
     const session = http2.connect(`http://127.0.0.1:${service.grpcPort}`)
     session.on('error', () => {})
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    })
-    stream.on('error', () => {})
-    stream.resume()
+    const stream = openCall(session, '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit')
     const trailers = new Promise<http2.IncomingHttpHeaders | undefined>((resolve) => {
       stream.once('trailers', resolve)
       // An error status comes trailers-only: in the response headers.
@@ -162,14 +156,7 @@ describe('graceful shutdown', () => {
     stream.write(Buffer.from([0, 0]))
     // A whole call on the same connection, after it: once it is answered the server has the first one
     // too (HTTP/2 frames arrive in order on one connection).
-    const probe = session.request({
-      ':method': 'POST',
-      ':path': '/grpc.health.v1.Health/Check',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    })
-    probe.on('error', () => {})
-    probe.resume()
+    const probe = openCall(session, '/grpc.health.v1.Health/Check')
     probe.end(Buffer.alloc(5))
     await new Promise((resolve) => probe.once('trailers', resolve))
     const stopping = service.stop()

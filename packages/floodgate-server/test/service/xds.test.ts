@@ -2,8 +2,7 @@
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
@@ -16,6 +15,7 @@ import { readXdsSettings } from '../../src/service/xds/xds-settings.js'
 import { parseRules, type RuleSet } from 'floodgate/rules'
 import { rlsClients } from './helpers.js'
 import { limitConfig, TestXdsServer } from './xds-server.js'
+import { makeCa, makeLeaf } from './tls-certs.js'
 
 const user = (value: string) => ({ entries: [{ key: 'user', value }] })
 
@@ -173,37 +173,13 @@ describe('xDS client', () => {
   it('connects over mTLS with the CA, client certificate and SAN of the settings', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-xds-tls-'))
     t.after(() => rmSync(dir, { recursive: true, force: true }))
-    const file = (name: string) => join(dir, name)
-    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca')
-    for (const [name, san] of [
-      ['server', 'DNS:xds.internal'],
-      ['client', 'DNS:floodgate'],
-    ]) {
-      openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`)
-      writeFileSync(file(`${name}.ext`), `subjectAltName=${san}\n`)
-      openssl(
-        'x509',
-        '-req',
-        '-in',
-        `${name}.csr`,
-        '-CA',
-        'ca.crt',
-        '-CAkey',
-        'ca.key',
-        '-CAcreateserial',
-        '-out',
-        `${name}.crt`,
-        '-days',
-        '1',
-        '-extfile',
-        `${name}.ext`,
-      )
-    }
+    const ca = makeCa(dir, 'ca')
+    const server = makeLeaf(dir, 'server', ca, 'server', ['DNS:xds.internal'], 'serverAuth')
+    const client = makeLeaf(dir, 'client', ca, 'client', ['DNS:floodgate'], 'clientAuth')
     const xds = new TestXdsServer()
     const serverCredentials = grpc.ServerCredentials.createSsl(
-      readFileSync(file('ca.crt')),
-      [{ private_key: readFileSync(file('server.key')), cert_chain: readFileSync(file('server.crt')) }],
+      readFileSync(ca.cert),
+      [{ private_key: readFileSync(server.key), cert_chain: readFileSync(server.cert) }],
       true, // mTLS: a client without a certificate from the CA is refused
     )
     await xds.start(serverCredentials)
@@ -212,7 +188,7 @@ describe('xDS client', () => {
       CONFIG_TYPE: 'GRPC_XDS_SOTW',
       CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${xds.port}`,
       CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true',
-      CONFIG_GRPC_XDS_SERVER_TLS_CACERT: file('ca.crt'),
+      CONFIG_GRPC_XDS_SERVER_TLS_CACERT: ca.cert,
       CONFIG_GRPC_XDS_SERVER_TLS_SAN: 'xds.internal',
       XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '20ms',
     }
@@ -224,8 +200,8 @@ describe('xDS client', () => {
     assert.match(refused.reason, /UNAVAILABLE|handshake|certificate|socket/i)
     const settings = readXdsSettings({
       ...base,
-      CONFIG_GRPC_XDS_CLIENT_TLS_CERT: file('client.crt'),
-      CONFIG_GRPC_XDS_CLIENT_TLS_KEY: file('client.key'),
+      CONFIG_GRPC_XDS_CLIENT_TLS_CERT: client.cert,
+      CONFIG_GRPC_XDS_CLIENT_TLS_KEY: client.key,
     })
     assert.ok(settings)
     const rules = new XdsRules(settings, { protoDir: protoDir() })
