@@ -148,6 +148,9 @@ function resolveBreaker(value: unknown): { breakerFailures: number; breakerCoold
 
 function resolveSync(value: unknown): number {
   if (value === undefined) return 100_000
+  // The sync mode is a policy's option; the limiter's `sync` only bounds the engines.
+  if (typeof value === 'string')
+    throw invalid('sync', `a sync mode is set on each policy: policies: [{ …, sync: '${value}' }]; the limiter's sync takes { maxKeys }`)
   if (value === null || typeof value !== 'object') throw invalid('sync', 'expected an object like { maxKeys: 100000 }')
   const { maxKeys, ...rest } = value as { maxKeys?: unknown }
   for (const field of Object.keys(rest)) throw invalid(`sync.${field}`, 'unknown option; known options are maxKeys')

@@ -117,6 +117,11 @@ describe("sync: 'write-back' in the RateLimiter", () => {
     }
     assert.throws(() => new RateLimiter({ policies: [policy], sync: { max: 3 } as never }), /sync\.max: unknown option/)
     assert.throws(() => new RateLimiter({ policies: [policy], sync: 5 as never }), /sync: expected an object/)
+    // A mode given to the limiter, where it belongs on the policy: the error says where to put it.
+    assert.throws(
+      () => new RateLimiter({ policies: [policy], sync: 'auto' as never }),
+      /sync: a sync mode is set on each policy: policies: \[\{ …, sync: 'auto' \}\]/,
+    )
   })
 
   it('limitSync is refused (a cold key waits for the store)', () => {
