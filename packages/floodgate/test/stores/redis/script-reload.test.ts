@@ -14,7 +14,7 @@ import { useRedis } from '../../support/redis-store.js'
  * SHA1 of prelude + every algorithm twin + runner. A failure here means a .lua file changed: check
  * the change is meant (and its TypeScript twin changed with it), then update this value.
  */
-const PINNED_SHA = 'a226f165e3078167ee11ee7e85dc2e6dd59bcbbf'
+const PINNED_SHA = 'b764557faf3c71201572a311acb658f08668370d'
 
 const redis = useRedis()
 
