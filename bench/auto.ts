@@ -179,7 +179,17 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
       const baseRate = median(base.decisions)
       const baseUs = median(base.redisUs)
       printTable(
-        ['contender', 'median decisions/s', 'vs exact', 'redis µs/decision', 'vs exact', 'in-process', 'node µs/decision', 'leases/1k', 'auto hot keys'],
+        [
+          'contender',
+          'median decisions/s',
+          'vs exact',
+          'redis µs/decision',
+          'vs exact',
+          'in-process',
+          'node µs/decision',
+          'leases/1k',
+          'auto hot keys',
+        ],
         rows.map((r) => [
           r.contender.name,
           formatCount(median(r.decisions)),
@@ -225,7 +235,15 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
     offset += result.ops
     return result.ops
   }
-  const result: Row = { decisions: [], redisUs: [], local: [], leasesPerK: [], hotKeys: [], nodeUs: [], contender: { name, measure: async () => 0 } }
+  const result: Row = {
+    decisions: [],
+    redisUs: [],
+    local: [],
+    leasesPerK: [],
+    hotKeys: [],
+    nodeUs: [],
+    contender: { name, measure: async () => 0 },
+  }
   const limiters = [...new Set([route(0), route(HAND_HOT)])]
   result.contender = {
     name,
