@@ -6,7 +6,8 @@
 // yardstick). Decisions/s, Redis CPU µs per decision with ratios to exact, and the share of
 // decisions answered in-process. Steady state: each measurement follows WARM_MS of the same load,
 // outside it, and ends, inside it, with every lease given back (their cost is the contender's own).
-// Alone, it first prints what following heat costs Node per decision (printAutoPathCost).
+// Alone, it first prints what following heat costs Node per decision (printAutoPathCost), and with
+// BENCH_AUTO_HEAT=1 what auto leases at each pace (printHeatShares).
 // BENCH_AUTO_SHAPES (zipf, uniform, both by default) and BENCH_AUTO_ALGORITHMS (comma-separated, the
 // uniform tables') narrow a run.
 
@@ -307,8 +308,75 @@ export function printAutoPathCost(): void {
   )
 }
 
+// Replays `decisions` of `keyOf` at `perMs` decisions per ms of an injected clock through AutoSync
+// (hotRate `hotRate`), and reads the second half: the share decided hot, keys hot at its end, and
+// keys dropped from leases a second (each a return, and a lease call when it warms again).
+function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number, decisions: number) {
+  const policies = [createPolicy({ ...POLICY, sync: 'auto', hotRate })]
+  let now = 0
+  let hot = 0
+  let drops = 0
+  const leases = { tryLocal: () => void hot++, drop: () => void drops++ } as unknown as LeaseSync
+  const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
+  for (let i = 0; i < decisions; i++) {
+    now = i / perMs
+    if (i === decisions / 2) hot = drops = 0
+    auto.tryLocal(keyOf(i), policies, 1)
+  }
+  const seconds = decisions / 2 / perMs / 1000
+  return { share: hot / (decisions / 2), hotKeys: auto.heatTotals().hot, dropsPerSecond: drops / seconds }
+}
+
+/**
+ * What `auto` leases at a given pace, with no I/O (BENCH_AUTO_HEAT=1, alone): on the Zipf ranks at
+ * paces from 15,000 to 300,000 decisions/s (the pace falls when the machine is loaded), beside the
+ * share the 2,000 hottest keys take; and on uniform lukewarm keys (10,000 at 20,000/s in a random
+ * order), where a lower hotRate flaps.
+ */
+export function printHeatShares(): void {
+  const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
+  let top = 0
+  for (const rank of zipf) if (rank < HAND_HOT) top++
+  const rows: string[][] = []
+  for (const hotRate of [8, 6, 4]) {
+    for (const perMs of [15, 75, 150, 300]) {
+      const zipfRow = replayHeat((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
+      rows.push([
+        `Zipf at ${formatCount(perMs * 1000)}/s`,
+        String(hotRate),
+        zipfRow.share.toFixed(3),
+        formatCount(zipfRow.hotKeys),
+        zipfRow.dropsPerSecond.toFixed(0),
+      ])
+    }
+    let seed = 12345
+    const uniform = replayHeat(
+      () => {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+        return `u:${seed % LUKEWARM_KEYS}`
+      },
+      LUKEWARM_RATE / 1000,
+      hotRate,
+      1_200_000,
+    )
+    rows.push([
+      'uniform lukewarm',
+      String(hotRate),
+      uniform.share.toFixed(4),
+      formatCount(uniform.hotKeys),
+      uniform.dropsPerSecond.toFixed(0),
+    ])
+  }
+  printTable(
+    ['traffic', 'hotRate', 'share decided hot', 'hot keys', 'dropped/s'],
+    rows,
+    `auto's heat replayed on an injected clock (no I/O); the ${formatCount(HAND_HOT)} hottest Zipf keys take ${(top / zipf.length).toFixed(3)}`,
+  )
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   printAutoPathCost()
+  if (process.env.BENCH_AUTO_HEAT === '1') printHeatShares()
   const server = await startRedis(['--maxmemory', '0'])
   try {
     await printAutoRows(server)
