@@ -370,7 +370,8 @@ export function printHeatShares(): void {
   printTable(
     ['traffic', 'hotRate', 'share decided hot', 'hot keys', 'dropped/s'],
     rows,
-    `auto's heat replayed on an injected clock (no I/O); the ${formatCount(HAND_HOT)} hottest Zipf keys take ${(top / zipf.length).toFixed(3)}`,
+    `auto's heat replayed on an injected clock (no I/O); the ${formatCount(HAND_HOT)} hottest Zipf keys take ` +
+      (top / zipf.length).toFixed(3),
   )
 }
 
