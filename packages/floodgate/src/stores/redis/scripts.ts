@@ -43,8 +43,12 @@ export function assembleRunner(read: (name: string) => string): string {
     read('record'),
     read('evaluate'),
     read('batch-args'),
+    // Redis runs a script's main chunk on every call, so lease.lua's tables and functions would be
+    // made for every exact call: wrapped, they are made only by a call that meets live leases.
+    'local function leasedExact()',
     read('lease'),
     read('leased-exact'),
+    'return readLedgers, decideLeased\nend',
     read('runner'),
   ]
   return [SHEBANG, ...parts].join('\n')

@@ -1,5 +1,6 @@
--- Exact decisions of keys with live leases, for runner.lua (scripts.ts puts this file after lease.lua
--- and before the runner). A key's state record is tagged 'L' while its ledger holds leases
+-- Exact decisions of keys with live leases, for runner.lua (scripts.ts puts this file after lease.lua,
+-- both inside the function leasedExact, which returns readLedgers and decideLeased: a call that
+-- meets no live lease makes none of their tables). A key's state record is tagged 'L' while its ledger holds leases
 -- (record.lua; lease-runner.lua writes the tag). A plain exact step would then miss what the leases
 -- hold: a token bucket would refill past `burst - held`, and a GCRA reservation, not charged to the
 -- state until the lease ends, would not count at all. So a request with an 'L' record is decided

@@ -1,5 +1,6 @@
 -- The runner: decides a batch of requests in one atomic call. scripts.ts appends it after
--- prelude.lua, every algorithm file, record.lua, evaluate.lua, lease.lua and leased-exact.lua; this
+-- prelude.lua, every algorithm file, record.lua, evaluate.lua, and lease.lua with leased-exact.lua
+-- inside the function leasedExact (it returns readLedgers and decideLeased); this
 -- file only decodes the arguments, reads the records, runs evaluateKeyInto per request (decideLeased
 -- for a request with live leases on its key), writes and replies.
 --
@@ -61,7 +62,12 @@ for g = 1, groupCount do
   groupStart = groupEnd + 1
 end
 arg = arg + groupCount
-if #leasedKeys > 0 then readLedgers(leasedKeys, texts) end
+-- The lease arithmetic, made only for a call that needs it (see scripts.ts: leasedExact).
+local readLedgers, decideLeased
+if #leasedKeys > 0 then
+  readLedgers, decideLeased = leasedExact()
+  readLedgers(leasedKeys, texts)
+end
 
 -- One request's inputs and evaluation, refilled for every request (tables are the costly part):
 -- its policies, keys, records (nil when absent; else the position's record buffer, its state in the
@@ -105,7 +111,8 @@ local singleState = {}
 local singleRecord = { blockedUntil = 0, state = nil }
 local singleRecordState = {}
 local singleStep = createStepResult()
-local singlePolicies = {}
+-- The one-policy list a leased request is decided with (made by the first one).
+local singlePolicies
 
 local runCount = tonumber(ARGV[arg])
 arg = arg + 1
@@ -152,6 +159,7 @@ for run = 1, runCount do
         end
       end
       if leased then
+        singlePolicies = singlePolicies or {}
         singlePolicies[1] = policy
         local lease = decideLeased(texts, keys, keyIndex, singlePolicies, now, cost, lead, serverNow)
         local result = lease.results[1]
