@@ -43,10 +43,17 @@ function capturedLog() {
   return { logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }), lines }
 }
 
-/** The service as upstream's manifest would start it: REDIS_TYPE=cluster over TLS, with `tls` as the TLS variables. */
-function startWithUpstreamEnv(cluster: TlsCluster, tls: Record<string, string>, logger = pino({ level: 'silent' }), args: string[] = []) {
+/**
+ * The service as upstream's manifest would start it: REDIS_TYPE=cluster over TLS to the nodes of `url`
+ * (default the cluster's), with `tls` as the TLS variables and `args` as Floodgate's own flags.
+ */
+function startWithUpstreamEnv(
+  cluster: TlsCluster,
+  tls: Record<string, string>,
+  { logger = pino({ level: 'silent' }), args = [] as string[], url = cluster.url } = {},
+) {
   const settings = readSettings(args, {
-    ...{ REDIS_TYPE: 'cluster', REDIS_URL: cluster.url, REDIS_SOCKET_TYPE: 'tcp', REDIS_TLS: 'true', ...tls },
+    ...{ REDIS_TYPE: 'cluster', REDIS_URL: url, REDIS_SOCKET_TYPE: 'tcp', REDIS_TLS: 'true', ...tls },
     ...{ RUNTIME_ROOT: rulesDir, RUNTIME_SUBDIRECTORY: '', RUNTIME_APPDIRECTORY: '.', HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0' },
   })
   return startService(settings, { logger })
@@ -116,7 +123,7 @@ describe('a Redis Cluster over TLS (tls-cluster, tls-auth-clients yes), three ma
   })
 
   it("--compat-keys envoy: upstream's counters (INCRBY on upstream's keys) through the same TLS connections", async () => {
-    const service = await startWithUpstreamEnv(cluster, TLS_FILES(), undefined, ['--compat-keys', 'envoy'])
+    const service = await startWithUpstreamEnv(cluster, TLS_FILES(), { args: ['--compat-keys', 'envoy'] })
     const users = USERS.map((user) => `compat-${user}`)
     try {
       assert.equal(await firstAnswer(service, users[0]), 'OK')
@@ -143,7 +150,7 @@ describe('a Redis Cluster over TLS (tls-cluster, tls-auth-clients yes), three ma
         ]),
       )
       const log = capturedLog()
-      const service = await startWithUpstreamEnv(cluster, paths, log.logger)
+      const service = await startWithUpstreamEnv(cluster, paths, { logger: log.logger })
       try {
         const value = `refused-${what.replaceAll(' ', '-')}`
         for (let i = 0; i < 3; i++) assert.equal(await overJson(service, value), 'ERROR')
@@ -184,6 +191,31 @@ describe('a Redis Cluster over TLS whose certificates name the nodes by host nam
       for (const [port, users] of await usersByMaster(cluster)) assert.ok(users.length > 0, `the master on port ${port} holds no counter`)
     } finally {
       await service.close()
+    }
+  })
+
+  it('REDIS_URL with IPs: refused for the name, and decided with REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', async () => {
+    const url = cluster.ports.map((port) => `127.0.0.1:${port}`).join(',')
+    const log = capturedLog()
+    const refused = await startWithUpstreamEnv(cluster, TLS_FILES(), { url, logger: log.logger })
+    try {
+      assert.equal(await overJson(refused, 'by-ip'), 'ERROR')
+      await waitForLine(log.lines, /cannot connect to Redis/)
+      assert.match(
+        log.lines.find((l) => /cannot connect to Redis/.test(l)) as string,
+        /for another name.*REDIS_TLS_SKIP_HOSTNAME_VERIFICATION/,
+      )
+    } finally {
+      await refused.close()
+    }
+    // The chain is still verified: only the name check is skipped, as upstream's variable does.
+    const skipping = await startWithUpstreamEnv(cluster, { ...TLS_FILES(), REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' }, { url })
+    try {
+      assert.equal(await firstAnswer(skipping, 'by-ip'), 'OK')
+      assert.equal(await overJson(skipping, 'by-ip'), 'OK')
+      assert.equal(await overJson(skipping, 'by-ip'), 'OVER_LIMIT')
+    } finally {
+      await skipping.close()
     }
   })
 })
