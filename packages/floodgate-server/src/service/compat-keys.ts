@@ -13,7 +13,7 @@ import {
 } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './envoy-counter.js'
-import { type RedisConnectOptions, reportConnectionErrors } from './redis-connection.js'
+import { connectionErrorReport, type RedisConnectOptions } from './redis-connection.js'
 import { withSteadyTls } from './redis-tls-streams.js'
 
 /** One descriptor entry as upstream joins it into a key. */
@@ -191,7 +191,8 @@ export function createUpstreamRedisCounter(
   // A command queued while disconnected would be applied after its caller was answered by the failure mode.
   const options = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }
   const create = (given: RedisConnectOptions, target: string) => {
-    const connect = withSteadyTls(given)
+    const report = connectionErrorReport(given, target, onError)
+    const connect = withSteadyTls(given, report.heard)
     const client =
       connect.cluster !== undefined
         ? new Cluster(connect.cluster, {
@@ -202,7 +203,7 @@ export function createUpstreamRedisCounter(
         : connect.url !== undefined
           ? new Redis(connect.url, { ...options, ...connect.redis })
           : new Redis({ ...options, ...connect.redis })
-    reportConnectionErrors(client as never, given, target, onError)
+    report.watch(client as never)
     return client
   }
   return new RedisUpstreamCounter(

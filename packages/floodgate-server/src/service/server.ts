@@ -187,6 +187,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
+    tracing: telemetry.tracing,
   })
   // Built after the HTTP server and the backends: a TLS pair that does not load throws here, and what
   // had started must be closed, or its timers and sockets keep the process alive.
