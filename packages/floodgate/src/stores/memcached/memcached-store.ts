@@ -184,9 +184,17 @@ export class MemcachedStore extends EventEmitter<MemcachedStoreEvents> implement
 
   /** Decides one request and calls `done(null, response)` or `done(error)`. */
   submit(request: EvaluateRequest, done: SubmitCallback): void {
-    this.onList(request).then(
-      (response) => done(null, response),
-      (error: unknown) => done(error),
+    // The callbacks are onList's, inlined: one promise per decision fewer on the limiter's path.
+    const list = this.pool?.enter()
+    this.decide(request, list?.ops ?? (this.ownOps as PolicyOps)).then(
+      (response) => {
+        this.answered(list, request)
+        done(null, response)
+      },
+      (error: unknown) => {
+        this.failed(list, request, error)
+        done(error)
+      },
     )
   }
 
@@ -226,19 +234,27 @@ export class MemcachedStore extends EventEmitter<MemcachedStoreEvents> implement
     const list = this.pool?.enter()
     return this.decide(request, list?.ops ?? (this.ownOps as PolicyOps)).then(
       (response) => {
-        if (list !== undefined) this.pool?.leave(list)
-        // An answer ends its server's outage; the shard is worked out only while some outage is on.
-        if (this.outages.any) this.outages.answered(this.shardOn(list, request.key))
+        this.answered(list, request)
         return response
       },
       (error: unknown) => {
-        if (list !== undefined) this.pool?.leave(list)
-        if (typeof request?.key !== 'string') throw error
-        const shard = this.shardOn(list, request.key)
-        if (list === undefined || this.pool?.list.members.has(shard)) this.outages.failed(shard, error)
+        this.failed(list, request, error)
         throw error
       },
     )
+  }
+
+  // An answer ends its server's outage; the shard is worked out only while some outage is on.
+  private answered(list: ServerList<PolicyOps> | undefined, request: EvaluateRequest): void {
+    if (list !== undefined) this.pool?.leave(list)
+    if (this.outages.any) this.outages.answered(this.shardOn(list, request.key))
+  }
+
+  private failed(list: ServerList<PolicyOps> | undefined, request: EvaluateRequest, error: unknown): void {
+    if (list !== undefined) this.pool?.leave(list)
+    if (typeof request?.key !== 'string') return
+    const shard = this.shardOn(list, request.key)
+    if (list === undefined || this.pool?.list.members.has(shard)) this.outages.failed(shard, error)
   }
 
   private shardOn(list: ServerList<PolicyOps> | undefined, key: string): string {

@@ -157,12 +157,14 @@ export class ServerPool<T> {
 /**
  * Makes `client` number its requests from `sequence`: memjs keys a connection's waiting calls by that
  * number, so lists that share a connection must never hand out the same one at once. Counted in
- * 32 bits unsigned, as the binary protocol's `opaque` field carries it back.
+ * 32 bits unsigned, as the binary protocol's `opaque` field carries it back. `seq` stays a plain
+ * field of the client, written on each step (an accessor would slow every property read of it).
  */
 function shareSequence(client: MemjsClientLike, sequence: { seq: number }): void {
-  Object.defineProperty(client, 'seq', { get: () => sequence.seq, configurable: true })
+  const numbered = client as { seq: number }
   client.incrSeq = () => {
     sequence.seq = (sequence.seq + 1) % 0x1_0000_0000
+    numbered.seq = sequence.seq
   }
 }
 
