@@ -164,6 +164,39 @@ test('a decision in flight on a removed server is answered by it; its connection
   }
 })
 
+test('a decision that spans a swap keeps to its server: its later steps and its refund go where its first step went', async () => {
+  const victim = servers[1]
+  const store = new MemcachedStore({ servers: [a, b, c], prefix: 'span:', memjs: PATIENT })
+  // Read straight from the server that holds the key before the swap.
+  const direct = new MemcachedStore({ servers: [b], prefix: 'span:', memjs: PATIENT })
+  const policies = createPolicies([
+    { name: 'wide', algorithm: 'fixed-window', limit: 10, period: '1h' },
+    { name: 'narrow', algorithm: 'fixed-window', limit: 1, period: '1h' },
+  ])
+  const key = keys.find((k) => store.shardOf!(k) === b) as string
+  const remaining = async (on: MemcachedStore) =>
+    (await on.evaluate([{ key, policies, cost: 0, now: NOW }]))[0].results.map((result) => result.remaining)
+  try {
+    // narrow is used up on b; wide has 9 left there.
+    assert.equal((await store.evaluate([{ key, policies, cost: 1, now: NOW }]))[0].allowed, true)
+    assert.deepEqual(await remaining(direct), [9, 0])
+    await victim.pause()
+    // Its first step (wide's incr) waits on the paused b while the list drops b.
+    const spanning = store.evaluate([{ key, policies, cost: 1, now: NOW }])
+    const closed = store.setServers([a, c])
+    victim.resume()
+    const [response] = await spanning
+    // narrow was judged on b, where it is used up: denied, and wide's charge taken back on b.
+    assert.equal(response.allowed, false)
+    assert.deepEqual(await remaining(direct), [9, 0], 'the charge on b was refunded on b')
+    await closed
+    assert.deepEqual(await remaining(store), [10, 1], 'the key starts afresh on its new server, untouched by that decision')
+  } finally {
+    victim.resume()
+    await Promise.all([store.close(), direct.close()])
+  }
+})
+
 test('under load, swaps back and forth lose no decision: every one is answered by memcached', async () => {
   const store = new MemcachedStore({ servers: [a, b], prefix: 'load:', memjs: PATIENT })
   const unavailable: string[] = []
