@@ -173,7 +173,10 @@ function readMemcache(
   }
   if (given('MEMCACHE_HOST_PORT')) set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
   if (given('MEMCACHE_SRV')) set('FLOODGATE_MEMCACHE_SRV', env.MEMCACHE_SRV as string)
-  if (given('MEMCACHE_SRV_REFRESH')) set('FLOODGATE_MEMCACHE_SRV_REFRESH', goDuration(env.MEMCACHE_SRV_REFRESH as string))
+  if (given('MEMCACHE_SRV_REFRESH')) {
+    if (given('MEMCACHE_SRV')) set('FLOODGATE_MEMCACHE_SRV_REFRESH', goDuration(env.MEMCACHE_SRV_REFRESH as string))
+    else notes.push('MEMCACHE_SRV_REFRESH is ignored without MEMCACHE_SRV, as upstream ignores it')
+  }
   if (given('MEMCACHE_TLS') && !isFalse(env.MEMCACHE_TLS as string)) {
     throw new FloodgateError(
       'INVALID_OPTION',

@@ -19,6 +19,10 @@ describe('settings', () => {
       servers: [],
       srv: { name: NAME, refreshMs: 90_000, dnsServers: undefined },
     })
+    // A refresh left in a manifest that lists the servers is ignored, as upstream ignores it.
+    const listed = readSettings(['r.yaml'], { BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'm1:11211', MEMCACHE_SRV_REFRESH: '30s' })
+    assert.deepEqual(listed.store, { kind: 'memcached', servers: ['m1:11211'] })
+    assert.ok(listed.upstreamNotes.includes('MEMCACHE_SRV_REFRESH is ignored without MEMCACHE_SRV, as upstream ignores it'))
     // Upstream's default refresh, 0: looked up at start only.
     const flags = ['--config', 'r', '--memcache-srv', NAME, '--memcache-srv-refresh', '0', '--dns-server', '10.0.0.53, [::1]:5353']
     assert.deepEqual(readSettings(flags, {}).store, {
