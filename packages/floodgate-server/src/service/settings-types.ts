@@ -9,6 +9,7 @@ import type { AbuseBounds } from './abuse-bounds.js'
 import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
+import type { MemcacheSrvSettings } from './memcache-srv-settings.js'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -17,7 +18,8 @@ export type StoreSettings =
   | { kind: 'redis'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
-  | { kind: 'memcached'; servers: string[] }
+  /** With `srv`, `servers` is empty: the service looks the record up at start (MEMCACHE_SRV). */
+  | { kind: 'memcached'; servers: string[]; srv?: MemcacheSrvSettings }
 
 export interface HostPort {
   host: string

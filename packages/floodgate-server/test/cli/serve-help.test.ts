@@ -17,6 +17,7 @@ const NO_DEFAULT = new Set<OptionName>([
   'redisSentinels',
   'sentinelName',
   'memcached',
+  'memcacheSrv',
   'compatKeys',
   'redisPerSecond',
   'redisTlsCa',
