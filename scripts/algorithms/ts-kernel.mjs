@@ -40,7 +40,8 @@ export function whyNoKernel(definition) {
   return why
 }
 
-const isStateName = (node) => ts.isIdentifier(node) && node.text === 'state'
+const isStateName = (node) =>
+  ts.isIdentifier(ts.isNonNullExpression(node) ? node.expression : node) && (node.expression ?? node).text === 'state'
 const isStateType = (type) => type !== undefined && /^State(\s*\|\s*undefined)?$/.test(type.getText())
 const mayBeUndefined = (type) => /undefined/.test(type.getText())
 
