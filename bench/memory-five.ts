@@ -22,6 +22,7 @@ export function fiveNames(): string[] {
   return [
     ...FIVE.map((algorithm) => `${FIVE_PREFIX}floodgate ${algorithm} limit()`),
     ...FIVE.map((algorithm) => `${FIVE_PREFIX}floodgate ${algorithm} limitSync()`),
+    ...FIVE.map((algorithm) => `${FIVE_PREFIX}store alone: MemoryStore.evaluateSync ${algorithm}`),
     FIVE_RLF,
     FIVE_FLOOR,
     FIVE_SYNC_FLOOR,
@@ -43,9 +44,14 @@ function syncKeys(keys: readonly string[], op: (key: string) => unknown): number
 /** Every contender of the group, made at once: all five limiters are alive before any is measured. */
 export function fiveInOne(): Contender[] {
   const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`)
-  const limiters = FIVE.map(
-    (algorithm) => new RateLimiter({ store: new MemoryStore({ maxKeys: KEYS * 2 }), policies: [policyFor(algorithm)] }),
-  )
+  const stores = FIVE.map(() => new MemoryStore({ maxKeys: KEYS * 2 }))
+  const limiters = FIVE.map((algorithm, i) => new RateLimiter({ store: stores[i], policies: [policyFor(algorithm)] }))
+  // A diagnostic, not a product path: each limiter's own store asked directly (its policies, as the
+  // limiter passes them), with the limiter's layers (validation, breaker, decision object) left out.
+  const storeAlone = stores.map((store, i) => {
+    const policies = limiters[i].policies
+    return (key: string) => store.evaluateSync({ key, policies, cost: 1 })
+  })
   const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 3600 })
   const counts = new Map<string, { count: number }>(keys.map((key) => [key, { count: 0 }]))
   const hit = (key: string) => {
@@ -57,6 +63,7 @@ export function fiveInOne(): Contender[] {
   const measures: (() => number | Promise<number>)[] = [
     ...limiters.map((limiter) => () => awaitKeys(keys, (key) => limiter.limit(key))),
     ...limiters.map((limiter) => () => syncKeys(keys, (key) => limiter.limitSync(key))),
+    ...storeAlone.map((decide) => () => syncKeys(keys, decide)),
     () => awaitKeys(keys, (key) => rlf.consume(key)),
     () => awaitKeys(keys, async (key) => hit(key)),
     () => syncKeys(keys, hit),
