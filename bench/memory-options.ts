@@ -9,6 +9,9 @@ export const { values } = parseArgs({
     rounds: { type: 'string' },
     keys: { type: 'string' },
     'heap-keys': { type: 'string' },
+    // A checkout of another revision with this bench copied into its bench/: its limiters are measured
+    // too, side by side in the same run (rows named `base …`).
+    base: { type: 'string' },
     // Internal: keep this contender in this process and measure it each time the parent asks.
     contender: { type: 'string' },
     // Internal: keep this group of contenders (one process, several limiters) and measure the one the parent names.

@@ -12,9 +12,11 @@
 //
 // Options: --ops N (decisions per measurement, default 1 000 000), --rounds R (default 5),
 // --keys K (distinct keys, default 10 000), --heap-keys H (keys for the bytes-per-key figure, a
-// comma-separated list, default 100000,1000000).
+// comma-separated list, default 100000,1000000), --base DIR (a checkout of another revision with this
+// bench copied into DIR/bench: its limiters run beside these, in the same rounds, as `base …` rows).
 
 import { fork, spawnSync } from 'node:child_process'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { formatBytes, formatCount, interleavedRounds, printTable, ratio, writeResults, type Contender } from './support.js'
 import { ALGORITHMS, BIG_LIMITS, HEAP_KEYS, KEYS, OPS, ROUNDS, values } from './memory-options.js'
@@ -37,6 +39,8 @@ import { FIVE_FLOOR, FIVE_GROUP, FIVE_RLF, FIVE_SYNC_FLOOR, fiveInOne, fiveNames
 // Heap measurements need global.gc: re-run this file with --expose-gc when it is missing. Children
 // run with this process's own flags (the tsx loader under `npm run`, none for compiled sources).
 const gc = (globalThis as { gc?: () => void }).gc
+const SELF = fileURLToPath(import.meta.url)
+const BASE_PREFIX = 'base '
 if (gc === undefined) {
   const child = spawnSync(
     process.execPath,
@@ -69,8 +73,8 @@ function allContenders(): Contender[] {
  * The contenders named `names`, kept and measured in one child process between rounds: a
  * contender of its own (`--contender`), or a group that shares its process (`--group`).
  */
-function inProcess(names: readonly string[], flag: string[]): (Contender & { stop: () => void })[] {
-  const child = fork(fileURLToPath(import.meta.url), [...process.argv.slice(2), ...flag], { execArgv: process.execArgv })
+function inProcess(names: readonly string[], flag: string[], entry = SELF, prefix = ''): (Contender & { stop: () => void })[] {
+  const child = fork(entry, [...process.argv.slice(2), ...flag], { execArgv: process.execArgv })
   const answers: ((value: number) => void)[] = []
   child.on('message', (value) => answers.shift()?.(value as number))
   child.on('exit', (code) => {
@@ -80,7 +84,7 @@ function inProcess(names: readonly string[], flag: string[]): (Contender & { sto
     }
   })
   return names.map((name) => ({
-    name,
+    name: `${prefix}${name}`,
     measure: () =>
       new Promise<number>((resolve) => {
         answers.push(resolve)
@@ -109,13 +113,20 @@ async function main(): Promise<void> {
     ...allContenders().flatMap((contender) => inProcess([contender.name], ['--contender', contender.name])),
     ...inProcess(fiveNames(), ['--group', FIVE_GROUP]),
   ]
+  if (values.base !== undefined) {
+    // The other revision's limiters (limit and limitSync per algorithm, and its five-in-one group).
+    const entry = join(values.base, 'bench/memory.ts')
+    const own = ALGORITHMS.flatMap((algorithm) => [`floodgate ${algorithm}`, `floodgate ${algorithm} limitSync`])
+    contenders.push(...own.flatMap((name) => inProcess([name], ['--contender', name], entry, BASE_PREFIX)))
+    contenders.push(...inProcess(fiveNames(), ['--group', FIVE_GROUP], entry, BASE_PREFIX))
+  }
   // One discarded round makes every instance and warms it (JIT, its keys) before anything counts.
   for (const contender of contenders) await contender.measure()
   const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) => {
     process.stdout.write(`  round ${round + 1} ${name}: ${formatCount(value)}/s\n`)
   })
   for (const contender of contenders) contender.stop()
-  const five = new Set(fiveNames())
+  const five = new Set([...fiveNames(), ...fiveNames().map((name) => `${BASE_PREFIX}${name}`)])
   ratioTable(
     results.filter((r) => !five.has(r.name)),
     [
