@@ -12,6 +12,8 @@ export const { values } = parseArgs({
     // A checkout of another revision with this bench copied into its bench/: its limiters are measured
     // too, side by side in the same run (rows named `base …`).
     base: { type: 'string' },
+    // Only the five-in-one group (and the base's), no own-process rows and no memory table: a quick A/B.
+    'five-only': { type: 'boolean' },
     // Internal: keep this contender in this process and measure it each time the parent asks.
     contender: { type: 'string' },
     // Internal: keep this group of contenders (one process, several limiters) and measure the one the parent names.

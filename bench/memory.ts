@@ -109,15 +109,16 @@ async function main(): Promise<void> {
     `bench:memory — ${formatCount(OPS)} decisions per measurement over ${formatCount(KEYS)} keys, ` +
       `${ROUNDS} rounds (median), one process per contender and one for the five-in-one group, Node ${process.version}`,
   )
+  const fiveOnly = values['five-only'] === true
   const contenders = [
-    ...allContenders().flatMap((contender) => inProcess([contender.name], ['--contender', contender.name])),
+    ...(fiveOnly ? [] : allContenders().flatMap((contender) => inProcess([contender.name], ['--contender', contender.name]))),
     ...inProcess(fiveNames(), ['--group', FIVE_GROUP]),
   ]
   if (values.base !== undefined) {
     // The other revision's limiters (limit and limitSync per algorithm, and its five-in-one group).
     const entry = join(values.base, 'bench/memory.ts')
     const own = ALGORITHMS.flatMap((algorithm) => [`floodgate ${algorithm}`, `floodgate ${algorithm} limitSync`])
-    contenders.push(...own.flatMap((name) => inProcess([name], ['--contender', name], entry, BASE_PREFIX)))
+    if (!fiveOnly) contenders.push(...own.flatMap((name) => inProcess([name], ['--contender', name], entry, BASE_PREFIX)))
     contenders.push(...inProcess(fiveNames(), ['--group', FIVE_GROUP], entry, BASE_PREFIX))
   }
   // One discarded round makes every instance and warms it (JIT, its keys) before anything counts.
@@ -127,18 +128,19 @@ async function main(): Promise<void> {
   })
   for (const contender of contenders) contender.stop()
   const five = new Set([...fiveNames(), ...fiveNames().map((name) => `${BASE_PREFIX}${name}`)])
-  ratioTable(
-    results.filter((r) => !five.has(r.name)),
-    [
-      ['vs rlf', rateLimiterFlexible.name],
-      ['vs bare Map', bareMap.name],
-      ['vs floor', apiFloor.name],
-      ['vs sync floor', syncFloor.name],
-      ['vs bounded', boundedFloor.name],
-      ['vs bounded sync', boundedSyncFloor.name],
-    ],
-    'Throughput, each contender in its own process (median; targets: limit() ≥ 1.5x rlf and ≥ 0.75x the floor, limitSync ≥ 3x rlf)',
-  )
+  if (!fiveOnly)
+    ratioTable(
+      results.filter((r) => !five.has(r.name)),
+      [
+        ['vs rlf', rateLimiterFlexible.name],
+        ['vs bare Map', bareMap.name],
+        ['vs floor', apiFloor.name],
+        ['vs sync floor', syncFloor.name],
+        ['vs bounded', boundedFloor.name],
+        ['vs bounded sync', boundedSyncFloor.name],
+      ],
+      'Throughput, each contender in its own process (median; targets: limit() ≥ 1.5x rlf and ≥ 0.75x the floor, limitSync ≥ 3x rlf)',
+    )
   ratioTable(
     results.filter((r) => five.has(r.name)),
     [
@@ -148,6 +150,8 @@ async function main(): Promise<void> {
     ],
     'Throughput, five limiters of different algorithms in one process, prebuilt keys (median; rlf and floors in that process)',
   )
+  if (fiveOnly) return
+  if (fiveOnly) return
   const rate = (name: string) => results.find((r) => r.name === name)!.median
   printTable(
     ['row', 'decisions/s', 'live row', 'live / row (target ≤ 2x)'],
