@@ -41,7 +41,7 @@ interface Shape {
 function zipfRanks(n: number, s: number): Int32Array {
   const cdf = new Float64Array(n)
   let sum = 0
-  for (let r = 0; r < n; r++) cdf[r] = sum += 1 / Math.pow(r + 1, s)
+  for (let r = 0; r < n; r++) cdf[r] = sum += 1 / (r + 1) ** s
   const ranks = new Int32Array(1 << 20)
   let seed = 0x2545f491
   for (let i = 0; i < ranks.length; i++) {
