@@ -271,6 +271,8 @@ async function startService(args: string[]): Promise<{ service: ChildProcess; ht
       '--grpc-port',
       String(grpcPort),
       ...args,
+      // BENCH_SERVICE_ARGS: more flags for the service (e.g. the old behaviour, to compare in one session).
+      ...(process.env.BENCH_SERVICE_ARGS?.split(' ').filter((arg) => arg !== '') ?? []),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...probeEnv() } },
   )

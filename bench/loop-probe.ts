@@ -6,7 +6,7 @@
 
 import { appendFileSync } from 'node:fs'
 import { Server } from 'node:net'
-import { PerformanceObserver, performance } from 'node:perf_hooks'
+import { constants, PerformanceObserver, performance } from 'node:perf_hooks'
 
 export interface Stall {
   /** performance.timeOrigin + performance.now() when the loop was last seen running. */
@@ -15,6 +15,8 @@ export interface Stall {
   ms: number
   /** GC pause milliseconds that ended within the stall. */
   gcMs: number
+  /** Of which mark-compact (major) GC. */
+  majorGcMs: number
   /** Connections any net.Server of the process accepted within it. */
   accepted: number
   /** CPU milliseconds the process used within it (all threads): near `ms`, the loop worked; far below, the OS ran something else. */
@@ -29,13 +31,17 @@ const CPU_EVERY = 10
 export function startProbe(onStall: (stall: Stall) => void, thresholdMs = 15): () => void {
   let accepted = 0
   let gcMs = 0
+  let majorGcMs = 0
   const emit = Server.prototype.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean
   Server.prototype.emit = function (this: Server, event: string | symbol, ...args: unknown[]) {
     if (event === 'connection') accepted++
     return emit.call(this, event, ...args)
   } as typeof Server.prototype.emit
   const gc = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) gcMs += entry.duration
+    for (const entry of list.getEntries()) {
+      gcMs += entry.duration
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcMs += entry.duration
+    }
   })
   gc.observe({ entryTypes: ['gc'] })
   let last = performance.now()
@@ -47,7 +53,7 @@ export function startProbe(onStall: (stall: Stall) => void, thresholdMs = 15): (
     if (late > thresholdMs) {
       // Over the stall and the up to CPU_EVERY ticks before it.
       const used = process.cpuUsage(cpu)
-      onStall({ at: performance.timeOrigin + last, ms: late, gcMs, accepted, cpuMs: (used.user + used.system) / 1000 })
+      onStall({ at: performance.timeOrigin + last, ms: late, gcMs, majorGcMs, accepted, cpuMs: (used.user + used.system) / 1000 })
       ticks = CPU_EVERY
     }
     if (++ticks >= CPU_EVERY) {
@@ -57,6 +63,7 @@ export function startProbe(onStall: (stall: Stall) => void, thresholdMs = 15): (
     last = now
     accepted = 0
     gcMs = 0
+    majorGcMs = 0
   }, TICK_MS)
   timer.unref()
   return () => {
@@ -90,18 +97,22 @@ export function explainSlowCalls(calls: readonly Call[], service: readonly Stall
   const summary = (name: string, stalls: readonly Stall[]) => {
     const longest = stalls.reduce((max, stall) => Math.max(max, stall.ms), 0)
     const gc = stalls.reduce((sum, stall) => sum + stall.gcMs, 0)
+    const major = stalls.reduce((sum, stall) => sum + stall.majorGcMs, 0)
     const accepts = stalls.reduce((max, stall) => Math.max(max, stall.accepted), 0)
     const total = stalls.reduce((sum, stall) => sum + stall.ms, 0)
     const cpu = stalls.reduce((sum, stall) => sum + stall.cpuMs, 0)
     return (
-      `${name}: ${stalls.length} stalls, ${total.toFixed(0)} ms in all (CPU ${cpu.toFixed(0)} ms, GC ${gc.toFixed(0)} ms), ` +
+      `${name}: ${stalls.length} stalls, ${total.toFixed(0)} ms in all ` +
+      `(CPU ${cpu.toFixed(0)} ms, GC ${gc.toFixed(0)} ms, major ${major.toFixed(0)}), ` +
       `longest ${longest.toFixed(1)} ms, most accepts in one ${accepts}`
     )
   }
   const slow = calls.filter((call) => call.ms > slowMs).sort((a, b) => b.ms - a.ms)
   const lines = [summary('service loop', service), summary('client loop', client), `calls over ${slowMs} ms: ${slow.length}`]
   const worst = [...service].sort((a, b) => b.ms - a.ms).slice(0, 6)
-  const described = worst.map((s) => `${s.ms.toFixed(0)} ms (CPU ${s.cpuMs.toFixed(0)}, GC ${s.gcMs.toFixed(0)}, ${s.accepted} accepts)`)
+  const described = worst.map(
+    (s) => `${s.ms.toFixed(0)} ms (CPU ${s.cpuMs.toFixed(0)}, GC ${s.gcMs.toFixed(0)}/${s.majorGcMs.toFixed(0)}, ${s.accepted} accepts)`,
+  )
   lines.push(`service's longest stalls: ${described.join(', ')}`)
   for (const call of slow.slice(0, 12)) {
     const stalled = `service stalled ${overlapping(call, service).toFixed(1)} ms, client stalled ${overlapping(call, client).toFixed(1)} ms`
