@@ -9,7 +9,10 @@
 // Bounded: BENCH_FLOOD_SCALE (default 1) scales the socket counts, BENCH_HOLD_SECONDS (default 5) is how
 // long the flood holds once connected, BENCH_BASELINE_SECONDS (default 3). BENCH_BARE=1 floods bare
 // node:http2 / node:http servers with no Floodgate code instead (a fixed answer, no caps): the floor
-// this machine sets. Not a test: numbers only.
+// this machine sets. BENCH_PROBE=1 records both processes' event-loop stalls (loop-probe.ts) and says which
+// slow calls they overlap; BENCH_SERVICE_ARGS adds flags to the service, BENCH_SERVICE_NODE_ARGS node
+// options (e.g. --cpu-prof --cpu-prof-dir=/tmp/p: the service is stopped with SIGTERM so it is written).
+// BENCH_ONLY=<regex> runs the floods whose names match. Not a test: numbers only.
 // Run it alone: flock /tmp/floodgate-bench.lock npm run bench:floods
 
 import { spawn, type ChildProcess } from 'node:child_process'
