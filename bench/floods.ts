@@ -118,15 +118,16 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
     if (message.phase !== undefined) phase = message.phase
     if (message.stop) stopped = true
   })
-  const loop = async (way: string, call: () => Promise<void>) => {
+  // A call resolves with the milliseconds its connection took to be ready, when it made one and measured it.
+  const loop = async (way: string, call: () => Promise<number | void>) => {
     while (!stopped) {
       const key = `${way} ${phase}`
       const started = performance.now()
       try {
-        await call()
+        const connectMs = await call()
         const ms = performance.now() - started
         ;(latencies[key] ??= []).push(ms)
-        if (phase !== 'before') calls.push({ at: performance.timeOrigin + started, ms })
+        if (phase !== 'before') calls.push({ at: performance.timeOrigin + started, ms, connectMs: connectMs ?? undefined })
       } catch {
         errors[key] = (errors[key] ?? 0) + 1
       }
@@ -136,7 +137,15 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
   const once = async () => {
     const client = newGrpc()
     try {
+      if (!PROBE) return await grpcCheck(client)
+      // Probed: the connection made ready first, so a slow call tells its connect from its answer.
+      const started = performance.now()
+      await new Promise<void>((resolve, reject) =>
+        client.waitForReady(Date.now() + 10_000, (error?: Error) => (error ? reject(error) : resolve())),
+      )
+      const connectMs = performance.now() - started
       await grpcCheck(client)
+      return connectMs
     } finally {
       client.close()
     }

@@ -83,6 +83,8 @@ if (file !== undefined) {
 export interface Call {
   at: number
   ms: number
+  /** Of which the new connection took this long to be ready (new-connection calls, probed). */
+  connectMs?: number
 }
 
 /**
@@ -116,7 +118,8 @@ export function explainSlowCalls(calls: readonly Call[], service: readonly Stall
   lines.push(`service's longest stalls: ${described.join(', ')}`)
   for (const call of slow.slice(0, 12)) {
     const stalled = `service stalled ${overlapping(call, service).toFixed(1)} ms, client stalled ${overlapping(call, client).toFixed(1)} ms`
-    lines.push(`  ${call.ms.toFixed(1)} ms: ${stalled}`)
+    const connect = call.connectMs === undefined ? '' : ` (connect ${call.connectMs.toFixed(1)} ms)`
+    lines.push(`  ${call.ms.toFixed(1)} ms${connect}: ${stalled}`)
   }
   return lines
 }
