@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
 import { loadRlsPackage } from '../packages/floodgate-server/src/service/grpc-server.js'
 import { grpcFrame } from './grpc-client.js'
-import { explainSlowCalls, startProbe, type Call, type Stall } from './loop-probe.js'
+import { explainAcceptQueue, explainSlowCalls, sampleAcceptQueue, startProbe, type Call, type Stall } from './loop-probe.js'
 import { printTable } from './support.js'
 
 const SCALE = Number(process.env.BENCH_FLOOD_SCALE ?? 1)
@@ -315,6 +315,8 @@ async function runFlood(flood: Flood): Promise<void> {
     await sleep(BASELINE_MS)
     const before = { ...processStats(service.pid!), overflows: listenOverflows(), metrics: await metrics(httpPort) }
     legit.send({ phase: 'during flood' })
+    let sampling = PROBE
+    const queue = PROBE ? sampleAcceptQueue(port, () => !sampling) : Promise.resolve([])
     const floods: ChildProcess[] = []
     const connected: { connected: number; closed: number }[] = []
     for (const wave of flood.waves) {
@@ -325,6 +327,7 @@ async function runFlood(flood: Flood): Promise<void> {
     await sleep(HOLD_MS)
     const during = { ...processStats(service.pid!), overflows: listenOverflows(), metrics: await metrics(httpPort) }
     legit.send({ stop: true })
+    sampling = false
     const result = await nextMessage<{
       latencies: Record<string, number[]>
       errors: Record<string, number>
@@ -356,6 +359,7 @@ async function runFlood(flood: Flood): Promise<void> {
         readStalls().filter((stall) => stall.at >= flooded),
         result.stalls,
       )
+      lines.push(...explainAcceptQueue(result.calls, await queue))
       console.log(`${lines.join('\n')}\n`)
     }
   } finally {

@@ -123,3 +123,39 @@ export function explainSlowCalls(calls: readonly Call[], service: readonly Stall
   }
   return lines
 }
+
+/** The listening socket's accept queue at a moment: connections the kernel completed that the process has not accepted. */
+export interface QueueSample {
+  at: number
+  queued: number
+}
+
+/**
+ * Samples the accept queue of the TCP listener on `port` (ss's Recv-Q of a listening socket) one after
+ * another (each ss takes ~20 ms) until `stopped()`; resolves with the samples.
+ */
+export async function sampleAcceptQueue(port: number, stopped: () => boolean): Promise<QueueSample[]> {
+  const { execFile } = await import('node:child_process')
+  const samples: QueueSample[] = []
+  while (!stopped()) {
+    const at = performance.timeOrigin + performance.now()
+    const out = await new Promise<string>((resolve) =>
+      execFile('ss', ['-Hltn', `sport = :${port}`], (_error, stdout) => resolve(stdout ?? '')),
+    )
+    const queued = Number(out.trim().split(/\s+/)[1])
+    if (Number.isFinite(queued)) samples.push({ at, queued })
+  }
+  return samples
+}
+
+/** Lines on the accept queue: its deepest, and its depth when each of the slowest connects began. */
+export function explainAcceptQueue(calls: readonly Call[], samples: readonly QueueSample[], slowMs = 100): string[] {
+  if (samples.length === 0) return ['accept queue: no samples (is ss installed?)']
+  const deepest = samples.reduce((max, sample) => Math.max(max, sample.queued), 0)
+  const around = (at: number) => samples.filter((sample) => sample.at >= at - 50 && sample.at <= at + 50).map((s) => s.queued)
+  const slow = calls.filter((call) => (call.connectMs ?? 0) > slowMs).sort((a, b) => (b.connectMs ?? 0) - (a.connectMs ?? 0))
+  const lines = [`accept queue: ${samples.length} samples, deepest ${deepest}; connects over ${slowMs} ms: ${slow.length}`]
+  for (const call of slow.slice(0, 8))
+    lines.push(`  connect ${(call.connectMs ?? 0).toFixed(1)} ms: queue at its start ${around(call.at).join('/') || '-'}`)
+  return lines
+}
