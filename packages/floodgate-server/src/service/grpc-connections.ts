@@ -93,7 +93,8 @@ export class GrpcConnections {
   /** Tracks `server`'s connections from now on; a TLS server makes its sessions on 'secureConnection'. */
   constructor(server: Http2Server | Http2SecureServer, limits: GrpcConnectionLimits, connectionEvent = 'connection') {
     this.#limits = limits
-    this.#closeBatch = limits.closeBatch ?? CLOSE_BATCH
+    // At least one, or a sweep would reschedule itself forever closing nothing.
+    this.#closeBatch = Math.max(1, limits.closeBatch ?? CLOSE_BATCH)
     // http2 makes a connection's session and emits 'session' synchronously inside its own 'connection'
     // listener: one put first sees the socket just before its session.
     let arriving: Socket | undefined

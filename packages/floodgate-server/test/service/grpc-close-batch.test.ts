@@ -59,6 +59,21 @@ describe('GrpcConnections: the sweep closes in batches', () => {
     assert.equal(connections.shed.handshake, 5)
   })
 
+  it('takes a batch below 1 as 1, so a sweep never reschedules itself closing nothing', async () => {
+    const { listener, accepted, clients } = await acceptedSockets(2)
+    const connections = new GrpcConnections(http2.createServer(), { ...LIMITS, closeBatch: 0 })
+    cleanups.push(() => {
+      connections.stop()
+      for (const socket of [...accepted, ...clients]) socket.destroy()
+      listener.close()
+    })
+    for (const socket of accepted) connections.accepted(socket)
+    connections.sweep(performance.now() + LIMITS.handshakeTimeoutMs * 2)
+    assert.equal(connections.size, 1)
+    await nextTurn()
+    assert.equal(connections.size, 0)
+  })
+
   it('closes nothing not yet due, whatever the batch', async () => {
     const { listener, accepted, clients } = await acceptedSockets(3)
     const connections = new GrpcConnections(http2.createServer(), { ...LIMITS, closeBatch: 1 })
