@@ -29,6 +29,8 @@ export const HELP_GROUPS: readonly { title: string; options: readonly OptionName
       'grpcSocket',
       'grpcMaxConnectionAge',
       'grpcMaxConnectionAgeGrace',
+      'noGrpcAwaitSettings',
+      'grpcCloseBatch',
     ],
   },
   {
@@ -193,6 +195,7 @@ export const PLACEHOLDERS: Partial<Record<OptionName, string>> = {
   grpcClientSan: '<name>',
   grpcSocket: '<path>',
   grpcMaxConnectionAge: '<duration>',
+  grpcCloseBatch: '<count>',
   grpcMaxConnectionAgeGrace: '<duration>',
 }
 

@@ -163,6 +163,18 @@ export const GRPC_LISTEN_OPTIONS = {
     type: 'string',
     help: 'then cut it after this, calls still running or not (default 1h)',
   },
+  noGrpcAwaitSettings: {
+    flag: 'no-grpc-await-settings',
+    env: 'FLOODGATE_NO_GRPC_AWAIT_SETTINGS',
+    type: 'boolean',
+    help: 'give a plaintext gRPC connection its HTTP/2 session on the preface alone, before its SETTINGS frame',
+  },
+  grpcCloseBatch: {
+    flag: 'grpc-close-batch',
+    env: 'FLOODGATE_GRPC_CLOSE_BATCH',
+    type: 'string',
+    help: 'most gRPC connections closed at their deadlines per event-loop turn (default 64)',
+  },
 } as const satisfies Record<string, OptionSpec>
 
 // memcached servers from an SRV record, looked up at start and, with a refresh, again (memcache-srv-settings.ts).
