@@ -11,6 +11,7 @@ import {
   type Store,
   type SubmitCallback,
 } from 'floodgate'
+import { memjsTlsServers, type MemcachedTlsOptions } from 'floodgate/memcached'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './envoy-counter.js'
 import { connectionErrorReport, type RedisConnectOptions } from './redis-connection.js'
@@ -169,10 +170,20 @@ export class MemcacheUpstreamCounter implements UpstreamCounter {
   }
 }
 
-/** A memjs client for upstream's memcache servers (`host:port` each), created with the app's memjs. */
-export function createUpstreamMemcacheCounter(servers: readonly string[]): MemcacheUpstreamCounter {
-  const memjs = createRequire(import.meta.url)('memjs') as { Client: { create(servers: string, options: object): MemjsCounterClient } }
-  return new MemcacheUpstreamCounter(memjs.Client.create(servers.join(','), { retries: 1, timeout: 0.5, logger: { log: () => {} } }))
+/** A memjs client for upstream's memcache servers (`host:port` each), created with the app's memjs; over TLS with `tls`. */
+export function createUpstreamMemcacheCounter(servers: readonly string[], tls?: MemcachedTlsOptions): MemcacheUpstreamCounter {
+  const memjs = createRequire(import.meta.url)('memjs') as MemjsForCounter
+  const options = { retries: 1, timeout: 0.5, logger: { log: () => {} } }
+  const plain = memjs.Client.create(servers.join(','), options)
+  if (tls === undefined) return new MemcacheUpstreamCounter(plain)
+  // The same servers in the same order (placement is by position), each the TLS twin of memjs's own.
+  const toTls = memjsTlsServers(memjs, tls)
+  return new MemcacheUpstreamCounter(new memjs.Client(plain.servers.map(toTls), options))
+}
+
+interface MemjsForCounter {
+  Server: unknown
+  Client: { create(servers: string, options: object): MemjsCounterClient; new (servers: unknown[], options: object): MemjsCounterClient }
 }
 
 /**

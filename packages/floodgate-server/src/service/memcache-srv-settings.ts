@@ -1,5 +1,5 @@
 // Settings of `floodgate serve` for memcached servers found by an SRV record (upstream's MEMCACHE_SRV and
-// MEMCACHE_SRV_REFRESH), and the DNS servers asked. Their flags are MEMCACHE_SRV_OPTIONS in serve-options.ts.
+// MEMCACHE_SRV_REFRESH), and the DNS servers asked. Their flags are MEMCACHE_SRV_OPTIONS in memcache-options.ts.
 
 import { isIP } from 'node:net'
 import { z } from 'zod'

@@ -81,7 +81,7 @@ export async function startService(given: Settings, options: StartOptions = {}):
   const settings: Settings =
     srv === undefined || resolver === undefined
       ? given
-      : { ...given, store: { kind: 'memcached', srv, servers: await lookupAtStart(srv, resolver) } }
+      : { ...given, store: { ...given.store, kind: 'memcached', srv, servers: await lookupAtStart(srv, resolver) } }
   if (srv !== undefined && settings.store.kind === 'memcached')
     logger.info({ servers: settings.store.servers }, `memcached servers from SRV record ${srv.name}`)
   const telemetry = await startTelemetry(settings, logger)

@@ -103,6 +103,16 @@ export function tlsServerMaker(Server: ServerConstructor, tls: MemcachedTlsOptio
   return (plain) => new TlsServer(plain.host, plain.port, plain.username, plain.password, plain.options)
 }
 
+/**
+ * For a memjs client of your own over TLS: maps the `servers` of `memjs.Client.create(list, options)`
+ * to their TLS twins, to pass to `new memjs.Client(servers, options)` in the same order.
+ * `memjs` is the memjs module.
+ */
+export function memjsTlsServers(memjs: { Server: unknown }, tls: MemcachedTlsOptions): (server: unknown) => unknown {
+  const toTls = tlsServerMaker(memjs.Server as ServerConstructor, tls)
+  return (server) => toTls(server as PlainServer)
+}
+
 /** The error of a TLS connection, with what it means for the user when its code tells (memjs passes on the message). */
 function explain(error: Error & { code?: string }, host: string, port: number, tls: MemcachedTlsOptions): Error {
   const hint = hintFor(error.code ?? '', tls)
