@@ -2,7 +2,8 @@
 
 import { MemoryStore, type Store } from 'floodgate'
 import { MemcachedStore } from 'floodgate/memcached'
-import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { createUpstreamMemcacheCounter } from './memcache-upstream-counter.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import { type RedisErrorLog, storeConnectOptions, urlConnectOptions } from './redis-connection.js'
 import type { Settings } from './settings.js'

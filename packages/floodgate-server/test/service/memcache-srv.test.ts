@@ -42,7 +42,6 @@ describe('settings', () => {
       [['--memcache-srv', NAME, '--dns-server', 'dns.example:53'], {}, /expected ip or ip:port/],
       [['--memcache-srv', NAME, '--memcache-srv-refresh', 'soon'], {}, /memcache-srv-refresh/],
       [['--memcache-srv', NAME, '--redis', 'redis://r:6379'], {}, /give only one of/],
-      [['--memcache-srv', NAME, '--compat-keys', 'envoy', '--memcache-srv-refresh', '30s'], {}, /at start only/],
       [['--memcache-srv', NAME, '--memcache-tls-ca', 'ca.pem'], {}, /only applies with --memcache-tls/],
     ]
     for (const [args, env, message] of cases) {
