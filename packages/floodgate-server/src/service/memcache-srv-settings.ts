@@ -1,5 +1,5 @@
 // Settings of `floodgate serve` for memcached servers found by an SRV record (upstream's MEMCACHE_SRV and
-// MEMCACHE_SRV_REFRESH), and the DNS servers asked. Their flags are MEMCACHE_SRV_OPTIONS in serve-options.ts.
+// MEMCACHE_SRV_REFRESH), and the DNS servers asked. Their flags are MEMCACHE_SRV_OPTIONS in memcache-options.ts.
 
 import { isIP } from 'node:net'
 import { z } from 'zod'
@@ -52,7 +52,6 @@ interface Parsed {
   memcacheSrvRefresh: number
   dnsServer?: string[]
   memcached?: unknown
-  compatKeys?: string
 }
 
 /** What does not go together, each with its reason (called from the schema's superRefine). */
@@ -65,14 +64,6 @@ export function memcacheSrvIssues(o: Partial<Parsed>, issue: (path: string, mess
   // As upstream, which refuses to start with both MEMCACHE_HOST_PORT and MEMCACHE_SRV.
   if (o.memcached !== undefined)
     issue('memcacheSrv', 'give either --memcached (MEMCACHE_HOST_PORT) or --memcache-srv (MEMCACHE_SRV), not both')
-  if (o.compatKeys && o.memcacheSrvRefresh) {
-    // Upstream places a shared counter by CRC-32 modulo the server count: a list that changes would
-    // move counters between the two fleets at different moments.
-    issue(
-      'memcacheSrvRefresh',
-      "with --compat-keys envoy the servers are looked up at start only: upstream's counters are placed by the server count",
-    )
-  }
 }
 
 /** The parsed fields as settings, when --memcache-srv is given. */

@@ -62,6 +62,8 @@ export class MemcacheSrvRefresh {
     private readonly resolver: Resolver,
     private readonly logger: Logger,
     registry: Registry,
+    // Told each list the store took, at once: --compat-keys envoy's counter moves to it too (upstream's placement).
+    private readonly onServers: (servers: readonly string[]) => void = () => {},
   ) {
     this.refreshes = new Counter({
       name: 'floodgate_memcache_srv_refreshes_total',
@@ -128,6 +130,7 @@ export class MemcacheSrvRefresh {
       this.logger.warn(`${where(this.settings)}: the SRV record's servers were refused (${describe(error)}); keeping ${before.join(',')}`)
       return 'failed'
     }
+    this.onServers(servers)
     this.logger.info({ servers, before }, `${where(this.settings)}: memcached servers now ${servers.join(',')}`)
     return 'changed'
   }

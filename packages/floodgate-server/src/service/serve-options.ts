@@ -1,6 +1,7 @@
 // The options of `floodgate serve`: each flag, its environment variable, its value's type and its help.
 // Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
 
+import { MEMCACHE_SRV_OPTIONS, MEMCACHE_TLS_OPTIONS } from './memcache-options.js'
 import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
@@ -177,28 +178,6 @@ export const GRPC_LISTEN_OPTIONS = {
   },
 } as const satisfies Record<string, OptionSpec>
 
-// memcached servers from an SRV record, looked up at start and, with a refresh, again (memcache-srv-settings.ts).
-export const MEMCACHE_SRV_OPTIONS = {
-  memcacheSrv: {
-    flag: 'memcache-srv',
-    env: 'FLOODGATE_MEMCACHE_SRV',
-    type: 'string',
-    help: 'memcached servers from this SRV record, e.g. _memcache._tcp.example.org',
-  },
-  memcacheSrvRefresh: {
-    flag: 'memcache-srv-refresh',
-    env: 'FLOODGATE_MEMCACHE_SRV_REFRESH',
-    type: 'string',
-    help: 'look the SRV record up again this often and use the new servers (default 0: at start only)',
-  },
-  dnsServer: {
-    flag: 'dns-server',
-    env: 'FLOODGATE_DNS_SERVER',
-    type: 'string',
-    help: "DNS servers asked for --memcache-srv, ip[:port],… (default the system's)",
-  },
-} as const satisfies Record<string, OptionSpec>
-
 /** The options of `floodgate serve`, for parsing and for `--help`. */
 export const SERVE_OPTIONS = {
   config: { flag: 'config', env: 'FLOODGATE_CONFIG', type: 'string', help: 'rules file or directory (required)' },
@@ -298,6 +277,7 @@ export const SERVE_OPTIONS = {
   ...REDIS_TLS_OPTIONS,
   ...GRPC_LISTEN_OPTIONS,
   ...MEMCACHE_SRV_OPTIONS,
+  ...MEMCACHE_TLS_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   mergeDomains: {

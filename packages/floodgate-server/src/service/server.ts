@@ -8,6 +8,7 @@ import { createServiceDashboard } from './dashboard.js'
 import { EnvoyCompatStore } from './compat-keys.js'
 import { createStore } from './create-store.js'
 import { lookupAtStart, MemcacheSrvRefresh, srvResolver } from './memcache-srv.js'
+import { MemcacheUpstreamCounter } from './memcache-upstream-counter.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { openRules, type RulesSource } from './rules-source.js'
@@ -81,7 +82,7 @@ export async function startService(given: Settings, options: StartOptions = {}):
   const settings: Settings =
     srv === undefined || resolver === undefined
       ? given
-      : { ...given, store: { kind: 'memcached', srv, servers: await lookupAtStart(srv, resolver) } }
+      : { ...given, store: { ...given.store, kind: 'memcached', srv, servers: await lookupAtStart(srv, resolver) } }
   if (srv !== undefined && settings.store.kind === 'memcached')
     logger.info({ servers: settings.store.servers }, `memcached servers from SRV record ${srv.name}`)
   const telemetry = await startTelemetry(settings, logger)
@@ -107,7 +108,7 @@ export async function startService(given: Settings, options: StartOptions = {}):
   const own = store instanceof EnvoyCompatStore ? store.inner : store
   const srvRefresh =
     srv !== undefined && resolver !== undefined && srv.refreshMs > 0 && own instanceof MemcachedStore
-      ? new MemcacheSrvRefresh(own, srv, resolver, logger, metrics.registry)
+      ? new MemcacheSrvRefresh(own, srv, resolver, logger, metrics.registry, upstreamCounterMove(store))
       : undefined
   const regionStatus = () => (own instanceof LazyRedisStore ? own.regionStatus() : undefined)
   if (own instanceof LazyRedisStore && settings.regions !== undefined) {
@@ -372,4 +373,10 @@ async function within(work: Promise<void>, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** With --compat-keys envoy on memcached: moves upstream's counters to each new list, as upstream's client moves. */
+function upstreamCounterMove(store: Store): ((servers: readonly string[]) => void) | undefined {
+  const counter = store instanceof EnvoyCompatStore ? store.counter : undefined
+  return counter instanceof MemcacheUpstreamCounter ? (servers) => counter.setServers(servers) : undefined
 }

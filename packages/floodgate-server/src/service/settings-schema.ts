@@ -7,6 +7,7 @@ import { guardFields, guardSettings } from './guard-settings.js'
 import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-listen-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
 import { memcacheSrvFields, memcacheSrvIssues, memcacheSrvSettings } from './memcache-srv-settings.js'
+import { memcacheTls, memcacheTlsFields, memcacheTlsIssues } from './memcache-tls-settings.js'
 import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
@@ -25,6 +26,7 @@ export const schema = z
       .transform((p) => p ?? 'fg:'),
     memcached: hostPortList,
     ...memcacheSrvFields(),
+    ...memcacheTlsFields(),
     compatKeys: z.enum(['envoy'], { error: 'expected envoy' }).optional(),
     compatPrefix: z
       .string()
@@ -110,6 +112,7 @@ export const schema = z
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
     grpcListenIssues(o, issue)
     memcacheSrvIssues(o, issue)
+    memcacheTlsIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
@@ -160,9 +163,9 @@ export const schema = z
           : o.redisSentinels
             ? { kind: 'sentinel', sentinels: o.redisSentinels, name: o.sentinelName as string }
             : o.memcached
-              ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`) }
+              ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`), ...memcacheTls(o) }
               : o.memcacheSrv
-                ? { kind: 'memcached', servers: [], srv: memcacheSrvSettings(o) }
+                ? { kind: 'memcached', servers: [], srv: memcacheSrvSettings(o), ...memcacheTls(o) }
                 : { kind: 'memory' },
       redisPrefix: o.redisPrefix,
       compatKeys: o.compatKeys,

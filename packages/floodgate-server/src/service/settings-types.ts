@@ -10,6 +10,7 @@ import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
 import type { MemcacheSrvSettings } from './memcache-srv-settings.js'
+import type { MemcachedTlsOptions } from 'floodgate/memcached'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -19,7 +20,8 @@ export type StoreSettings =
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
   /** With `srv`, `servers` is empty: the service looks the record up at start (MEMCACHE_SRV). */
-  | { kind: 'memcached'; servers: string[]; srv?: MemcacheSrvSettings }
+  /** `tls`: the store's (and --compat-keys envoy's counter's) TLS options, with --memcache-tls. */
+  | { kind: 'memcached'; servers: string[]; srv?: MemcacheSrvSettings; tls?: MemcachedTlsOptions }
 
 export interface HostPort {
   host: string

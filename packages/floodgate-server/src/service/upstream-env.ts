@@ -157,7 +157,7 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
 /**
  * BACKEND_TYPE=memcache: the servers from MEMCACHE_HOST_PORT or, looked up (and again every
  * MEMCACHE_SRV_REFRESH), from the SRV record MEMCACHE_SRV; upstream refuses both at once, and so does
- * the settings schema. MEMCACHE_TLS is refused: memjs, the memcached client, connects without TLS.
+ * the settings schema. MEMCACHE_TLS=true → --memcache-tls, and its files (read only then, as upstream).
  */
 function readMemcache(
   env: NodeJS.ProcessEnv,
@@ -177,20 +177,22 @@ function readMemcache(
     if (given('MEMCACHE_SRV')) set('FLOODGATE_MEMCACHE_SRV_REFRESH', goDuration(env.MEMCACHE_SRV_REFRESH as string))
     else notes.push('MEMCACHE_SRV_REFRESH is ignored without MEMCACHE_SRV, as upstream ignores it')
   }
-  if (given('MEMCACHE_TLS') && !isFalse(env.MEMCACHE_TLS as string)) {
-    throw new FloodgateError(
-      'INVALID_OPTION',
-      `MEMCACHE_TLS=${env.MEMCACHE_TLS}: not supported by Floodgate: its memcached client (memjs) connects without TLS`,
-    )
+  const tls = given('MEMCACHE_TLS') && !isFalse(env.MEMCACHE_TLS as string)
+  if (tls) set('FLOODGATE_MEMCACHE_TLS', env.MEMCACHE_TLS as string)
+  for (const [upstream, own] of MEMCACHE_TLS_FILES) {
+    if (!given(upstream)) continue
+    if (tls) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without MEMCACHE_TLS=true, as upstream ignores it`)
   }
-  for (const name of [
-    'MEMCACHE_TLS_CLIENT_CERT',
-    'MEMCACHE_TLS_CLIENT_KEY',
-    'MEMCACHE_TLS_CACERT',
-    'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION',
-  ])
-    if (given(name)) notes.push(`${name} is ignored without MEMCACHE_TLS=true, as upstream ignores it`)
 }
+
+/** Upstream's TLS files for memcache → --memcache-tls-*; upstream reads them only when MEMCACHE_TLS is on. */
+const MEMCACHE_TLS_FILES: readonly [string, string][] = [
+  ['MEMCACHE_TLS_CACERT', 'FLOODGATE_MEMCACHE_TLS_CA'],
+  ['MEMCACHE_TLS_CLIENT_CERT', 'FLOODGATE_MEMCACHE_TLS_CERT'],
+  ['MEMCACHE_TLS_CLIENT_KEY', 'FLOODGATE_MEMCACHE_TLS_KEY'],
+  ['MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'FLOODGATE_MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
+]
 
 /** Upstream's TLS files for Redis → --redis-tls-*; upstream reads them only when REDIS_TLS or REDIS_PERSECOND_TLS is on. */
 const REDIS_TLS_FILES: readonly [string, string][] = [

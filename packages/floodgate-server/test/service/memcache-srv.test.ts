@@ -42,8 +42,7 @@ describe('settings', () => {
       [['--memcache-srv', NAME, '--dns-server', 'dns.example:53'], {}, /expected ip or ip:port/],
       [['--memcache-srv', NAME, '--memcache-srv-refresh', 'soon'], {}, /memcache-srv-refresh/],
       [['--memcache-srv', NAME, '--redis', 'redis://r:6379'], {}, /give only one of/],
-      [['--memcache-srv', NAME, '--compat-keys', 'envoy', '--memcache-srv-refresh', '30s'], {}, /at start only/],
-      [[], { BACKEND_TYPE: 'memcache', MEMCACHE_SRV: NAME, MEMCACHE_TLS: 'true' }, /MEMCACHE_TLS=true: .*without TLS/],
+      [['--memcache-srv', NAME, '--memcache-tls-ca', 'ca.pem'], {}, /only applies with --memcache-tls/],
     ]
     for (const [args, env, message] of cases) {
       assert.throws(() => readSettings(['--config', 'r.yaml', ...args], env), message, `${args.join(' ')} ${JSON.stringify(env)}`)

@@ -3,7 +3,8 @@
 import { createRequire } from 'node:module'
 import { FloodgateError } from '../../core/errors.js'
 import type { MemjsClientLike } from './protocol.js'
-import { ServerPool, type MemjsModule } from './server-pool.js'
+import { ServerPool, type MemjsModule, type MemjsServer } from './server-pool.js'
+import { type MemcachedTlsOptions, type PlainServer, tlsServerMaker } from './tls-server.js'
 
 /** Loads memjs, or undefined when the app does not have it. */
 export type MemjsLoader = () => unknown
@@ -31,7 +32,7 @@ const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 5, logger: { log:
 
 /**
  * The server pool of a store made from `servers` (`host:port` each), with `memjs` as extra options
- * for its clients. Each list's client places a record by its user key's route on the list's
+ * for its clients, over TLS with `tls`. Each list's client places a record by its user key's route on the list's
  * consistent-hash ring (HashRing.serverOfRecord), memjs's documented way to choose how keys are
  * spread; `build` makes what the store runs on each list's client.
  */
@@ -39,13 +40,17 @@ export function createServerPool<T>(
   servers: readonly string[],
   memjs: object | undefined,
   build: (client: MemjsClientLike) => T,
+  tls: MemcachedTlsOptions | undefined = undefined,
   load: MemjsLoader = loadMemjs,
 ): ServerPool<T> {
   const module = load() as MemjsModule | undefined
   if (module === undefined) {
     throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: install the memcached client: npm i memjs (or pass { client })')
   }
-  return new ServerPool(servers, module, { ...MEMJS_DEFAULTS, ...memjs }, build)
+  const options = { ...MEMJS_DEFAULTS, ...memjs }
+  if (tls === undefined) return new ServerPool(servers, module, options, build)
+  const toTls = tlsServerMaker(module.Server as unknown as Parameters<typeof tlsServerMaker>[0], tls)
+  return new ServerPool(servers, module, options, build, (server) => toTls(server as unknown as PlainServer) as unknown as MemjsServer)
 }
 
 /** Checks a server list: `host:port` strings (or one comma-separated string), at least one, no repeats. */

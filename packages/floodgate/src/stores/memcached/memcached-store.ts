@@ -11,6 +11,7 @@ import { PolicyOps, timedOut, type CasStats, type PolicyCharge } from './policy-
 import { MemcachedOps, type MemjsClientLike } from './protocol.js'
 import type { ServerList, ServerPool } from './server-pool.js'
 import { ShardOutages, type MemcachedStoreEvents } from './shard-outages.js'
+import { checkTlsOption, type MemcachedTlsOptions } from './tls-server.js'
 
 /** How to reach memcached: give `servers` or `client`. */
 export interface MemcachedStoreOptions {
@@ -26,6 +27,13 @@ export interface MemcachedStoreOptions {
   servers?: readonly string[] | string
   /** Extra options for the memjs client the store creates (e.g. `{ timeout: 0.2 }`, in seconds). */
   memjs?: object
+  /**
+   * Reach the `servers` over TLS (memcached started with `-Z`): `tls.connect` options such as `ca`,
+   * `cert` and `key` (a client certificate), `servername`; `checkServerIdentity: () => undefined`
+   * verifies the chain but not the name. A refused handshake fails the server's requests with the
+   * reason (STORE_UNAVAILABLE), as a server that does not answer. Servers added by `setServers` use it too.
+   */
+  tls?: MemcachedTlsOptions
   /**
    * A memjs `Client` of your own (`memjs.Client.create(...)`), recognised by its methods. It places
    * keys with its own `getServer` (memjs's default is a hash modulo the server count), so the store
@@ -99,8 +107,8 @@ export class MemcachedStore extends EventEmitter<MemcachedStoreEvents> implement
       throw invalidOption('memjs', 'expected an object of memjs client options')
     }
     if (options.client !== undefined) {
-      if (options.servers !== undefined || options.memjs !== undefined) {
-        throw invalidOption('client', 'give either client or servers (with memjs options), not both')
+      if (options.servers !== undefined || options.memjs !== undefined || options.tls !== undefined) {
+        throw invalidOption('client', 'give either client or servers (with memjs and tls options), not both')
       }
       if (!isMemjsClient(options.client)) {
         throw invalidOption('client', 'expected a memjs Client (memjs.Client.create(...)), with perform, incrSeq and getServer')
@@ -110,9 +118,13 @@ export class MemcachedStore extends EventEmitter<MemcachedStoreEvents> implement
       this.shardOf = undefined
       this.shards = undefined
     } else if (options.servers !== undefined) {
-      const pool = createServerPool(parseServers(options.servers), options.memjs, (client) => {
-        return new PolicyOps(new MemcachedOps(client), casRetries, this.stats)
-      })
+      const tls = checkTlsOption(options.tls)
+      const pool = createServerPool(
+        parseServers(options.servers),
+        options.memjs,
+        (client) => new PolicyOps(new MemcachedOps(client), casRetries, this.stats),
+        tls,
+      )
       const prefix = this.prefix
       this.pool = pool
       this.shardOf = (key) => pool.list.serverOfRoute(memcachedRoute(prefix, key))

@@ -5,12 +5,13 @@ import { HashRing } from './hash-ring.js'
 import type { MemjsClientLike } from './protocol.js'
 
 /** A memjs `Server` (one connection to one memcached), as far as the pool handles it. */
-interface MemjsServer {
+export interface MemjsServer {
   close(): void
 }
 
 /** The memjs module, as far as the pool uses it. */
 export interface MemjsModule {
+  Server: new (host: string, port: number, username: string | undefined, password: string | undefined, options: object) => MemjsServer
   Client: {
     new (servers: MemjsServer[], options: object): MemjsClientLike
     create(servers: string, options: object): MemjsClientLike
@@ -73,6 +74,8 @@ export class ServerPool<T> {
     private readonly memjs: MemjsModule,
     private readonly options: object,
     private readonly build: (client: MemjsClientLike) => T,
+    // Turns each memjs Server made for a new server into the one to use (its TLS twin, tls-server.ts).
+    private readonly adapt: (server: MemjsServer) => MemjsServer = (server) => server,
   ) {
     this.current = this.open(servers)
   }
@@ -123,7 +126,8 @@ export class ServerPool<T> {
   private open(servers: readonly string[]): ServerList<T> {
     const fresh = servers.filter((server) => !this.connections.has(server))
     // memjs parses `host:port` into its Server objects; a throwaway client does that for the new ones.
-    const made = fresh.length === 0 ? [] : (this.memjs.Client.create(fresh.join(','), this.options).servers as MemjsServer[])
+    const made =
+      fresh.length === 0 ? [] : (this.memjs.Client.create(fresh.join(','), this.options).servers as MemjsServer[]).map(this.adapt)
     fresh.forEach((server, i) => this.connections.set(server, { server: made[i], lists: 0 }))
     const connections = servers.map((server) => this.connections.get(server)!)
     for (const connection of connections) connection.lists++
