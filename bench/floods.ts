@@ -9,11 +9,16 @@
 // Bounded: BENCH_FLOOD_SCALE (default 1) scales the socket counts, BENCH_HOLD_SECONDS (default 5) is how
 // long the flood holds once connected, BENCH_BASELINE_SECONDS (default 3). BENCH_BARE=1 floods bare
 // node:http2 / node:http servers with no Floodgate code instead (a fixed answer, no caps): the floor
-// this machine sets. Not a test: numbers only.
+// this machine sets. BENCH_PROBE=1 records both processes' event-loop stalls (loop-probe.ts) and says which
+// slow calls they overlap; BENCH_SERVICE_ARGS adds flags to the service, BENCH_SERVICE_NODE_ARGS node
+// options (e.g. --cpu-prof --cpu-prof-dir=/tmp/p: the service is stopped with SIGTERM so it is written).
+// BENCH_ONLY=<regex> runs the floods whose names match. Not a test: numbers only.
 // Run it alone: flock /tmp/floodgate-bench.lock npm run bench:floods
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import http, { request } from 'node:http'
 import http2 from 'node:http2'
 import { connect, createServer, type Socket } from 'node:net'
@@ -21,6 +26,7 @@ import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
 import { loadRlsPackage } from '../packages/floodgate-server/src/service/grpc-server.js'
 import { grpcFrame } from './grpc-client.js'
+import { explainAcceptQueue, explainSlowCalls, sampleAcceptQueue, startProbe, type Call, type Stall } from './loop-probe.js'
 import { printTable } from './support.js'
 
 const SCALE = Number(process.env.BENCH_FLOOD_SCALE ?? 1)
@@ -33,6 +39,9 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 const DESCRIPTOR = { key: 'remote_address', value: '10.0.0.1' }
 const here = fileURLToPath(import.meta.url)
 const BARE = process.env.BENCH_BARE === '1'
+/** BENCH_PROBE=1: record the service's and the client's event-loop stalls and say which slow calls they explain. */
+const PROBE = process.env.BENCH_PROBE === '1'
+const PROBE_FILE = join(tmpdir(), `floodgate-floods-probe-${process.pid}.jsonl`)
 
 type Surface = 'grpc' | 'http'
 
@@ -102,17 +111,23 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
   let stopped = false
   const latencies: Record<string, number[]> = {}
   const errors: Record<string, number> = {}
+  const calls: Call[] = []
+  const stalls: Stall[] = []
+  if (PROBE) startProbe((stall) => phase !== 'before' && stalls.push(stall))
   process.on('message', (message: { phase?: string; stop?: boolean }) => {
     if (message.phase !== undefined) phase = message.phase
     if (message.stop) stopped = true
   })
-  const loop = async (way: string, call: () => Promise<void>) => {
+  // A call resolves with the milliseconds its connection took to be ready, when it made one and measured it.
+  const loop = async (way: string, call: () => Promise<number | void>) => {
     while (!stopped) {
       const key = `${way} ${phase}`
       const started = performance.now()
       try {
-        await call()
-        ;(latencies[key] ??= []).push(performance.now() - started)
+        const connectMs = await call()
+        const ms = performance.now() - started
+        ;(latencies[key] ??= []).push(ms)
+        if (phase !== 'before') calls.push({ at: performance.timeOrigin + started, ms, connectMs: connectMs ?? undefined })
       } catch {
         errors[key] = (errors[key] ?? 0) + 1
       }
@@ -122,7 +137,15 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
   const once = async () => {
     const client = newGrpc()
     try {
+      if (!PROBE) return await grpcCheck(client)
+      // Probed: the connection made ready first, so a slow call tells its connect from its answer.
+      const started = performance.now()
+      await new Promise<void>((resolve, reject) =>
+        client.waitForReady(Date.now() + 10_000, (error?: Error) => (error ? reject(error) : resolve())),
+      )
+      const connectMs = performance.now() - started
       await grpcCheck(client)
+      return connectMs
     } finally {
       client.close()
     }
@@ -132,7 +155,7 @@ async function legitProcess(surface: Surface, port: number): Promise<void> {
   else await Promise.all([loop('open connection', () => httpCheck(port, agent)), loop('new connection', () => httpCheck(port, false))])
   open.close()
   agent.destroy()
-  process.send?.({ latencies, errors }, () => process.exit(0))
+  process.send?.({ latencies, errors, calls, stalls }, () => process.exit(0))
 }
 
 // ---- the floor: bare servers (their own process) -----------------------------------------------------
@@ -171,8 +194,23 @@ function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function child(args: string[]): ChildProcess {
-  return spawn(process.execPath, [...process.execArgv, here, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+/** A process of this bench; `env` adds to the environment (the probe's file, for the service's process). */
+function child(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [...process.execArgv, here, ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...env },
+  })
+}
+
+/** The environment that starts loop-probe.ts in the service's process (it records into PROBE_FILE). */
+const probeEnv = (): Record<string, string> => (PROBE ? { BENCH_PROBE_FILE: PROBE_FILE } : {})
+
+function readStalls(): Stall[] {
+  if (!existsSync(PROBE_FILE)) return []
+  return readFileSync(PROBE_FILE, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Stall)
 }
 
 const nextMessage = <T>(process: ChildProcess, has: keyof T) =>
@@ -222,7 +260,7 @@ function quantiles(values: readonly number[] | undefined): string[] {
 
 async function startService(args: string[]): Promise<{ service: ChildProcess; httpPort: number; grpcPort: number }> {
   if (BARE) {
-    const service = child(['--bare'])
+    const service = child(['--bare'], probeEnv())
     return { service, ...(await nextMessage<{ httpPort: number; grpcPort: number }>(service, 'httpPort')) }
   }
   const [httpPort, grpcPort] = [await freePort(), await freePort()]
@@ -232,6 +270,8 @@ async function startService(args: string[]): Promise<{ service: ChildProcess; ht
     process.execPath,
     [
       ...process.execArgv,
+      ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter((arg) => arg !== '') ?? []),
+      ...(PROBE ? ['--import', fileURLToPath(new URL('./loop-probe.ts', import.meta.url))] : []),
       cli,
       'serve',
       '--config',
@@ -243,8 +283,10 @@ async function startService(args: string[]): Promise<{ service: ChildProcess; ht
       '--grpc-port',
       String(grpcPort),
       ...args,
+      // BENCH_SERVICE_ARGS: more flags for the service (e.g. the old behaviour, to compare in one session).
+      ...(process.env.BENCH_SERVICE_ARGS?.split(' ').filter((arg) => arg !== '') ?? []),
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...probeEnv() } },
   )
   for (;;) {
     try {
@@ -264,6 +306,7 @@ interface Flood {
 }
 
 async function runFlood(flood: Flood): Promise<void> {
+  rmSync(PROBE_FILE, { force: true })
   const { service, httpPort, grpcPort } = await startService(flood.serviceArgs)
   const port = flood.surface === 'grpc' ? grpcPort : httpPort
   try {
@@ -272,6 +315,8 @@ async function runFlood(flood: Flood): Promise<void> {
     await sleep(BASELINE_MS)
     const before = { ...processStats(service.pid!), overflows: listenOverflows(), metrics: await metrics(httpPort) }
     legit.send({ phase: 'during flood' })
+    let sampling = PROBE
+    const queue = PROBE ? sampleAcceptQueue(port, () => !sampling) : Promise.resolve([])
     const floods: ChildProcess[] = []
     const connected: { connected: number; closed: number }[] = []
     for (const wave of flood.waves) {
@@ -282,7 +327,13 @@ async function runFlood(flood: Flood): Promise<void> {
     await sleep(HOLD_MS)
     const during = { ...processStats(service.pid!), overflows: listenOverflows(), metrics: await metrics(httpPort) }
     legit.send({ stop: true })
-    const result = await nextMessage<{ latencies: Record<string, number[]>; errors: Record<string, number> }>(legit, 'latencies')
+    sampling = false
+    const result = await nextMessage<{
+      latencies: Record<string, number[]>
+      errors: Record<string, number>
+      calls: Call[]
+      stalls: Stall[]
+    }>(legit, 'latencies')
     for (const process of floods) process.kill('SIGKILL')
     const rows = Object.keys(result.latencies)
       .sort()
@@ -301,8 +352,22 @@ async function runFlood(flood: Flood): Promise<void> {
       `service: descriptors ${before.fds} -> ${during.fds}, RSS ${before.rssMiB.toFixed(0)} -> ${during.rssMiB.toFixed(0)} MiB; ` +
         `kernel ListenOverflows +${during.overflows - before.overflows}\n`,
     )
+    if (PROBE) {
+      const flooded = result.calls[0]?.at ?? 0
+      const lines = explainSlowCalls(
+        result.calls,
+        readStalls().filter((stall) => stall.at >= flooded),
+        result.stalls,
+      )
+      lines.push(...explainAcceptQueue(result.calls, await queue))
+      console.log(`${lines.join('\n')}\n`)
+    }
   } finally {
+    // SIGTERM first, so a --cpu-prof given in BENCH_SERVICE_NODE_ARGS is written; SIGKILL if it lingers.
+    service.kill('SIGTERM')
+    await Promise.race([new Promise((resolve) => service.once('exit', resolve)), sleep(5_000)])
     service.kill('SIGKILL')
+    rmSync(PROBE_FILE, { force: true })
   }
 }
 

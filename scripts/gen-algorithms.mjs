@@ -1,6 +1,8 @@
 // `node scripts/gen-algorithms.mjs [--check]`: each algorithm is defined once, as its TypeScript step
 // in packages/floodgate/src/core/algorithms/<name>.ts, written in the subset below; this emits its
-// Redis Lua twin, src/stores/redis/scripts/<name>.lua (committed, never edited by hand). With
+// Redis Lua twin, src/stores/redis/scripts/<name>.lua, and (when its state has fixed words) the
+// memory store's one-policy kernel, src/stores/memory/kernels/<name>.ts (both committed, never
+// edited by hand: scripts/algorithms/ts-kernel.mjs says how the kernel is rewritten). With
 // --check it writes nothing and fails when a committed twin is stale (packages/floodgate/test/core/algorithms/generated.test.ts).
 //
 // Why the definition is the TypeScript module itself rather than a third file the two forms are
@@ -21,16 +23,18 @@
 //   element assignments: a call costs more in Redis's Lua than the arithmetic of a step.
 // Numbers are doubles in both languages; `%` is not allowed (Lua's is floored, JavaScript's is not).
 
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { basename, join, relative } from 'node:path'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { algorithmLiteral, emitLua as emitDefinition } from './algorithms/lua-statements.mjs'
+import { emitKernel, emitKernelIndex, formatTypeScript, whyNoKernel } from './algorithms/ts-kernel.mjs'
 
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 const PACKAGE = join(REPOSITORY, 'packages/floodgate')
 const DEFINITIONS = join(PACKAGE, 'src/core/algorithms')
 const SCRIPTS = join(PACKAGE, 'src/stores/redis/scripts')
+const KERNELS = join(PACKAGE, 'src/stores/memory/kernels')
 /** Files of the algorithms directory that define no algorithm. */
 const NOT_DEFINITIONS = new Set(['types.ts', 'index.ts'])
 
@@ -66,7 +70,50 @@ export function emitLua(definition, objects) {
 export function generate() {
   const files = definitions()
   const objects = algorithmObjects(files)
-  return new Map(files.map((definition) => [join(SCRIPTS, `${basename(definition.file, '.ts')}.lua`), emitLua(definition, objects)]))
+  const lua = files.map((definition) => [join(SCRIPTS, `${basename(definition.file, '.ts')}.lua`), emitLua(definition, objects)])
+  return new Map([...lua, ...generateKernels(files, objects)])
+}
+
+/**
+ * The memory store's one-policy kernels (scripts/algorithms/ts-kernel.mjs), one file per algorithm
+ * whose state has fixed words, and their index: path → text. A kernel that calls another
+ * algorithm's step is emitted after it (it takes that kernel's word count).
+ */
+export function generateKernels(files = definitions(), objects = algorithmObjects(files)) {
+  const byObject = new Map()
+  for (const definition of files) {
+    for (const statement of definition.source.statements) {
+      const literal = algorithmLiteral(statement)
+      if (literal !== undefined) byObject.set(literal.declaration.name.text, definition)
+    }
+  }
+  const fileOf = new Map([...byObject].map(([name, definition]) => [name, definition.file]))
+  const made = new Map()
+  const without = []
+  const kernelOf = (objectName) => {
+    if (made.has(objectName)) return made.get(objectName)
+    const definition = byObject.get(objectName)
+    const why = whyNoKernel(definition)
+    if (why !== undefined) {
+      without.push([objects.get(objectName), why])
+      made.set(objectName, undefined)
+      return undefined
+    }
+    const wordsOf = (other) => {
+      const kernel = kernelOf(other)
+      if (kernel === undefined) throw new Error(`${definition.file}: calls ${other}, which has no kernel`)
+      return kernel.words
+    }
+    const kernel = { ...emitKernel(definition, objects, fileOf, wordsOf, PACKAGE), file: basename(definition.file, '.ts') }
+    made.set(objectName, kernel)
+    return kernel
+  }
+  for (const objectName of byObject.keys()) kernelOf(objectName)
+  const kernels = [...made.values()].filter((kernel) => kernel !== undefined).sort((a, b) => a.file.localeCompare(b.file))
+  without.sort((a, b) => a[0].localeCompare(b[0]))
+  const out = kernels.map((kernel) => [join(KERNELS, `${kernel.file}.ts`), kernel.text])
+  out.push([join(KERNELS, 'index.ts'), emitKernelIndex(kernels, without)])
+  return out.map(([path, text]) => [path, formatTypeScript(text, path, REPOSITORY)])
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -81,7 +128,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     }
     if (current === text) continue
     stale.push(relative(REPOSITORY, path))
-    if (!check) writeFileSync(path, text)
+    if (check) continue
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, text)
   }
   if (check && stale.length > 0) {
     console.error(`Stale generated algorithm twins (run node scripts/gen-algorithms.mjs):\n${stale.join('\n')}`)

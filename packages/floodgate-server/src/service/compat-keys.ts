@@ -1,7 +1,6 @@
 // Counters shared with a running envoyproxy/ratelimit: its key layout and its fixed-window counting, on its Redis or memcache.
 
 import { createRequire } from 'node:module'
-import { crc32 } from 'node:zlib'
 import {
   FloodgateError,
   type EvaluateRequest,
@@ -13,7 +12,7 @@ import {
 } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
 import { COUNT_CEILING } from './envoy-counter.js'
-import { type RedisConnectOptions, reportConnectionErrors } from './redis-connection.js'
+import { connectionErrorReport, type RedisConnectOptions } from './redis-connection.js'
 import { withSteadyTls } from './redis-tls-streams.js'
 
 /** One descriptor entry as upstream joins it into a key. */
@@ -112,69 +111,6 @@ export class RedisUpstreamCounter implements UpstreamCounter {
   }
 }
 
-/** A memjs client, as far as the memcache counter uses it. */
-export interface MemjsCounterClient {
-  increment(key: string, amount: number, options: { initial: number; expires: number }): Promise<{ success: boolean; value: number | null }>
-  decrement(key: string, amount: number, options: object): Promise<{ success: boolean; value: number | null }>
-  get(key: string): Promise<{ value: Buffer | null }>
-  getServer(key: string): number
-  readonly servers: readonly unknown[]
-  close(): void
-}
-
-/**
- * Upstream's memcache counting (src/memcached/cache_impl.go): `incr key hits`, and when the key is
- * missing `add key hits` with the unit's seconds as expiry (then `incr` again if another instance
- * added it first). The binary protocol's `incr` with an initial value and expiry does all of that in
- * one atomic step, leaving the same value and expiry. Keys go to the server upstream's client
- * (gomemcache's ServerList) picks: CRC-32 (IEEE) of the key modulo the number of servers, in
- * MEMCACHE_HOST_PORT order, so both fleets find a counter on the same server.
- */
-export class MemcacheUpstreamCounter implements UpstreamCounter {
-  constructor(private readonly client: MemjsCounterClient) {
-    const count = client.servers.length
-    client.getServer = (key: string) => (count === 1 ? 0 : crc32(key) % count)
-  }
-
-  /** gomemcache's `legalKey`: at most 250 bytes, nothing at or below space, no DEL. */
-  accepts(key: string): boolean {
-    return Buffer.byteLength(key) <= 250 && !/[\x00-\x20\x7f]/.test(key)
-  }
-
-  async count(key: string, hits: number, unitSeconds: number): Promise<number> {
-    if (hits === 0) {
-      const { value } = await this.client.get(key)
-      return value === null ? 0 : Number(value.toString('latin1').trim()) || 0
-    }
-    // Upstream never takes hits back; a refund (which its decider does not send) comes off the count.
-    const { value } = hits > 0 ? await this.increment(key, hits, unitSeconds) : await this.client.decrement(key, -hits, {})
-    if (value === null) throw new FloodgateError('STORE_UNAVAILABLE', `memcached did not count ${JSON.stringify(key)}`)
-    return value
-  }
-
-  async close(): Promise<void> {
-    this.client.close()
-  }
-
-  // Two first increments at once: memcached creates the key for one and answers the other "not
-  // stored" (upstream's add fails the same way and it increments again); the next try counts.
-  private async increment(key: string, hits: number, unitSeconds: number): Promise<{ value: number | null }> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.client.increment(key, hits, { initial: hits, expires: unitSeconds })
-      } catch (error) {
-        if (attempt >= 3 || !/not stored/i.test(String(error))) throw error
-      }
-    }
-  }
-}
-
-/** A memjs client for upstream's memcache servers (`host:port` each), created with the app's memjs. */
-export function createUpstreamMemcacheCounter(servers: readonly string[]): MemcacheUpstreamCounter {
-  const memjs = createRequire(import.meta.url)('memjs') as { Client: { create(servers: string, options: object): MemjsCounterClient } }
-  return new MemcacheUpstreamCounter(memjs.Client.create(servers.join(','), { retries: 1, timeout: 0.5, logger: { log: () => {} } }))
-}
-
 /**
  * ioredis clients for upstream's Redis (and its per-second Redis), created with the app's ioredis;
  * `onError` hears each one's connection errors (a refused certificate, a missing socket).
@@ -191,7 +127,8 @@ export function createUpstreamRedisCounter(
   // A command queued while disconnected would be applied after its caller was answered by the failure mode.
   const options = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }
   const create = (given: RedisConnectOptions, target: string) => {
-    const connect = withSteadyTls(given)
+    const report = connectionErrorReport(given, target, onError)
+    const connect = withSteadyTls(given, report.heard)
     const client =
       connect.cluster !== undefined
         ? new Cluster(connect.cluster, {
@@ -202,7 +139,7 @@ export function createUpstreamRedisCounter(
         : connect.url !== undefined
           ? new Redis(connect.url, { ...options, ...connect.redis })
           : new Redis({ ...options, ...connect.redis })
-    reportConnectionErrors(client as never, given, target, onError)
+    report.watch(client as never)
     return client
   }
   return new RedisUpstreamCounter(
@@ -238,7 +175,7 @@ export class EnvoyCompatStore implements Store {
 
   constructor(
     readonly inner: Store,
-    private readonly counter: UpstreamCounter,
+    readonly counter: UpstreamCounter,
     private readonly prefix: string,
     private readonly clock: () => number = Date.now,
   ) {

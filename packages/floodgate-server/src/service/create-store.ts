@@ -2,7 +2,8 @@
 
 import { MemoryStore, type Store } from 'floodgate'
 import { MemcachedStore } from 'floodgate/memcached'
-import { createUpstreamMemcacheCounter, createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
+import { createUpstreamMemcacheCounter } from './memcache-upstream-counter.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
 import { type RedisErrorLog, storeConnectOptions, urlConnectOptions } from './redis-connection.js'
 import type { Settings } from './settings.js'
@@ -19,7 +20,7 @@ export function createStore(
   const perSecond = settings.redisPerSecondUrl
   const counter =
     settings.store.kind === 'memcached'
-      ? createUpstreamMemcacheCounter(settings.store.servers)
+      ? createUpstreamMemcacheCounter(settings.store.servers, settings.store.tls)
       : createUpstreamRedisCounter(
           storeConnectOptions(settings.store, settings.redisTls),
           perSecond === undefined ? undefined : urlConnectOptions(perSecond, settings.redisTls),
@@ -38,7 +39,12 @@ function createOwnStore(
     return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes, ...(clock && { clock }) })
   // memjs is loaded only by the store's constructor, so the embedded mode never loads it.
   if (settings.store.kind === 'memcached')
-    return new MemcachedStore({ servers: settings.store.servers, prefix: settings.redisPrefix, ...(clock && { clock }) })
+    return new MemcachedStore({
+      servers: settings.store.servers,
+      prefix: settings.redisPrefix,
+      ...(settings.store.tls && { tls: settings.store.tls }),
+      ...(clock && { clock }),
+    })
   // Loaded only when asked for, so the embedded mode never loads ioredis.
   const connect = storeConnectOptions(settings.store, settings.redisTls)
   return new LazyRedisStore(connect, settings.redisPrefix, onCall, settings.regions, onRedisError)

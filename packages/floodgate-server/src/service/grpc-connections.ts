@@ -15,7 +15,16 @@ export interface GrpcConnectionLimits {
   handshakeTimeoutMs: number
   /** Client pings closer together than this are strikes; the third ends the connection (GOAWAY too_many_pings). */
   keepaliveMinTimeMs: number
+  /** Most connections a sweep ends in one event-loop turn; the rest wait for the next turns (default CLOSE_BATCH). */
+  closeBatch?: number
 }
+
+/**
+ * Connections a sweep ends per event-loop turn by default. Closing a socket costs tens of µs of the loop
+ * (more on a loaded machine): thousands of flood sockets reaching their deadline together would block
+ * every call for hundreds of ms, where batches let the calls' I/O run between them.
+ */
+export const CLOSE_BATCH = 64
 
 /** Why connections were closed by the server, counted for /metrics. */
 export interface ShedCounts {
@@ -74,6 +83,9 @@ export class GrpcConnections {
   readonly #idle = new Map<ServerHttp2Session, Connection>()
   readonly #closing = new Map<ServerHttp2Session, Connection>()
   readonly #sweeper: NodeJS.Timeout
+  readonly #closeBatch: number
+  /** The rest of a sweep that hit its batch, set to run in the next turn (once: later sweeps join it). */
+  #continuation: NodeJS.Immediate | undefined
   // Open connections per client address: at the cap the shed falls on an address holding more than its share.
   readonly #perAddress = new AddressCounts()
   readonly shed: ShedCounts = { cap: 0, idle: 0, handshake: 0, keepalive: 0 }
@@ -81,6 +93,8 @@ export class GrpcConnections {
   /** Tracks `server`'s connections from now on; a TLS server makes its sessions on 'secureConnection'. */
   constructor(server: Http2Server | Http2SecureServer, limits: GrpcConnectionLimits, connectionEvent = 'connection') {
     this.#limits = limits
+    // At least one, or a sweep would reschedule itself forever closing nothing.
+    this.#closeBatch = Math.max(1, limits.closeBatch ?? CLOSE_BATCH)
     // http2 makes a connection's session and emits 'session' synchronously inside its own 'connection'
     // listener: one put first sees the socket just before its session.
     let arriving: Socket | undefined
@@ -153,33 +167,50 @@ export class GrpcConnections {
     })
   }
 
-  /** Ends what is due at `now` (performance.now()); runs on its own timer, and tests may call it. */
+  /**
+   * Ends what is due at `now` (performance.now()), at most `closeBatch` connections in this turn; what is
+   * left is ended in the next turns, as of the same `now`. Runs on its own timer, and tests may call it.
+   */
   sweep(now: number): void {
+    if (this.#continuation !== undefined) return
     const { idleTimeoutMs, handshakeTimeoutMs } = this.#limits
+    let budget = this.#closeBatch
     for (const unopened of this.#unopened.values()) {
-      if (now - unopened.since < handshakeTimeoutMs) break
+      if (budget === 0 || now - unopened.since < handshakeTimeoutMs) break
+      budget--
       this.shed.handshake++
       this.#drop(unopened)
     }
     for (const connection of this.#pending.values()) {
-      if (now - connection.since < handshakeTimeoutMs) break
+      if (budget === 0 || now - connection.since < handshakeTimeoutMs) break
+      budget--
       this.shed.handshake++
       this.#cut(connection)
     }
     for (const connection of this.#idle.values()) {
-      if (now - connection.since < idleTimeoutMs) break
+      if (budget === 0 || now - connection.since < idleTimeoutMs) break
+      budget--
       this.shed.idle++
       this.#goAway(connection)
     }
     for (const connection of this.#closing.values()) {
-      if (now - connection.since < CLOSE_GRACE_MS) break
+      if (budget === 0 || now - connection.since < CLOSE_GRACE_MS) break
+      budget--
       this.#cut(connection)
     }
+    if (budget > 0) return
+    // setImmediate runs after the I/O this turn polled, so calls are read and answered between batches.
+    this.#continuation = setImmediate(() => {
+      this.#continuation = undefined
+      this.sweep(now)
+    })
   }
 
   /** Stops the sweeps (the server is closing; its shutdown ends the sessions). */
   stop(): void {
     clearInterval(this.#sweeper)
+    if (this.#continuation !== undefined) clearImmediate(this.#continuation)
+    this.#continuation = undefined
   }
 
   /**

@@ -1,9 +1,11 @@
 // Settings of `floodgate serve` for how the gRPC port listens: TLS and mTLS, a unix socket instead of
-// TCP, and the connections' age. Their flags are GRPC_LISTEN_OPTIONS in serve-options.ts.
+// TCP, the connections' age, and how a flood of sockets is let in and closed. Their flags are
+// GRPC_LISTEN_OPTIONS in serve-options.ts.
 
 import { z } from 'zod'
+import { CLOSE_BATCH } from './grpc-connections.js'
 import type { GrpcTlsSettings } from './grpc-tls.js'
-import { timerMs } from './setting-values.js'
+import { count, timerMs } from './setting-values.js'
 
 /** What these options set, part of Settings. */
 export interface GrpcListenSettings {
@@ -15,6 +17,10 @@ export interface GrpcListenSettings {
   grpcMaxConnectionAgeMs: number
   /** Then its running calls have this long before it is cut (GRPC_MAX_CONNECTION_AGE_GRACE, default 1h). */
   grpcMaxConnectionAgeGraceMs: number
+  /** Plaintext: a connection gets its HTTP/2 session after the preface's SETTINGS frame (default), not its magic alone. */
+  grpcAwaitSettings: boolean
+  /** Most gRPC connections the deadline sweep closes per event-loop turn (default 64). */
+  grpcCloseBatch: number
 }
 
 const path = z.string().min(1).optional()
@@ -30,6 +36,8 @@ export function grpcListenFields() {
     grpcSocket: path,
     grpcMaxConnectionAge: timerMs(24 * 3_600_000),
     grpcMaxConnectionAgeGrace: timerMs(3_600_000),
+    noGrpcAwaitSettings: z.boolean().optional(),
+    grpcCloseBatch: count(CLOSE_BATCH),
   }
 }
 
@@ -42,6 +50,8 @@ interface Parsed {
   grpcSocket?: string
   grpcMaxConnectionAge: number
   grpcMaxConnectionAgeGrace: number
+  noGrpcAwaitSettings?: boolean
+  grpcCloseBatch: number
 }
 
 /** What does not go together, each with its reason (called from the schema's superRefine). */
@@ -67,5 +77,7 @@ export function grpcListenSettings(o: Parsed): GrpcListenSettings {
     grpcSocket: o.grpcSocket,
     grpcMaxConnectionAgeMs: o.grpcMaxConnectionAge,
     grpcMaxConnectionAgeGraceMs: o.grpcMaxConnectionAgeGrace,
+    grpcAwaitSettings: !o.noGrpcAwaitSettings,
+    grpcCloseBatch: o.grpcCloseBatch,
   }
 }

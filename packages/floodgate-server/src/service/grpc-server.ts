@@ -64,6 +64,11 @@ export interface GrpcServerOptions {
   clock?: () => number
   /** The connection bounds (--grpc-max-connections, --grpc-idle-timeout, …), and the calls at once per connection. */
   limits: GrpcConnectionLimits & { maxConcurrentStreams: number }
+  /**
+   * Plaintext: a connection's session waits for the SETTINGS frame after the preface's magic (default
+   * true); false makes it on the magic alone (--no-grpc-await-settings).
+   */
+  awaitSettings?: boolean
   /** Serve over TLS (mTLS with a client CA); undefined: plaintext h2c. */
   tls?: GrpcTlsSettings
   /** GOAWAY to each connection after this age (±10%), cut after the grace; undefined: connections have no age limit. */
@@ -134,7 +139,7 @@ export function createGrpcServer(options: GrpcServerOptions): FloodgateGrpcServe
     socket.once('close', () => sockets.delete(socket))
     if (secure !== undefined) return
     connections.accepted(socket)
-    awaitPreface(socket, (opened) => server.emit('connection', opened))
+    awaitPreface(socket, (opened) => server.emit('connection', opened), options.awaitSettings ?? true)
   })
   server.on('session', (session) => {
     sessions.add(session)

@@ -13,6 +13,7 @@ import type { DecideInput, DecideResult, Decider, StoreErrorHandling } from './d
 import { fromProtoJson } from './envoy-request.js'
 import { toProtoJson, toRlsResponse, type ResponseHeaderNames } from './envoy-response.js'
 import type { ServiceMetrics } from './metrics.js'
+import type { Tracing } from './tracing.js'
 
 /** The service's health: `/readyz` shows a status and a reason code from it, `/admin/health` all of it. */
 export interface HealthReport {
@@ -72,6 +73,8 @@ export interface HttpServerOptions {
   }
   /** `/v1/check`: what a decision the store could not make becomes (`answer`: the failure mode's). */
   checkStoreError: StoreErrorHandling
+  /** A span per `/json` and `/v1/check` request (--tracing); undefined traces nothing. */
+  tracing?: Tracing
 }
 
 /** Why the service is (not) ready, as `/readyz` says it: a status and one reason code. */
@@ -183,9 +186,21 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   }
   const checkSchema = { response: { 200: CHECK_RESPONSE_SCHEMA, 429: CHECK_RESPONSE_SCHEMA } }
   const checkOptions = { storeError: options.checkStoreError }
+  const tracing = options.tracing
   app.post('/v1/check', { schema: checkSchema }, (request, reply) => {
     const started = performance.now()
-    options.decider.decide(parseCheckRequest(request.body), checkOptions).then(
+    // Untraced, the call stays as it was: the span and its closures cost only a traced request.
+    const decided =
+      tracing === undefined
+        ? options.decider.decide(parseCheckRequest(request.body), checkOptions)
+        : tracing.httpDecision(
+            '/v1/check',
+            'POST',
+            request.headers,
+            () => domainOf(request.body),
+            () => options.decider.decide(parseCheckRequest(request.body), checkOptions),
+          )
+    decided.then(
       (result) => {
         options.metrics.observeLatency('http', (performance.now() - started) / 1000)
         // Sent at once, not deferred to the check phase: deferred, every request of a read burst
@@ -223,11 +238,26 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     handler: (request, reply) => {
       const started = performance.now()
       // Upstream reads the body as JSON whatever its content type: so does the catch-all parser.
-      const input = fromProtoJson(request.body)
-      options.decider.decide(input, { storeError: envoy.storeError }).then(
-        (result) => sendRls(reply, input, result, started),
-        (error: unknown) => reply.send(error),
-      )
+      if (tracing === undefined) {
+        const input = fromProtoJson(request.body)
+        options.decider.decide(input, { storeError: envoy.storeError }).then(
+          (result) => sendRls(reply, input, result, started),
+          (error: unknown) => reply.send(error),
+        )
+        return
+      }
+      // Traced, the body is read inside the span: a request refused as unreadable is traced as failed.
+      let input: DecideInput
+      const decide = () => {
+        input = fromProtoJson(request.body)
+        return options.decider.decide(input, { storeError: envoy.storeError })
+      }
+      tracing
+        .httpDecision('/json', request.method, request.headers, () => domainOf(request.body), decide)
+        .then(
+          (result) => sendRls(reply, input, result, started),
+          (error: unknown) => reply.send(error),
+        )
     },
   })
 
@@ -262,6 +292,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.dashboard !== undefined) registerDashboardRoutes(app, options.dashboard, options.adminToken)
   }
   return app
+}
+
+/** A request body's domain, for its span (the body is not checked yet when the span starts). */
+function domainOf(body: unknown): string | undefined {
+  const domain = (body as { domain?: unknown } | null | undefined)?.domain
+  return typeof domain === 'string' ? domain : undefined
 }
 
 /** Header names as Fastify keeps them, by the names given (a handful: the rate-limit fields). */

@@ -3,7 +3,7 @@
 import type { LeaseStore, Store } from 'floodgate'
 import type { RegionSync, RegionSyncStatus } from 'floodgate/redis'
 import type { RegionSettings } from './settings.js'
-import { type RedisConnectOptions, reportConnectionErrors } from './redis-connection.js'
+import { connectionErrorReport, type RedisConnectOptions } from './redis-connection.js'
 import { withSteadyTls } from './redis-tls-streams.js'
 
 type Connected = LeaseStore & { connected: boolean }
@@ -31,8 +31,9 @@ export class LazyRedisStore implements LeaseStore {
   ) {
     this.#onCall = onCall
     this.#ready = import('floodgate/redis').then(({ RedisStore, RegionSync }) => {
-      const redis = new RedisStore({ ...withSteadyTls(connect), prefix })
-      if (onError !== undefined) reportConnectionErrors(redis.client as never, connect, 'Redis', onError)
+      const report = onError === undefined ? undefined : connectionErrorReport(connect, 'Redis', onError)
+      const redis = new RedisStore({ ...withSteadyTls(connect, report?.heard), prefix })
+      report?.watch(redis.client as never)
       this.#redis = redis
       if (regions !== undefined) {
         this.#sync = new RegionSync({ region: regions.region, local: redis, peers: regions.peers, interval: regions.intervalMs })

@@ -30,7 +30,10 @@ export interface RedisConnectOptions {
   url?: string
   redis?: Record<string, unknown>
   cluster?: readonly { host: string; port: number }[]
-  clusterOptions?: { redisOptions: Record<string, unknown> }
+  clusterOptions?: {
+    redisOptions: Record<string, unknown>
+    dnsLookup?: (name: string, done: (error: null, address: string) => void) => void
+  }
 }
 
 /** Node TLS options for ioredis's `tls` (and `sentinelTLS`). */
@@ -77,8 +80,14 @@ export function storeConnectOptions(
 ): RedisConnectOptions {
   if (store.kind === 'redis') return urlConnectOptions(store.url, tls)
   const nodeTls = tls.nodes ? { tls: tlsOptions(tls) } : {}
-  // Nodes are reached by the addresses CLUSTER SLOTS announces (often IPs): see docs/redis.md on certificate names.
-  if (store.kind === 'cluster') return { cluster: store.nodes, clusterOptions: { redisOptions: nodeTls } }
+  if (store.kind === 'cluster') {
+    // ioredis resolves the names of the nodes it is given to IPs and connects to those, so TLS would
+    // check a certificate for `redis-0.redis` against 10.1.2.3 and refuse it; as upstream's dialer, the
+    // name given is the name checked. The nodes CLUSTER SLOTS announces are checked against what it
+    // announces (their IPs, or names with cluster-preferred-endpoint-type hostname): see docs/redis.md.
+    const clusterOptions = tls.nodes ? { redisOptions: nodeTls, dnsLookup: keepName } : { redisOptions: nodeTls }
+    return { cluster: store.nodes, clusterOptions }
+  }
   return {
     redis: {
       sentinels: store.sentinels,
@@ -87,6 +96,11 @@ export function storeConnectOptions(
       ...(tls.nodes && { ...nodeTls, sentinelTLS: tlsOptions(tls), enableTLSForSentinelMode: true }),
     },
   }
+}
+
+/** ioredis's `dnsLookup` that leaves a node's name as it is (Node resolves it when it connects). */
+function keepName(name: string, done: (error: null, address: string) => void): void {
+  done(null, name)
 }
 
 /** The TLS options `connect` uses, if any (a URL's, a Cluster node's, a Sentinel master's). */
@@ -122,25 +136,39 @@ function hintFor(error: Error & { code?: string }, connect: RedisConnectOptions)
 export type RedisErrorLog = (message: string, cause: string) => void
 
 /** A listener of an ioredis client's events (Redis, Cluster). */
-interface Emitter {
+export interface Emitter {
   on(event: string, listener: (error: Error) => void): unknown
 }
 
+/** What `connectionErrorReport` makes: it hears errors from the client's events and from its streams. */
+export interface ConnectionErrorReport {
+  /** Reports an error (once per message until the client is ready again). */
+  heard(error: Error): void
+  /** Listens to the client's own error events, and forgets what was reported when it is ready. */
+  watch(client: Emitter): void
+}
+
 /**
- * Reports the connection errors of `client` (made from `connect`) to `report`, each distinct one
+ * Reports the connection errors of a client made from `connect` to `report`, each distinct one
  * once until the client is ready again: ioredis retries every 200 ms, and a refused certificate
- * fails alike each time.
+ * fails alike each time. Made before the client, so that its TLS streams can report to it (see
+ * withSteadyTls: a Cluster hides its nodes' TLS errors).
  */
-export function reportConnectionErrors(client: Emitter, connect: RedisConnectOptions, target: string, report: RedisErrorLog): void {
+export function connectionErrorReport(connect: RedisConnectOptions, target: string, report: RedisErrorLog): ConnectionErrorReport {
   const seen = new Set<string>()
-  const onError = (error: Error) => {
+  const heard = (error: Error) => {
     if (seen.has(error.message)) return
     seen.add(error.message)
     const hint = hintFor(error, connect)
     report(`cannot connect to ${target}${hint === undefined ? '' : `: ${hint}`}`, error.message)
   }
-  client.on('error', onError)
-  // A Cluster reports a node's failure as 'node error' (its own 'error' only once all nodes failed).
-  client.on('node error', onError)
-  client.on('ready', () => seen.clear())
+  return {
+    heard,
+    watch(client) {
+      client.on('error', heard)
+      // A Cluster reports a node's failure as 'node error' (its own 'error' only once all nodes failed).
+      client.on('node error', heard)
+      client.on('ready', () => seen.clear())
+    },
+  }
 }

@@ -70,7 +70,8 @@ export function redisTlsSettings(o: RawTls): RedisTlsSettings {
   }
 }
 
-function readPem(path: string, option: string): string {
+/** The PEM text of the file at `path`, or a clear error naming `option` (missing, unreadable, not PEM). */
+export function readPem(path: string, option: string): string {
   let text: string
   try {
     text = readFileSync(path, 'utf8')

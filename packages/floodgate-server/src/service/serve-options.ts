@@ -1,6 +1,7 @@
 // The options of `floodgate serve`: each flag, its environment variable, its value's type and its help.
 // Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
 
+import { MEMCACHE_SRV_OPTIONS, MEMCACHE_TLS_OPTIONS } from './memcache-options.js'
 import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
 /** One option: its flag, its environment variable, and whether it takes a value. */
@@ -163,6 +164,18 @@ export const GRPC_LISTEN_OPTIONS = {
     type: 'string',
     help: 'then cut it after this, calls still running or not (default 1h)',
   },
+  noGrpcAwaitSettings: {
+    flag: 'no-grpc-await-settings',
+    env: 'FLOODGATE_NO_GRPC_AWAIT_SETTINGS',
+    type: 'boolean',
+    help: 'give a plaintext gRPC connection its HTTP/2 session on the preface alone, before its SETTINGS frame',
+  },
+  grpcCloseBatch: {
+    flag: 'grpc-close-batch',
+    env: 'FLOODGATE_GRPC_CLOSE_BATCH',
+    type: 'string',
+    help: 'most gRPC connections closed at their deadlines per event-loop turn (default 64)',
+  },
 } as const satisfies Record<string, OptionSpec>
 
 /** The options of `floodgate serve`, for parsing and for `--help`. */
@@ -263,6 +276,8 @@ export const SERVE_OPTIONS = {
   ...TELEMETRY_OPTIONS,
   ...REDIS_TLS_OPTIONS,
   ...GRPC_LISTEN_OPTIONS,
+  ...MEMCACHE_SRV_OPTIONS,
+  ...MEMCACHE_TLS_OPTIONS,
 
   // --- Envoy drop-in: envoyproxy/ratelimit's settings (its own variable names are read in upstream-env.ts) ---
   mergeDomains: {

@@ -2,10 +2,13 @@
 
 import { pino, type Logger } from 'pino'
 import { FloodgateError, RateLimiter, type Store } from 'floodgate'
+import { MemcachedStore } from 'floodgate/memcached'
 import { formatIssue } from 'floodgate/rules'
 import { createServiceDashboard } from './dashboard.js'
 import { EnvoyCompatStore } from './compat-keys.js'
 import { createStore } from './create-store.js'
+import { lookupAtStart, MemcacheSrvRefresh, srvResolver } from './memcache-srv.js'
+import { MemcacheUpstreamCounter } from './memcache-upstream-counter.js'
 import { Decider } from './decide.js'
 import { createGrpcServer } from './grpc-server.js'
 import { openRules, type RulesSource } from './rules-source.js'
@@ -71,8 +74,17 @@ export interface StartOptions {
  * Starts everything `settings` describe and resolves once both servers listen. Rejects (with
  * ConfigError for bad rules) if anything cannot start; whatever had started is closed again.
  */
-export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
-  const logger = options.logger ?? pino({ level: settings.logLevel, base: { service: 'floodgate' } })
+export async function startService(given: Settings, options: StartOptions = {}): Promise<RunningService> {
+  const logger = options.logger ?? pino({ level: given.logLevel, base: { service: 'floodgate' } })
+  // MEMCACHE_SRV: the servers are looked up first; without them the service does not start.
+  const srv = given.store.kind === 'memcached' ? given.store.srv : undefined
+  const resolver = srv === undefined ? undefined : srvResolver(srv.dnsServers)
+  const settings: Settings =
+    srv === undefined || resolver === undefined
+      ? given
+      : { ...given, store: { ...given.store, kind: 'memcached', srv, servers: await lookupAtStart(srv, resolver) } }
+  if (srv !== undefined && settings.store.kind === 'memcached')
+    logger.info({ servers: settings.store.servers }, `memcached servers from SRV record ${srv.name}`)
   const telemetry = await startTelemetry(settings, logger)
   const metrics = new ServiceMetrics({ upstreamNames: settings.upstreamMetrics, listener: telemetry.statsd })
   for (const note of settings.upstreamNotes) logger.info(note)
@@ -94,6 +106,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   // --compat-keys wraps the region's store: upstream-format rules count on upstream's keys, the rest
   // (rules with `regions` among them) go through the region sync inside.
   const own = store instanceof EnvoyCompatStore ? store.inner : store
+  const srvRefresh =
+    srv !== undefined && resolver !== undefined && srv.refreshMs > 0 && own instanceof MemcachedStore
+      ? new MemcacheSrvRefresh(own, srv, resolver, logger, metrics.registry, upstreamCounterMove(store))
+      : undefined
   const regionStatus = () => (own instanceof LazyRedisStore ? own.regionStatus() : undefined)
   if (own instanceof LazyRedisStore && settings.regions !== undefined) {
     // Made now, not at the first decision: the sync loop and /readyz's view of the peers start with the service.
@@ -164,6 +180,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const serving = () =>
     !draining && (!settings.healthCheckStore || storeConnected(store)) && (!settings.healthRequiresRules || rules.loaded !== false)
   const closeBackends = async () => {
+    srvRefresh?.close()
     dashboard?.close()
     await rules.close()
     await limiter.close()
@@ -187,6 +204,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     dashboard: dashboard?.collector,
     envoy: { responseHeaders, dynamicMetadata: settings.dynamicMetadata, storeError: envoyStoreError },
     checkStoreError: settings.onStoreError === 'error' ? 'error' : 'answer',
+    tracing: telemetry.tracing,
   })
   // Built after the HTTP server and the backends: a TLS pair that does not load throws here, and what
   // had started must be closed, or its timers and sockets keep the process alive.
@@ -208,7 +226,9 @@ export async function startService(settings: Settings, options: StartOptions = {
           handshakeTimeoutMs: settings.grpcHandshakeTimeoutMs,
           keepaliveMinTimeMs: settings.grpcKeepaliveMinTimeMs,
           maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+          closeBatch: settings.grpcCloseBatch,
         },
+        awaitSettings: settings.grpcAwaitSettings,
         tls: settings.grpcTls,
         connectionAge: { maxAgeMs: settings.grpcMaxConnectionAgeMs, graceMs: settings.grpcMaxConnectionAgeGraceMs },
         timers: options.connectionAgeTimers,
@@ -353,4 +373,10 @@ async function within(work: Promise<void>, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** With --compat-keys envoy on memcached: moves upstream's counters to each new list, as upstream's client moves. */
+function upstreamCounterMove(store: Store): ((servers: readonly string[]) => void) | undefined {
+  const counter = store instanceof EnvoyCompatStore ? store.counter : undefined
+  return counter instanceof MemcacheUpstreamCounter ? (servers) => counter.setServers(servers) : undefined
 }

@@ -6,6 +6,8 @@ import { storeTimeoutBounds, type StoreTimeoutMs } from './store-timeout.js'
 import { guardFields, guardSettings } from './guard-settings.js'
 import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-listen-settings.js'
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
+import { memcacheSrvFields, memcacheSrvIssues, memcacheSrvSettings } from './memcache-srv-settings.js'
+import { memcacheTls, memcacheTlsFields, memcacheTlsIssues } from './memcache-tls-settings.js'
 import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
@@ -23,6 +25,8 @@ export const schema = z
       .optional()
       .transform((p) => p ?? 'fg:'),
     memcached: hostPortList,
+    ...memcacheSrvFields(),
+    ...memcacheTlsFields(),
     compatKeys: z.enum(['envoy'], { error: 'expected envoy' }).optional(),
     compatPrefix: z
       .string()
@@ -103,13 +107,16 @@ export const schema = z
     regionsFile: z.string().min(1).optional(),
   })
   .superRefine((o, ctx) => {
-    const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, o.memcached].filter((s) => s !== undefined).length
+    const memcached = o.memcached ?? o.memcacheSrv
+    const stores = [o.redisUrl, o.redisCluster, o.redisSentinels, memcached].filter((s) => s !== undefined).length
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message })
     grpcListenIssues(o, issue)
+    memcacheSrvIssues(o, issue)
+    memcacheTlsIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
-    if (o.memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
+    if (memcached && /[\s#|]/.test(o.redisPrefix)) issue('redisPrefix', "with --memcached: no spaces, '#' or '|'")
     if (o.compatKeys && stores === 0) {
       issue(
         'compatKeys',
@@ -117,7 +124,7 @@ export const schema = z
       )
     }
     if (o.redisPerSecond && !o.compatKeys) issue('redisPerSecond', "holds upstream's per-second counters only: add --compat-keys envoy")
-    if (o.redisPerSecond && o.memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
+    if (o.redisPerSecond && memcached) issue('redisPerSecond', 'upstream keeps per-second counters apart only with Redis, not memcache')
     const tlsIssue = redisTlsIssue(o)
     if (tlsIssue) issue(...tlsIssue)
     if (o.redisSentinels && !o.sentinelName)
@@ -156,8 +163,10 @@ export const schema = z
           : o.redisSentinels
             ? { kind: 'sentinel', sentinels: o.redisSentinels, name: o.sentinelName as string }
             : o.memcached
-              ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`) }
-              : { kind: 'memory' },
+              ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`), ...memcacheTls(o) }
+              : o.memcacheSrv
+                ? { kind: 'memcached', servers: [], srv: memcacheSrvSettings(o), ...memcacheTls(o) }
+                : { kind: 'memory' },
       redisPrefix: o.redisPrefix,
       compatKeys: o.compatKeys,
       compatPrefix: o.compatPrefix,

@@ -9,6 +9,8 @@ import type { AbuseBounds } from './abuse-bounds.js'
 import type { RedisTlsSettings } from './redis-connection.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
+import type { MemcacheSrvSettings } from './memcache-srv-settings.js'
+import type { MemcachedTlsOptions } from 'floodgate/memcached'
 
 /** Where rate-limit state lives. */
 export type StoreSettings =
@@ -17,7 +19,9 @@ export type StoreSettings =
   | { kind: 'redis'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
   | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
-  | { kind: 'memcached'; servers: string[] }
+  /** With `srv`, `servers` is empty: the service looks the record up at start (MEMCACHE_SRV). */
+  /** `tls`: the store's (and --compat-keys envoy's counter's) TLS options, with --memcache-tls. */
+  | { kind: 'memcached'; servers: string[]; srv?: MemcacheSrvSettings; tls?: MemcachedTlsOptions }
 
 export interface HostPort {
   host: string

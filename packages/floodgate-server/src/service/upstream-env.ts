@@ -77,7 +77,6 @@ const REFUSED: readonly { name: string; isDefault: (value: string, env: NodeJS.P
     isDefault: (v, env) => isFalse(v) || /^GRPC_XDS_SOTW$/i.test(env.CONFIG_TYPE ?? ''),
     reason: 'rules from files must load for the service to start (with CONFIG_TYPE=GRPC_XDS_SOTW it starts before the first config)',
   },
-  { name: 'MEMCACHE_SRV', isDefault: (v) => v === '', reason: 'servers are not looked up by SRV record; list them in MEMCACHE_HOST_PORT' },
 ]
 
 function isFalse(value: string): boolean {
@@ -136,17 +135,15 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
 
   if (/^memcache$/i.test(env.BACKEND_TYPE ?? '')) {
     // As upstream: the memcache backend ignores every REDIS_* setting.
-    if (!given('MEMCACHE_HOST_PORT')) {
-      throw new FloodgateError('INVALID_OPTION', 'BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT to the servers, host:port[,host:port…]')
-    }
-    set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
+    readMemcache(env, set, given, notes)
     if (given('REDIS_URL')) notes.push('REDIS_URL is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     if (isTrue(env.REDIS_PERSECOND)) notes.push('REDIS_PERSECOND is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION'))
       notes.push('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION is ignored with BACKEND_TYPE=memcache, as upstream ignores it')
     return { env: out, notes }
   }
-  if (given('MEMCACHE_HOST_PORT')) notes.push('MEMCACHE_HOST_PORT is ignored without BACKEND_TYPE=memcache, as upstream ignores it')
+  for (const name of ['MEMCACHE_HOST_PORT', 'MEMCACHE_SRV'])
+    if (given(name)) notes.push(`${name} is ignored without BACKEND_TYPE=memcache, as upstream ignores it`)
   if (given('REDIS_URL')) readRedis(env, set)
   // Health follows the store: NOT_SERVING and /healthcheck 500 while Redis is unreachable.
   if (given('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION')) set('FLOODGATE_HEALTH_CHECK_STORE', env.REDIS_HEALTH_CHECK_ACTIVE_CONNECTION as string)
@@ -156,6 +153,46 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   readRedisTls(env, set, notes)
   return { env: out, notes }
 }
+
+/**
+ * BACKEND_TYPE=memcache: the servers from MEMCACHE_HOST_PORT or, looked up (and again every
+ * MEMCACHE_SRV_REFRESH), from the SRV record MEMCACHE_SRV; upstream refuses both at once, and so does
+ * the settings schema. MEMCACHE_TLS=true → --memcache-tls, and its files (read only then, as upstream).
+ */
+function readMemcache(
+  env: NodeJS.ProcessEnv,
+  set: (name: string, value: string) => void,
+  given: (name: string) => boolean,
+  notes: string[],
+): void {
+  if (!given('MEMCACHE_HOST_PORT') && !given('MEMCACHE_SRV')) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT to the servers, host:port[,host:port…], or MEMCACHE_SRV to their SRV record',
+    )
+  }
+  if (given('MEMCACHE_HOST_PORT')) set('FLOODGATE_MEMCACHED', env.MEMCACHE_HOST_PORT as string)
+  if (given('MEMCACHE_SRV')) set('FLOODGATE_MEMCACHE_SRV', env.MEMCACHE_SRV as string)
+  if (given('MEMCACHE_SRV_REFRESH')) {
+    if (given('MEMCACHE_SRV')) set('FLOODGATE_MEMCACHE_SRV_REFRESH', goDuration(env.MEMCACHE_SRV_REFRESH as string))
+    else notes.push('MEMCACHE_SRV_REFRESH is ignored without MEMCACHE_SRV, as upstream ignores it')
+  }
+  const tls = given('MEMCACHE_TLS') && !isFalse(env.MEMCACHE_TLS as string)
+  if (tls) set('FLOODGATE_MEMCACHE_TLS', env.MEMCACHE_TLS as string)
+  for (const [upstream, own] of MEMCACHE_TLS_FILES) {
+    if (!given(upstream)) continue
+    if (tls) set(own, env[upstream] as string)
+    else notes.push(`${upstream} is ignored without MEMCACHE_TLS=true, as upstream ignores it`)
+  }
+}
+
+/** Upstream's TLS files for memcache → --memcache-tls-*; upstream reads them only when MEMCACHE_TLS is on. */
+const MEMCACHE_TLS_FILES: readonly [string, string][] = [
+  ['MEMCACHE_TLS_CACERT', 'FLOODGATE_MEMCACHE_TLS_CA'],
+  ['MEMCACHE_TLS_CLIENT_CERT', 'FLOODGATE_MEMCACHE_TLS_CERT'],
+  ['MEMCACHE_TLS_CLIENT_KEY', 'FLOODGATE_MEMCACHE_TLS_KEY'],
+  ['MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'FLOODGATE_MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
+]
 
 /** Upstream's TLS files for Redis → --redis-tls-*; upstream reads them only when REDIS_TLS or REDIS_PERSECOND_TLS is on. */
 const REDIS_TLS_FILES: readonly [string, string][] = [

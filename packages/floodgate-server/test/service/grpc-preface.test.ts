@@ -103,6 +103,19 @@ describe('gRPC: no HTTP/2 session before the client preface', () => {
     }
   })
 
+  it('closes a socket whose first frame after the magic is not SETTINGS, writing nothing', async () => {
+    const ping = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+    // A SETTINGS frame on a stream, and one whose length is not a multiple of 6: malformed.
+    const onStream = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 1])
+    const ragged = Buffer.from([0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0])
+    for (const frame of [ping, onStream, ragged]) {
+      const raw = await rawSocket(service.grpcPort)
+      raw.socket.write(Buffer.concat([PREFACE, frame]))
+      const received = await raw.closed
+      assert.equal(received.length, 0, `answered ${frame.toString('hex')} with ${received.toString('hex')}`)
+    }
+  })
+
   it('holds a unix socket connection alike (--grpc-socket)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-preface-'))
     const path = join(dir, 'rls.sock')
@@ -117,12 +130,13 @@ describe('gRPC: no HTTP/2 session before the client preface', () => {
 })
 
 /**
- * Sends half the preface on `raw` and checks the server writes nothing (while it answers a call on
- * another connection), then the rest and an empty SETTINGS, and checks the server's SETTINGS come.
+ * Sends half the preface's magic on `raw`, then the rest of the magic, and checks each time the server
+ * writes nothing (while it answers a call on another connection): the client preface ends with its
+ * SETTINGS frame. Then sends an empty SETTINGS, and checks the server's SETTINGS come.
  */
 async function settingsOnlyAfterPreface(service: TestService, raw: RawSocket): Promise<void> {
   try {
-    // Half the preface: the server must keep waiting.
+    // Half the magic: the server must keep waiting.
     raw.socket.write(PREFACE.subarray(0, 12))
     await until(async () => (await openGrpc(service)) >= 1, 'the socket counted as a gRPC connection')
     // A whole call on another connection: the server has long handled this socket's accept and bytes.
@@ -130,7 +144,13 @@ async function settingsOnlyAfterPreface(service: TestService, raw: RawSocket): P
     assert.equal(raw.received().length, 0, `the server wrote ${raw.received().toString('hex')} before the preface`)
     assert.equal(raw.isClosed(), false)
 
-    raw.socket.write(Buffer.concat([PREFACE.subarray(12), EMPTY_SETTINGS]))
+    // The whole magic, no SETTINGS frame yet: still no session.
+    raw.socket.write(PREFACE.subarray(12))
+    assert.equal(await healthOf(service.grpcAddress), 'SERVING')
+    assert.equal(raw.received().length, 0, `the server wrote ${raw.received().toString('hex')} before the client's SETTINGS`)
+    assert.equal(raw.isClosed(), false)
+
+    raw.socket.write(EMPTY_SETTINGS)
     await until(() => raw.received().length >= 9 || raw.isClosed(), 'the server SETTINGS')
     // The server's first frame: SETTINGS (type 4) on stream 0, not an ACK.
     const first = raw.received()
@@ -142,16 +162,36 @@ async function settingsOnlyAfterPreface(service: TestService, raw: RawSocket): P
   }
 }
 
+describe('gRPC: --no-grpc-await-settings', () => {
+  it('makes the session on the magic alone', async () => {
+    const service = await startTestService(undefined, ['--no-grpc-await-settings'])
+    const raw = await rawSocket(service.grpcPort)
+    try {
+      raw.socket.write(PREFACE)
+      await until(() => raw.received().length >= 9 || raw.isClosed(), 'the server SETTINGS')
+      assert.equal(raw.received()[3], 4, `first frame ${raw.received().toString('hex')}`)
+    } finally {
+      raw.socket.destroy()
+      await service.stop()
+    }
+  })
+})
+
 describe('gRPC: sockets before their preface count toward the cap and the deadline', () => {
   const CAP = 5
   const RAW = 8
 
-  it('sheds the sockets without a preface, not an established session, and writes them nothing', async () => {
+  it('sheds the sockets without a preface (or with the magic alone), not an established session, and writes them nothing', async () => {
     const service = await startTestService(undefined, ['--grpc-max-connections', String(CAP), '--grpc-handshake-timeout', '10m'])
     const raws: RawSocket[] = []
     try {
       const legit = await settledClient(service.grpcPort)
-      for (let i = 0; i < RAW; i++) raws.push(await rawSocket(service.grpcPort))
+      for (let i = 0; i < RAW; i++) {
+        const raw = await rawSocket(service.grpcPort)
+        // Every other one sends the whole magic but no SETTINGS frame: still no session.
+        if (i % 2 === 1) raw.socket.write(PREFACE)
+        raws.push(raw)
+      }
       // 1 + RAW connections over a cap of CAP: the oldest RAW - CAP + 1 sockets without a preface go.
       const shed = RAW - CAP + 1
       await until(() => raws.filter((raw) => raw.isClosed()).length >= shed, `${shed} sockets shed`)

@@ -35,7 +35,10 @@ describe('settings', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ BACKEND_TYPE: 'memcache' }, /BACKEND_TYPE=memcache: set MEMCACHE_HOST_PORT/],
       [{ BACKEND_TYPE: 'dynamo' }, /BACKEND_TYPE=dynamo: not supported by Floodgate: only redis and memcache/],
-      [{ BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'a:1', MEMCACHE_SRV: '_memcache._tcp.example.com' }, /MEMCACHE_SRV=.*SRV record/],
+      [
+        { BACKEND_TYPE: 'memcache', MEMCACHE_HOST_PORT: 'a:1', MEMCACHE_SRV: '_memcache._tcp.example.com' },
+        /either --memcached .* or --memcache-srv/,
+      ],
     ]
     for (const [env, message] of cases) assert.throws(() => readSettings(['r.yaml'], env), message)
   })

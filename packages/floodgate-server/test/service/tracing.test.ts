@@ -1,5 +1,6 @@
-// OpenTelemetry tracing of ShouldRateLimit against an in-process OTLP receiver: the span continues
-// Envoy's trace (traceparent), a store span hangs under it, and sampling rate 0 exports nothing new.
+// OpenTelemetry tracing of ShouldRateLimit (gRPC and /json) and /v1/check against an in-process OTLP receiver:
+// the span continues the caller's trace (traceparent), a store span hangs under it, and sampling rate 0
+// exports nothing new.
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -13,7 +14,8 @@ import { startRedis, type RedisProcess } from '../../../floodgate/test/support/r
 import { loadRlsPackage } from '../../src/service/grpc-server.js'
 import { startService, type RunningService } from '../../src/service/server.js'
 import { readSettings } from '../../src/service/settings.js'
-import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.js'
+import { postJson } from './helpers.js'
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js'
 
 const RULES = `
 domain: edge
@@ -35,8 +37,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-function start(env: Record<string, string>): Promise<RunningService> {
-  const args = ['--config', join(dir, 'rules.yaml'), '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--no-http']
+function start(env: Record<string, string>, serveHttp = false): Promise<RunningService> {
+  const args = ['--config', join(dir, 'rules.yaml'), '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0']
+  if (!serveHttp) args.push('--no-http')
   return startService(readSettings(args, { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: `127.0.0.1:${redis.port}`, ...env }), {
     logger: pino({ level: 'silent' }),
   })
@@ -149,5 +152,72 @@ describe('tracing (TRACING_ENABLED)', () => {
     const call = receiver.spans.slice(before).find((span) => span.name === 'ShouldRateLimit Execution')
     assert.ok(call)
     assert.deepEqual([call.traceId, call.parentSpanId], [envoy.traceId, envoy.spanId])
+  })
+
+  describe('the HTTP decision routes', () => {
+    let service: RunningService
+    let first: number
+    // One service for the three requests: its spans are exported when it closes, and each case reads its own trace.
+    const traces = { json: envoyTrace(), check: envoyTrace(), bad: envoyTrace() }
+    const codes: Record<string, number> = {}
+    const received = (traceId: string): ReceivedSpan[] => receiver.spans.slice(first).filter((span) => span.traceId === traceId)
+
+    before(async () => {
+      first = receiver.spans.length
+      service = await start({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url }, true)
+      try {
+        const request = { domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: 'over-http' }] }] }
+        codes.json = (await postJson(`${service.httpUrl}/json`, request, { traceparent: traces.json.traceparent })).status
+        const check = { domain: 'edge', descriptors: [[{ key: 'user', value: 'checked' }]] }
+        codes.check = (await postJson(`${service.httpUrl}/v1/check`, check, { traceparent: traces.check.traceparent })).status
+        codes.bad = (
+          await postJson(`${service.httpUrl}/json`, { domain: 'edge', descriptors: 'none' }, { traceparent: traces.bad.traceparent })
+        ).status
+      } finally {
+        await service.close()
+      }
+    })
+
+    it('answers /json, /v1/check and an unreadable /json (each with a traceparent header) as without tracing', () => {
+      assert.deepEqual(codes, { json: 200, check: 200, bad: 400 })
+    })
+
+    it("/json: a ShouldRateLimit span under the caller's traceparent, a store span under it", () => {
+      const trace = received(traces.json.traceId)
+      const call = trace.find((span) => span.name === 'ShouldRateLimit Execution')
+      assert.ok(call, `a ShouldRateLimit span in the caller's trace; received ${JSON.stringify(receiver.spans.slice(first))}`)
+      assert.equal(call.parentSpanId, traces.json.spanId)
+      assert.equal(call.kind, 2, 'SPAN_KIND_SERVER (OTLP numbering)')
+      assert.deepEqual(call.attributes, { domain: 'edge', 'http.request.method': 'POST', 'http.route': '/json' })
+      const store = trace.filter((span) => span.parentSpanId === call.spanId)
+      assert.deepEqual(
+        store.map((span) => [span.name, span.attributes.cost]),
+        [['store redis', 1]],
+        'one store call, under the /json span',
+      )
+      assert.equal(trace.length, 2, 'nothing else in the trace')
+    })
+
+    it('/v1/check: a POST /v1/check span, a store span under it', () => {
+      const trace = received(traces.check.traceId)
+      const call = trace.find((span) => span.name === 'POST /v1/check')
+      assert.ok(call, `a /v1/check span in the caller's trace; received ${JSON.stringify(receiver.spans.slice(first))}`)
+      assert.equal(call.parentSpanId, traces.check.spanId)
+      assert.deepEqual(call.attributes, { domain: 'edge', 'http.request.method': 'POST', 'http.route': '/v1/check' })
+      assert.deepEqual(
+        trace.filter((span) => span.parentSpanId === call.spanId).map((span) => span.name),
+        ['store redis'],
+      )
+      assert.equal(trace.length, 2, 'nothing else in the trace')
+    })
+
+    it('an unreadable /json body: its span ends failed, and nothing reached the store', () => {
+      const trace = received(traces.bad.traceId)
+      assert.deepEqual(
+        trace.map((span) => [span.name, span.statusCode]),
+        [['ShouldRateLimit Execution', 2]],
+        'one span, with status ERROR (2)',
+      )
+    })
   })
 })

@@ -185,8 +185,8 @@ export function decidingPolicy(results: readonly PolicyResult[]): number {
   return best
 }
 
-// One result and one record object per policy, created the first time an evaluation needs them.
-function sizeEvaluation(out: KeyEvaluation, count: number): void {
+/** One result and one record object per policy, created the first time an evaluation needs them. */
+export function sizeEvaluation(out: KeyEvaluation, count: number): void {
   const { results, records, ttlMs } = out
   if (results.length === count) return
   if (results.length > count) {

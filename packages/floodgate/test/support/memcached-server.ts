@@ -20,8 +20,8 @@ export interface MemcachedProcess {
   resume(): void
 }
 
-/** Starts `memcached -p PORT -l 127.0.0.1 -U 0` (Debian's `memcached` package). */
-export async function startMemcached(port?: number): Promise<MemcachedProcess> {
+/** Starts `memcached -p PORT -l 127.0.0.1 -U 0` (Debian's `memcached` package), with `extra` arguments (e.g. `-Z` for TLS). */
+export async function startMemcached(port?: number, extra: readonly string[] = []): Promise<MemcachedProcess> {
   const host = '127.0.0.1'
   const chosen = port ?? (await freePort())
   let child: ChildProcess | undefined
@@ -29,7 +29,7 @@ export async function startMemcached(port?: number): Promise<MemcachedProcess> {
   async function launch(): Promise<void> {
     // memcached refuses to run as root unless told which user to be (CI containers run as root).
     const user = process.getuid?.() === 0 ? ['-u', 'root'] : []
-    const args = ['-p', String(chosen), '-l', host, '-U', '0', '-m', '64', '-t', '2', ...user]
+    const args = ['-p', String(chosen), '-l', host, '-U', '0', '-m', '64', '-t', '2', ...user, ...extra]
     child = spawn('memcached', args, { stdio: ['ignore', 'ignore', 'inherit'] })
     child.unref()
     const started = child

@@ -136,7 +136,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
 type SlotRange = [number, number, [string, number, string], ...unknown[]]
 
 /** `count` free ports whose cluster bus port (port + 10000) is free as well. */
-async function clusterPorts(count: number): Promise<number[]> {
+export async function clusterPorts(count: number): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
     const port = await freePort()

@@ -72,7 +72,7 @@ export const slidingWindow: Algorithm = {
 }
 
 /** When the estimate reaches 0: the current count weighs until the end of the next window. */
-function slidingWindowRestoredAt(windowStart: number, count: number, previousCount: number, periodMs: number): number {
+export function slidingWindowRestoredAt(windowStart: number, count: number, previousCount: number, periodMs: number): number {
   if (count > 0) return windowStart + 2 * periodMs
   if (previousCount > 0) return windowStart + periodMs
   return windowStart
@@ -85,7 +85,7 @@ function slidingWindowRestoredAt(windowStart: number, count: number, previousCou
  * window; otherwise the current count becomes the next window's previous count and must decay
  * until `count * (periodMs - y) <= (limit - cost) * periodMs`.
  */
-function slidingWindowPassesAt(windowStart: number, count: number, previousCount: number, cost: number, policy: Policy): number {
+export function slidingWindowPassesAt(windowStart: number, count: number, previousCount: number, cost: number, policy: Policy): number {
   const { limit, periodMs } = policy
   const excess = count + cost - limit
   if (excess <= 0) {

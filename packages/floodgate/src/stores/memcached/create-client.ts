@@ -1,13 +1,10 @@
-// Creates the memjs client of a MemcachedStore given { servers }: the app's memjs, keys placed by the store's hash ring.
+// Creates the server pool of a MemcachedStore given { servers }: the app's memjs, keys placed by the store's hash ring.
 
 import { createRequire } from 'node:module'
 import { FloodgateError } from '../../core/errors.js'
-import { HashRing } from './hash-ring.js'
 import type { MemjsClientLike } from './protocol.js'
-
-interface MemjsModule {
-  Client: { create(servers: string, options: object): MemjsClientLike }
-}
+import { ServerPool, type MemjsModule, type MemjsServer } from './server-pool.js'
+import { type MemcachedTlsOptions, type PlainServer, tlsServerMaker } from './tls-server.js'
 
 /** Loads memjs, or undefined when the app does not have it. */
 export type MemjsLoader = () => unknown
@@ -34,24 +31,26 @@ function loadMemjs(): unknown {
 const MEMJS_DEFAULTS = { retries: 1, failover: false, timeout: 5, logger: { log: () => {} } }
 
 /**
- * A memjs client for `servers` (`host:port` each), with `memjs` as extra options. Its `getServer`
- * is replaced by a consistent-hash ring (memjs's documented way to choose how keys are spread) that
- * places each record by its user key's route (HashRing.serverOfRecord); the ring is returned too,
- * for the store to tell which server holds a key.
+ * The server pool of a store made from `servers` (`host:port` each), with `memjs` as extra options
+ * for its clients, over TLS with `tls`. Each list's client places a record by its user key's route on the list's
+ * consistent-hash ring (HashRing.serverOfRecord), memjs's documented way to choose how keys are
+ * spread; `build` makes what the store runs on each list's client.
  */
-export function createMemjsClient(
+export function createServerPool<T>(
   servers: readonly string[],
   memjs: object | undefined,
+  build: (client: MemjsClientLike) => T,
+  tls: MemcachedTlsOptions | undefined = undefined,
   load: MemjsLoader = loadMemjs,
-): { client: MemjsClientLike; ring: HashRing } {
+): ServerPool<T> {
   const module = load() as MemjsModule | undefined
   if (module === undefined) {
     throw new FloodgateError('INVALID_OPTION', 'MemcachedStore servers: install the memcached client: npm i memjs (or pass { client })')
   }
-  const client = module.Client.create(servers.join(','), { ...MEMJS_DEFAULTS, ...memjs })
-  const ring = new HashRing(servers)
-  client.getServer = (key: string) => ring.serverOfRecord(key)
-  return { client, ring }
+  const options = { ...MEMJS_DEFAULTS, ...memjs }
+  if (tls === undefined) return new ServerPool(servers, module, options, build)
+  const toTls = tlsServerMaker(module.Server as unknown as Parameters<typeof tlsServerMaker>[0], tls)
+  return new ServerPool(servers, module, options, build, (server) => toTls(server as unknown as PlainServer) as unknown as MemjsServer)
 }
 
 /** Checks a server list: `host:port` strings (or one comma-separated string), at least one, no repeats. */

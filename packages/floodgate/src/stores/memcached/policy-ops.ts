@@ -40,11 +40,14 @@ export function countsAtomically(policy: Policy): boolean {
  *   another writer got there first.
  */
 export class PolicyOps {
-  readonly stats: CasStats = { retries: 0, exhausted: 0 }
-
+  /**
+   * `stats`: where contention is counted; a store whose server list changes shares one between the
+   * PolicyOps of each list, so its counters run on across a swap.
+   */
   constructor(
-    private readonly ops: MemcachedOps,
+    readonly ops: MemcachedOps,
     private readonly casRetries: number,
+    readonly stats: CasStats = { retries: 0, exhausted: 0 },
   ) {}
 
   /** Charges (`cost > 0`), peeks (0) or refunds (< 0) one policy under its base key `key` at `now`. */

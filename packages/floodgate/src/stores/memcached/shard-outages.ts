@@ -14,6 +14,11 @@ export interface MemcachedStoreEvents {
   unavailable: [error: Error, shard: string]
   /** `shard` answered a decision again after an outage. */
   available: [shard: string]
+  /**
+   * `setServers` changed the list: decisions go to `servers` from now on. A server that left while in
+   * an outage is forgotten without 'available' (it is not asked again).
+   */
+  servers: [servers: readonly string[]]
 }
 
 /**
@@ -35,6 +40,11 @@ export class ShardOutages {
     if (!isNoAnswer(error) || this.down.has(shard)) return
     this.down.add(shard)
     this.events.emit('unavailable', error as Error, shard)
+  }
+
+  /** Forgets the outages of servers no longer in `current` (the list changed). */
+  forget(current: ReadonlySet<string>): void {
+    for (const shard of this.down) if (!current.has(shard)) this.down.delete(shard)
   }
 
   /** A request of `shard` was answered: its outage, if any, ends. */

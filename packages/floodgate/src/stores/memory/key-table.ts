@@ -46,8 +46,6 @@ export class KeyTable {
   // The stamp of the latest move, 32 bits wide and compared modulo 2^32 (see place).
   private moves = 0
   bytes = 0
-  /** After `inlineRecordAt`: the state words of the record it found. */
-  inlineWords = 0
   /** After `adopt`: where the request's policies live in the key's new layout. */
   adoptedIndex: readonly number[] = []
 
@@ -103,18 +101,18 @@ export class KeyTable {
   }
 
   /**
-   * The offset of the record of the key's policy `i` when its state words hold the state itself
-   * (not kept aside, not undefined), its state never grows (see Layout.fixed) and the key has no
-   * block deadline, else -1; `inlineWords` then says how many state words it has.
+   * The offset of the record of the key's policy `i` when a kernel may decide it in place: its
+   * state never grows (see Layout.fixed), is not kept aside (its words hold it, or NaN for none)
+   * and the key has no block deadline; else -1.
    */
-  inlineRecordAt(at: number, i: number): number {
+  kernelRecordAt(at: number, i: number): number {
     const word = this.slab.u32[2 * at + 1]
     if ((word & 1) === 1) return -1
     const layout = this.layouts.byId[word >>> 1]
     if (!layout.fixed[i]) return -1
     const base = at + layout.at[i]
-    if (Number.isNaN(this.slab.f64[base + 1])) return -1
-    this.inlineWords = layout.inline[i]
+    const f64 = this.slab.f64
+    if (Number.isNaN(f64[base + 1]) && f64[base + 2] >= 0) return -1
     return base
   }
 

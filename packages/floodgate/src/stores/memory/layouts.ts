@@ -4,6 +4,8 @@
 import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
 import type { AlgorithmName, Policy } from '../../core/policy.js'
 import { isLedgerPolicy } from './ledger-policies.js'
+import { KERNELS } from './kernels/index.js'
+import type { Kernel } from './kernel-step.js'
 
 // The state numbers a record keeps in its block, per algorithm: the length of the state its steps
 // always write. Only memory depends on it: a state of another length is kept aside (see KeyTable),
@@ -20,8 +22,8 @@ const INLINE_STATE: Readonly<Record<AlgorithmName, number>> = {
   concurrency: 2,
 }
 
-// Algorithms whose state grows with use: their records are never charged in place (see
-// KeyTable.inlineRecordAt), as their state soon leaves its words for an array aside.
+// Algorithms whose state grows with use: their records are never decided in place (see
+// KeyTable.kernelRecordAt), as their state soon leaves its words for an array aside.
 const GROWING_STATE: ReadonlySet<AlgorithmName> = new Set(['sliding-log', 'concurrency'])
 
 /** Words of a block before its records: the LRU move stamp, and the layout id times 2 plus a flag for block deadlines, 32 bits each. */
@@ -57,6 +59,12 @@ export interface Shape {
   readonly index: readonly number[]
   /** Per request policy, the remaining units below which the key is protected (see protectBelowOf). */
   readonly protectBelow: readonly number[]
+  /**
+   * A request of one policy whose algorithm has a kernel (kernels/, generated from its definition)
+   * keeping exactly its record's state words: the kernel that decides it in place. Sets of several
+   * policies stay on the general all-or-nothing path.
+   */
+  readonly kernel: Kernel | undefined
 }
 
 /** The layouts of one store, by id and by the identities they hold, and the shapes of request arrays. */
@@ -64,6 +72,8 @@ export class Layouts {
   private readonly byIdentities = new Map<string, Layout>()
   readonly byId: Layout[] = []
   private readonly shapes = new WeakMap<readonly Policy[], Shape>()
+  /** The kernels shapes take, by algorithm (the tests empty it to hold a store to the general path). */
+  kernels: Readonly<Partial<Record<AlgorithmName, { readonly decide: Kernel; readonly words: number }>>> = KERNELS
 
   /** The shape of a request's policy array (cached per array: limiters pass the same one each time). */
   shapeOf(policies: readonly Policy[]): Shape {
@@ -75,10 +85,18 @@ export class Layouts {
         if (at < 0) at = distinct.push(policy) - 1
         return at
       })
-      shape = { layout: this.layoutOf(distinct), index, protectBelow: protectBelowOf(policies) }
+      const layout = this.layoutOf(distinct)
+      shape = { layout, index, protectBelow: protectBelowOf(policies), kernel: this.kernelOf(policies, layout) }
       this.shapes.set(policies, shape)
     }
     return shape
+  }
+
+  // A set of one policy whose algorithm's kernel keeps exactly the record's state words.
+  private kernelOf(policies: readonly Policy[], layout: Layout): Kernel | undefined {
+    if (policies.length !== 1 || !layout.fixed[0]) return undefined
+    const kernel = this.kernels[policies[0].algorithm]
+    return kernel !== undefined && kernel.words === layout.inline[0] ? kernel.decide : undefined
   }
 
   /** The layout holding records for exactly these (distinct) identities, in this order. */

@@ -2,11 +2,17 @@
 // LRU eviction that drops unrestricted keys before limited ones, decided by the same evaluateKey
 // that the Redis runner mirrors.
 
-import { createEvaluation, evaluateKeyInto, type KeyEvaluation, type PolicyRecord, type PolicyResult } from '../../core/evaluate.js'
+import {
+  createEvaluation,
+  evaluateKeyInto,
+  type KeyEvaluation,
+  type PolicyRecord,
+  type PolicyResult,
+  sizeEvaluation,
+} from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
-import { ALGORITHM_BY_NAME, type State, type StepResult } from '../../core/algorithms/index.js'
-import { createStepResult } from '../../core/algorithms/types.js'
+import { ALGORITHM_BY_NAME } from '../../core/algorithms/index.js'
 import { mergeKey } from '../../core/merge.js'
 import type { EvaluateRequest, EvaluateResponse, LeaseRequest, LeaseResponse, LeaseStore, MergeRequest, MergeResponse } from '../store.js'
 import { leaseKey, type Ledger } from '../../core/lease.js'
@@ -15,6 +21,7 @@ import { mergeRequestProblem } from '../merge-request.js'
 import { findPolicy, Layouts, type Shape } from './layouts.js'
 import { makeRoom } from './eviction.js'
 import { KeyTable, type Scratch, sizeScratch } from './key-table.js'
+import { createKernelStep, type KernelStep } from './kernel-step.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -71,9 +78,8 @@ export class MemoryStore implements LeaseStore {
   private readonly scratch: Scratch = { into: [], records: [], states: [] }
   // What evaluateSync answers with and evaluateOne decides into before copying the answer out.
   private readonly evaluation: KeyEvaluation & EvaluateResponse = { ...createEvaluation(), now: 0 }
-  // chargeInPlace's read state and step result (its own: evaluateKeyInto's buffers are the core's).
-  private readonly held: State = []
-  private readonly stepped: StepResult = createStepResult()
+  // What a kernel decides into (see decideInPlace).
+  private readonly kernelStep: KernelStep = createKernelStep()
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
@@ -146,7 +152,7 @@ export class MemoryStore implements LeaseStore {
     const scratch = this.scratch
     if (scratch.into.length !== policies.length) sizeScratch(scratch, policies.length)
     const at = this.locate(key, shape, now)
-    if (at !== undefined && cost > 0 && policies.length === 1 && this.chargeInPlace(key, at, shape, policies[0], cost, now)) {
+    if (at !== undefined && shape.kernel !== undefined && this.decideInPlace(key, at, shape, policies[0], cost, now)) {
       out.now = now
       return out
     }
@@ -338,45 +344,30 @@ export class MemoryStore implements LeaseStore {
   }
 
   /**
-   * The common request, decided on the key's words themselves: one policy charged, a held key
-   * whose record has its state inline and no block deadline, admitted. Anything else (a denial
-   * included) answers false before anything is written, and the general path decides it again
-   * (a step is pure: it finds the same answer). Every field of the answer is written as
-   * evaluateKeyInto and keep would.
+   * The common request, decided on the key's words themselves by its algorithm's kernel (generated
+   * from the same definition as the step: kernels/): one policy, a held key whose record keeps its
+   * state in its words (or none) and no block deadline. Charges, peeks, refunds, denials and lapsed
+   * records alike; false before anything is written for the rest (a block deadline, a state kept
+   * aside, a denial that starts a block), which the general path decides. The answer's fields are
+   * written as evaluateKeyInto writes them, and the key is placed as keep would place it.
    */
-  private chargeInPlace(key: string, at: number, shape: Shape, policy: Policy, cost: number, now: number): boolean {
-    const out = this.evaluation
+  private decideInPlace(key: string, at: number, shape: Shape, policy: Policy, cost: number, now: number): boolean {
     const table = this.table
-    const base = table.inlineRecordAt(at, this.foundIndex[0])
-    if (base < 0 || out.results.length !== 1) return false
-    const f64 = table.slab.f64
-    const inline = table.inlineWords
-    let state: State | undefined
-    if (now < f64[base]) {
-      state = this.held
-      for (let k = 0; k < inline; k++) state[k] = f64[base + 1 + k]
-      if (state.length !== inline) state.length = inline
-    }
-    const algorithm = ALGORITHM_BY_NAME[policy.algorithm]
-    const step = algorithm.step(state, now, cost, policy, this.stepped)
-    const next = step.state
-    if (!step.allowed || next.length !== inline) return false
-    const ttlMs = algorithm.ttlMs(next, now, policy)
-    f64[base] = now + ttlMs
-    for (let k = 0; k < inline; k++) f64[base + 1 + k] = next[k]
+    const base = table.kernelRecordAt(at, this.foundIndex[0])
+    if (base < 0) return false
+    const step = this.kernelStep
+    if (!shape.kernel!(table.slab.f64, base, now, cost, policy, step)) return false
+    const out = this.evaluation
+    if (out.results.length !== 1) sizeEvaluation(out, 1)
     const result = out.results[0]
-    result.allowed = true
+    result.allowed = step.allowed
     result.remaining = step.remaining
     result.resetMs = step.resetMs
     result.retryAfterMs = step.retryAfterMs
     result.delayMs = step.delayMs
     result.blocked = false
-    const record = out.records[0]
-    record.blockedUntil = 0
-    record.state = next
-    out.ttlMs[0] = ttlMs
-    out.allowed = true
-    table.place(key, at, this.foundGuarded, step.remaining < shape.protectBelow[0])
+    out.allowed = step.allowed
+    table.place(key, at, this.foundGuarded, !step.allowed || step.remaining < shape.protectBelow[0])
     return true
   }
 

@@ -99,3 +99,74 @@ describe('generated algorithm twins', () => {
     })
   }
 })
+
+interface KernelEmitter {
+  emitKernel(
+    definition: { file: string; path: string; source: ts.SourceFile },
+    objects: Map<string, string>,
+    files: Map<string, string>,
+    wordsOf: (name: string) => number,
+    packageDirectory: string,
+  ): { words: number; text: string }
+  whyNoKernel(definition: { source: ts.SourceFile }): string | undefined
+}
+
+/** Emits the memory-store kernel of a definition given as text (scripts/algorithms/ts-kernel.mjs). */
+async function emitKernel(text: string): Promise<{ words: number; text: string }> {
+  const emitter: KernelEmitter = await import(pathToFileURL(join(ROOT, 'scripts/algorithms/ts-kernel.mjs')).href)
+  const path = join(ROOT, 'packages/floodgate/src/core/algorithms/probe.ts')
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true)
+  const definition = { file: 'probe.ts', path, source }
+  if (emitter.whyNoKernel(definition) !== undefined) throw new Error(`no kernel: ${emitter.whyNoKernel(definition)}`)
+  return emitter.emitKernel(definition, new Map([['probe', 'probe']]), new Map(), () => 2, join(ROOT, 'packages/floodgate'))
+}
+
+const typedDefinition = (body: string) => `
+import type { Policy } from '../policy.js'
+import { writeState, writeStep, type Algorithm, type State, type StepResult } from './types.js'
+export const probe: Algorithm = {
+  name: 'probe',
+  step(state: State | undefined, now: number, cost: number, policy: Policy, out?: StepResult): StepResult {
+${body}
+  },
+  ttlMs(state: State, now: number, policy: Policy): number {
+    return 1
+  },
+}
+`
+
+describe('generated one-policy kernels', () => {
+  it('the committed kernels are among the generated files', async () => {
+    const { generate } = await generator()
+    const kernels = [...generate().keys()].filter((path) => path.includes('/stores/memory/kernels/'))
+    assert.equal(kernels.length, 6, kernels.join(', '))
+  })
+
+  it('reads the state from the record words and writes the new state to the result fields', async () => {
+    const { text, words } = await emitKernel(
+      typedDefinition(`
+    let a = 0
+    if (state !== undefined) a = state[0] + state[1]
+    const result = writeStep(out, true, a, 0, 0, 0)
+    writeState(result.state, a, now)
+    return result`),
+    )
+    assert.equal(words, 2)
+    assert.match(text, /if \(live\)\s*a = f64\[s\] \+ f64\[s \+ 1\]/)
+    assert.match(text, /result\.n0 = a;?\n\s+result\.n1 = now/)
+    assert.match(text, /export function probeDecide\(f64: Float64Array, base: number/)
+  })
+
+  for (const [what, body, reason] of [
+    ['a state used as an array', 'const copy = state!.slice()', 'the state used other than'],
+    ['a new state read at a computed index', 'const r = out!.state[cost]', 'not a constant'],
+    ['a state that grows (its length read)', 'const n = state!.length', 'no kernel: it reads state.length'],
+  ]) {
+    it(`refuses ${what}`, async () => {
+      await assert.rejects(emitKernel(typedDefinition(`    ${body}\n    return out!`)), (error: Error) => {
+        assert.ok(error.message.includes(reason), error.message)
+        return true
+      })
+    })
+  }
+})

@@ -9,7 +9,7 @@ import { RateLimiter, type Decision, type RateLimiterOptions } from '../../../sr
 import { HashRing, MemcachedStore } from '../../../src/memcached.js'
 import { memcachedPolicyKey } from '../../../src/stores/memcached/keys.js'
 import { MemcachedOps } from '../../../src/stores/memcached/protocol.js'
-import { createMemjsClient } from '../../../src/stores/memcached/create-client.js'
+import { createServerPool } from '../../../src/stores/memcached/create-client.js'
 import { startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
@@ -69,7 +69,14 @@ test('options are checked, each bad one named', () => {
 
 test('without memjs installed, a store made from servers says what to install', () => {
   assert.throws(
-    () => createMemjsClient(['127.0.0.1:11211'], undefined, () => undefined),
+    () =>
+      createServerPool(
+        ['127.0.0.1:11211'],
+        undefined,
+        () => undefined,
+        undefined,
+        () => undefined,
+      ),
     (error: unknown) => error instanceof FloodgateError && error.code === 'INVALID_OPTION' && /npm i memjs/.test(error.message),
   )
 })

@@ -1,0 +1,48 @@
+// What a one-policy kernel (kernels/, generated from each algorithm's definition) decides into.
+
+import type { Policy } from '../../core/policy.js'
+
+/**
+ * A kernel's step result: the fields of a StepResult, with the new state as numbers of its own
+ * (`n0`…`n2`, as many as the algorithm's state words) instead of an array, and the record's ttl
+ * once decided. One per store, rewritten by every call: a kernel allocates nothing.
+ */
+export interface KernelStep {
+  allowed: boolean
+  remaining: number
+  resetMs: number
+  retryAfterMs: number
+  delayMs: number
+  n0: number
+  n1: number
+  n2: number
+  /** After `decide`: how long the record is kept from now (ms, ≥ 1). */
+  ttlMs: number
+}
+
+/**
+ * One request decided on a record's words in place (see the generated kernels' `decide`): `base`
+ * is the record's first word in `f64`. False when the general path must decide it (nothing written).
+ */
+export type Kernel = (f64: Float64Array, base: number, now: number, cost: number, policy: Policy, out: KernelStep) => boolean
+
+export function createKernelStep(): KernelStep {
+  return { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, n0: 0, n1: 0, n2: 0, ttlMs: 1 }
+}
+
+/** writeStep (core/algorithms/types.ts) for a kernel: the result is always given. */
+export function setStep(
+  out: KernelStep,
+  allowed: boolean,
+  remaining: number,
+  resetMs: number,
+  retryAfterMs: number,
+  delayMs: number,
+): KernelStep {
+  out.allowed = allowed
+  out.remaining = remaining
+  out.resetMs = resetMs
+  out.retryAfterMs = retryAfterMs
+  out.delayMs = delayMs
+  return out
+}
