@@ -1,16 +1,20 @@
 // The `auto` rows of `npm run bench:redis` (also alone: `node --conditions=floodgate-source --import
 // tsx bench/auto.ts`): exact, lease, auto and a hand-routed yardstick (leases for the HAND_HOT
 // hottest keys, exact for the rest) side by side on two shapes of traffic, on a private
-// redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast as it goes), and uniform lukewarm
-// keys (10,000 keys, ~20k decisions/s offered). Decisions/s and Redis CPU µs per decision, with
-// ratios to exact. Steady state: each measurement follows WARM_MS of the same load, outside it,
-// and ends, inside it, with every lease given back (their cost is the contender's own). Alone, it
-// first prints what following heat costs Node per decision (printAutoPathCost).
+// redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast as it goes; fixed-window), and
+// uniform lukewarm keys (10,000 keys, ~20k decisions/s offered; one table per algorithm, without the
+// yardstick). Decisions/s, Redis CPU µs per decision with ratios to exact, and the share of
+// decisions answered in-process. Steady state: each measurement follows WARM_MS of the same load,
+// outside it, and ends, inside it, with every lease given back (their cost is the contender's own).
+// Alone, it first prints what following heat costs Node per decision (printAutoPathCost), and with
+// BENCH_AUTO_HEAT=1 what auto leases at each pace (printHeatShares).
+// BENCH_AUTO_SHAPES (zipf, uniform, both by default) and BENCH_AUTO_ALGORITHMS (comma-separated, the
+// uniform tables') narrow a run.
 
 import { Redis } from 'ioredis'
 import { RateLimiter, type Decision } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
-import { createPolicy, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
+import { createPolicy, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { AutoSync } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
 import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-sync.js'
 import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
@@ -28,6 +32,14 @@ const LUKEWARM_RATE = 20_000 // decisions/s offered
 const HAND_HOT = 2_000
 // Every request admitted: fixed-window, far from its limit, state live between a key's visits.
 const POLICY: PolicyOptions = { algorithm: 'fixed-window', limit: 1_000_000_000, period: '3600s' }
+const ALGORITHMS = (process.env.BENCH_AUTO_ALGORITHMS ?? 'fixed-window,sliding-window,token-bucket,gcra').split(',') as AlgorithmName[]
+const SHAPES = (process.env.BENCH_AUTO_SHAPES ?? 'zipf,uniform').split(',')
+
+/** Every request admitted, state live between a key's visits: a bucket refills slowly but never runs dry. */
+function policyOf(algorithm: AlgorithmName): PolicyOptions {
+  if (algorithm === 'token-bucket' || algorithm === 'gcra') return { algorithm, limit: 1_000, burst: 1e9, period: '3600s' }
+  return { ...POLICY, algorithm }
+}
 
 /** A traffic shape: the rank (0 = hottest) of the i-th request's key, and the pace it is offered at. */
 interface Shape {
@@ -35,6 +47,9 @@ interface Shape {
   rank: (i: number) => number
   /** Decisions/s offered (open loop), or undefined: as fast as the callers go. */
   rate?: number
+  algorithm: AlgorithmName
+  /** With the hand-routed yardstick (it needs a skew to route by). */
+  yardstick: boolean
 }
 
 // 2^20 ranks drawn once from Zipf(s) over n keys (inverse CDF), replayed in order by every contender.
@@ -60,15 +75,24 @@ function zipfRanks(n: number, s: number): Int32Array {
 }
 
 function shapes(): Shape[] {
-  const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
-  return [
-    { name: `Zipf(${ZIPF_S}) over ${formatCount(ZIPF_KEYS)} keys`, rank: (i) => zipf[i & (zipf.length - 1)] },
-    {
-      name: `uniform lukewarm, ${formatCount(LUKEWARM_KEYS)} keys at ~${formatCount(LUKEWARM_RATE)}/s`,
-      rank: (i) => (i * 7919) % LUKEWARM_KEYS,
-      rate: LUKEWARM_RATE,
-    },
-  ]
+  const list: Shape[] = []
+  if (SHAPES.includes('zipf')) {
+    const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
+    const rank = (i: number) => zipf[i & (zipf.length - 1)]
+    list.push({ name: `Zipf(${ZIPF_S}) over ${formatCount(ZIPF_KEYS)} keys`, rank, algorithm: 'fixed-window', yardstick: true })
+  }
+  if (SHAPES.includes('uniform')) {
+    for (const algorithm of ALGORITHMS) {
+      list.push({
+        name: `uniform lukewarm, ${formatCount(LUKEWARM_KEYS)} keys at ~${formatCount(LUKEWARM_RATE)}/s`,
+        rank: (i) => (i * 7919) % LUKEWARM_KEYS,
+        rate: LUKEWARM_RATE,
+        algorithm,
+        yardstick: false,
+      })
+    }
+  }
+  return list
 }
 
 type Route = (rank: number) => RateLimiter
@@ -77,6 +101,25 @@ interface Row {
   contender: Contender
   decisions: number[]
   redisUs: number[]
+  /** Per measurement, the share of decisions answered in-process (from a lease). */
+  local: number[]
+  /** Per measurement, leases taken per 1,000 decisions, and keys on leases at its end. */
+  leasesPerK: number[]
+  hotKeys: number[]
+  /** Per measurement, this process's CPU µs per decision (user + system: the limiter, the client, the load). */
+  nodeUs: number[]
+}
+
+// What a contender's limiters have taken in leases, and how many keys `auto` keeps on them.
+function leaseCounts(limiters: readonly RateLimiter[]): { acquired: number; hot: number } {
+  let acquired = 0
+  let hot = 0
+  for (const limiter of limiters) {
+    const leases = limiter.syncState().leases
+    acquired += leases?.acquired ?? 0
+    hot += leases?.autoOnLeases ?? 0
+  }
+  return { acquired, hot }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -87,21 +130,22 @@ async function redisCpuSeconds(admin: Redis): Promise<number> {
   return field('used_cpu_user') + field('used_cpu_sys')
 }
 
-function denied(decision: Decision): boolean {
-  // A decision the failure mode made would flatter the row.
-  if (decision.source !== 'lease' && decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
-  return !decision.allowed
+// Counts in-process decisions; throws on a denial or a fallback's decision (either would flatter the row).
+function counted(decision: Decision, tally: { local: number }): void {
+  if (decision.source === 'lease') tally.local++
+  else if (decision.source !== 'store') throw new Error(`decision came from ${decision.source}`)
+  if (!decision.allowed) throw new Error('a decision was denied: the policy must admit every request')
 }
 
 /** Runs the auto rows on `server` (a private redis-server) and prints one table per shape. */
 export async function printAutoRows(server: RedisProcess): Promise<void> {
   const clients: Redis[] = []
   const limiters: RateLimiter[] = []
-  const newLimiter = (sync: PolicyOptions['sync']): RateLimiter => {
+  const newLimiter = (policy: PolicyOptions, sync: PolicyOptions['sync']): RateLimiter => {
     const client = new Redis({ host: server.host, port: server.port, enableAutoPipelining: true, maxRetriesPerRequest: 1 })
     clients.push(client)
     // The timeout is generous so that a busy machine measures throughput, not fallbacks.
-    const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [{ ...POLICY, sync }], timeout: '5s' })
+    const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [{ ...policy, sync }], timeout: '5s' })
     limiters.push(limiter)
     return limiter
   }
@@ -109,18 +153,25 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
   clients.push(admin)
   try {
     for (const shape of shapes()) {
-      const exact = newLimiter('always')
-      const lease = newLimiter('lease')
-      const auto = newLimiter('auto')
-      const handLease = newLimiter('lease')
-      const handExact = newLimiter('always')
+      const policy = policyOf(shape.algorithm)
+      const exact = newLimiter(policy, 'always')
+      const lease = newLimiter(policy, 'lease')
+      const hotRate = process.env.BENCH_AUTO_HOT_RATE
+      const auto = newLimiter(hotRate === undefined ? policy : { ...policy, hotRate: Number(hotRate) }, 'auto')
       const routes: [string, Route][] = [
         ['exact (always)', () => exact],
         ['lease', () => lease],
         ['auto', () => auto],
-        [`hand-routed: lease for ${formatCount(HAND_HOT)} hottest`, (rank) => (rank < HAND_HOT ? handLease : handExact)],
       ]
-      const rows = routes.map(([name, route], n) => row(name, `a${n}-${shape.name.length}`, route, shape, admin))
+      if (shape.yardstick) {
+        const handLease = newLimiter(policy, 'lease')
+        const handExact = newLimiter(policy, 'always')
+        routes.push([`hand-routed: lease for ${formatCount(HAND_HOT)} hottest`, (rank) => (rank < HAND_HOT ? handLease : handExact)])
+      }
+      // BENCH_AUTO_ONLY (a contender's name, e.g. for a CPU profile) runs exact and that one.
+      const only = process.env.BENCH_AUTO_ONLY
+      if (only !== undefined) routes.splice(1, routes.length, ...routes.filter(([name], n) => n > 0 && name.startsWith(only)))
+      const rows = routes.map(([name, route], n) => row(name, `a${n}-${shape.algorithm}-${shape.name.length}`, route, shape, admin))
       await interleavedRounds(
         rows.map((r) => r.contender),
         ROUNDS,
@@ -129,15 +180,29 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
       const baseRate = median(base.decisions)
       const baseUs = median(base.redisUs)
       printTable(
-        ['contender', 'median decisions/s', 'vs exact', 'redis µs/decision', 'vs exact'],
+        [
+          'contender',
+          'median decisions/s',
+          'vs exact',
+          'redis µs/decision',
+          'vs exact',
+          'in-process',
+          'node µs/decision',
+          'leases/1k',
+          'auto hot keys',
+        ],
         rows.map((r) => [
           r.contender.name,
           formatCount(median(r.decisions)),
           ratio(median(r.decisions), baseRate),
           median(r.redisUs).toFixed(2),
           ratio(median(r.redisUs), baseUs),
+          `${(100 * median(r.local)).toFixed(0)}%`,
+          median(r.nodeUs).toFixed(2),
+          median(r.leasesPerK).toFixed(1),
+          formatCount(median(r.hotKeys)),
         ]),
-        `auto vs exact, ${shape.name}: fixed-window, ${CALLERS} callers, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms ` +
+        `auto vs exact, ${shape.name}: ${shape.algorithm}, ${CALLERS} callers, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms ` +
           `after ${WARM_MS} ms warm-up; key strings built per request`,
       )
     }
@@ -149,6 +214,7 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
 
 function row(name: string, prefix: string, route: Route, shape: Shape, admin: Redis): Row {
   let offset = 0
+  const tally = { local: 0 }
   const load = async (durationMs: number): Promise<number> => {
     const from = offset
     const started = performance.now()
@@ -164,13 +230,22 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
           if (wait > 0) await sleep(wait)
         }
         const rank = shape.rank(n)
-        return denied(await route(rank).limit(`${prefix}:${rank}`))
+        counted(await route(rank).limit(`${prefix}:${rank}`), tally)
       },
     })
     offset += result.ops
     return result.ops
   }
-  const result: Row = { decisions: [], redisUs: [], contender: { name, measure: async () => 0 } }
+  const result: Row = {
+    decisions: [],
+    redisUs: [],
+    local: [],
+    leasesPerK: [],
+    hotKeys: [],
+    nodeUs: [],
+    contender: { name, measure: async () => 0 },
+  }
+  const limiters = [...new Set([route(0), route(HAND_HOT)])]
   result.contender = {
     name,
     before: async () => {
@@ -178,14 +253,23 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
     },
     measure: async () => {
       const cpuBefore = await redisCpuSeconds(admin)
+      tally.local = 0
+      const leasesBefore = leaseCounts(limiters).acquired
+      const nodeBefore = process.cpuUsage()
       const started = performance.now()
       const ops = await load(ROUND_MS)
+      const after = leaseCounts(limiters)
+      const node = process.cpuUsage(nodeBefore)
       // Every lease given back inside the measurement: its cost is this contender's.
       await Promise.all([route(0).flush(), route(HAND_HOT).flush()])
       const seconds = (performance.now() - started) / 1000
       const cpu = (await redisCpuSeconds(admin)) - cpuBefore
       result.decisions.push(ops / seconds)
       result.redisUs.push((cpu * 1e6) / ops)
+      result.local.push(tally.local / ops)
+      result.leasesPerK.push((1000 * (after.acquired - leasesBefore)) / ops)
+      result.hotKeys.push(after.hot)
+      result.nodeUs.push((node.user + node.system) / ops)
       return ops / seconds
     },
   }
@@ -224,8 +308,76 @@ export function printAutoPathCost(): void {
   )
 }
 
+// Replays `decisions` of `keyOf` at `perMs` decisions per ms of an injected clock through AutoSync
+// (hotRate `hotRate`), and reads the second half: the share decided hot, keys hot at its end, and
+// keys dropped from leases a second (each a return, and a lease call when it warms again).
+function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number, decisions: number) {
+  const policies = [createPolicy({ ...POLICY, sync: 'auto', hotRate })]
+  let now = 0
+  let hot = 0
+  let drops = 0
+  const leases = { tryLocal: () => void hot++, drop: () => void drops++ } as unknown as LeaseSync
+  const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
+  for (let i = 0; i < decisions; i++) {
+    now = i / perMs
+    if (i === decisions / 2) hot = drops = 0
+    auto.tryLocal(keyOf(i), policies, 1)
+  }
+  const seconds = decisions / 2 / perMs / 1000
+  return { share: hot / (decisions / 2), hotKeys: auto.heatTotals().hot, dropsPerSecond: drops / seconds }
+}
+
+/**
+ * What `auto` leases at a given pace, with no I/O (BENCH_AUTO_HEAT=1, alone): on the Zipf ranks at
+ * paces from 15,000 to 300,000 decisions/s (the pace falls when the machine is loaded), beside the
+ * share the 2,000 hottest keys take; and on uniform lukewarm keys (10,000 at 20,000/s in a random
+ * order), where a lower hotRate flaps.
+ */
+export function printHeatShares(): void {
+  const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
+  let top = 0
+  for (const rank of zipf) if (rank < HAND_HOT) top++
+  const rows: string[][] = []
+  for (const hotRate of [8, 6, 4]) {
+    for (const perMs of [15, 75, 150, 300]) {
+      const zipfRow = replayHeat((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
+      rows.push([
+        `Zipf at ${formatCount(perMs * 1000)}/s`,
+        String(hotRate),
+        zipfRow.share.toFixed(3),
+        formatCount(zipfRow.hotKeys),
+        zipfRow.dropsPerSecond.toFixed(0),
+      ])
+    }
+    let seed = 12345
+    const uniform = replayHeat(
+      () => {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+        return `u:${seed % LUKEWARM_KEYS}`
+      },
+      LUKEWARM_RATE / 1000,
+      hotRate,
+      1_200_000,
+    )
+    rows.push([
+      'uniform lukewarm',
+      String(hotRate),
+      uniform.share.toFixed(4),
+      formatCount(uniform.hotKeys),
+      uniform.dropsPerSecond.toFixed(0),
+    ])
+  }
+  printTable(
+    ['traffic', 'hotRate', 'share decided hot', 'hot keys', 'dropped/s'],
+    rows,
+    `auto's heat replayed on an injected clock (no I/O); the ${formatCount(HAND_HOT)} hottest Zipf keys take ` +
+      (top / zipf.length).toFixed(3),
+  )
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   printAutoPathCost()
+  if (process.env.BENCH_AUTO_HEAT === '1') printHeatShares()
   const server = await startRedis(['--maxmemory', '0'])
   try {
     await printAutoRows(server)

@@ -33,10 +33,17 @@ function policyOf(algorithm: AlgorithmName): PolicyOptions {
   return { algorithm, limit: algorithm === 'sliding-log' ? 1_000 : 1e9, period: '3600s' }
 }
 
-/** The runner script as `rev` had it. */
+/** The runner script as `rev` had it (a part it did not have yet, such as leased-exact.lua, is empty). */
 function baseSource(rev: string): string {
-  const show = (name: string) =>
-    execFileSync('git', ['show', `${rev}:packages/floodgate/src/stores/redis/scripts/${name}.lua`], { encoding: 'utf8' })
+  const path = (name: string) => `${rev}:packages/floodgate/src/stores/redis/scripts/${name}.lua`
+  const show = (name: string) => {
+    try {
+      execFileSync('git', ['cat-file', '-e', path(name)], { stdio: 'ignore' })
+    } catch {
+      return ''
+    }
+    return execFileSync('git', ['show', path(name)], { encoding: 'utf8' })
+  }
   return assembleRunner(show)
 }
 

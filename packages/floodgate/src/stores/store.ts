@@ -171,4 +171,11 @@ export interface LeaseResponse {
 export interface LeaseStore extends Store {
   /** Runs each lease call atomically per key; the answer has one response per request, in order. */
   lease(batch: readonly LeaseRequest[]): Promise<LeaseResponse[]>
+  /**
+   * True when `evaluate` of a key with live leases decides as `lease` with `id` 0 does (it reads the
+   * key's ledgers), for every algorithm: RedisStore. `sync: 'auto'` then decides a cold token-bucket
+   * or gcra key by the plain exact call (one key read, exact's cost); otherwise by `lease` with `id`
+   * 0, as a plain exact step would miss the units that leases hold beside those states.
+   */
+  readonly exactReadsLedgers?: boolean
 }

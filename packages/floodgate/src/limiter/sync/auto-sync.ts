@@ -27,10 +27,13 @@ interface HeatSet {
 }
 
 // Algorithms whose leases are charged to the state at grant (core/lease.ts), so a plain exact
-// decision (the `always` script, which reads no ledger) already counts every unit held on leases.
-// token-bucket and gcra hold units beside the state (the refill cap, the reservation): their cold
-// decisions must read the ledgers, through the lease script with no lease (`id` 0).
+// decision that reads no ledger already counts every unit held on leases.
 const CHARGED_AT_GRANT = new Set(['fixed-window', 'sliding-window'])
+// token-bucket and gcra hold units beside the state (the refill cap, the reservation): their cold
+// decisions must read the ledgers. A store whose exact call does so when leases are live
+// (LeaseStore.exactReadsLedgers: RedisStore) decides them by that call; another, by the lease call
+// with no lease (`id` 0).
+const HELD_BESIDE_STATE = new Set(['token-bucket', 'gcra'])
 
 /**
  * Moves a key to leases when this instance decides it at `hotRate` a second or more, and back to
@@ -41,9 +44,11 @@ const CHARGED_AT_GRANT = new Set(['fixed-window', 'sliding-window'])
  *
  * A cold key costs what `sync: 'always'` costs: for fixed-window and sliding-window its decision
  * is the plain exact call (`plainExact` tells the backend so), as leases are charged to the same
- * state at grant. Other algorithms decide cold keys through the lease primitive with no lease
- * (`id` 0), which counts the units other instances hold. Either way the guarantee is the same on
- * both sides of a switch and across it (core/lease.ts; test/core/lease.test.ts mixes both).
+ * state at grant; for token-bucket and gcra too when the store's exact call reads the ledgers of
+ * a key with live leases (RedisStore: its records say when they are live, so a key never leased
+ * reads one key). Other cold keys are decided through the lease primitive with no lease (`id` 0),
+ * which counts the units other instances hold. Either way the guarantee is the same on both sides
+ * of a switch and across it (core/lease.ts; test/core/lease.test.ts mixes both).
  */
 export class AutoSync {
   private readonly store: LeaseStore
@@ -58,8 +63,12 @@ export class AutoSync {
   // Keys followed over every set, with their heat.
   private readonly heat: HeatTable<HeatSet>
 
+  // Whether the store's exact call reads ledgers (LeaseStore.exactReadsLedgers).
+  private readonly exactReadsLedgers: boolean
+
   constructor(options: AutoSyncOptions) {
     this.store = options.store
+    this.exactReadsLedgers = options.store.exactReadsLedgers === true
     this.leases = options.leases
     this.clock = options.clock ?? (() => performance.now())
     this.heat = new HeatTable<HeatSet>(options.maxKeys ?? 10_000, (key, set) => this.leases.drop(key, set.policies))
@@ -151,7 +160,9 @@ export class AutoSync {
         policies,
         keys: new Map(),
         hotPerMs: Math.min(...policies.map((policy) => policy.hotRate)) / 1000,
-        plainExact: policies.every((policy) => CHARGED_AT_GRANT.has(policy.algorithm)),
+        plainExact: policies.every(
+          (policy) => CHARGED_AT_GRANT.has(policy.algorithm) || (this.exactReadsLedgers && HELD_BESIDE_STATE.has(policy.algorithm)),
+        ),
       }
       this.sets.set(id, set)
     }

@@ -60,6 +60,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements LeaseS
   /** The client in use (created by the store or given to it). */
   readonly client: RedisClientLike
   readonly prefix: string
+  /** The runner decides a key with live leases as the lease script does (scripts/leased-exact.lua). */
+  readonly exactReadsLedgers = true
   private readonly connection: Connection
   private readonly ownsClient: boolean
   private readonly maxBatchSize: number

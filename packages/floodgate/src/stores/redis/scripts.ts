@@ -1,5 +1,5 @@
 // Assembles the one Lua script RedisStore runs (prelude, every algorithm twin, the record codec, the
-// decision, the runner) and its SHA1.
+// decision, leases' arithmetic for keys with live leases, the runner) and its SHA1.
 
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
@@ -37,7 +37,20 @@ export function runnerScript(): RunnerScript {
  * for bench/redis-lua-ab.ts, which assembles the runner of another revision to compare them.
  */
 export function assembleRunner(read: (name: string) => string): string {
-  const parts = [read('prelude'), ...ALGORITHMS.map(read), read('record'), read('evaluate'), read('batch-args'), read('runner')]
+  const parts = [
+    read('prelude'),
+    ...ALGORITHMS.map(read),
+    read('record'),
+    read('evaluate'),
+    read('batch-args'),
+    // Redis runs a script's main chunk on every call, so lease.lua's tables and functions would be
+    // made for every exact call: wrapped, they are made only by a call that meets live leases.
+    'local function leasedExact()',
+    read('lease'),
+    read('leased-exact'),
+    'return readLedgers, decideLeased\nend',
+    read('runner'),
+  ]
   return [SHEBANG, ...parts].join('\n')
 }
 

@@ -18,6 +18,12 @@ const WEEK = 604_800_000
 const fixedWindow = (limit: number, sync: PolicyOptions['sync'], extra: Partial<PolicyOptions> = {}): PolicyOptions[] => [
   { name: 'fw', algorithm: 'fixed-window', limit, period: '1w', sync, ...extra },
 ]
+// The algorithms `auto` serves, each as one policy of `limit` a week (a bucket's burst is its limit:
+// it refills about 0.002 units a second, none that a test sees).
+const ALGORITHMS = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const
+const weekly = (algorithm: (typeof ALGORITHMS)[number], limit: number, sync: PolicyOptions['sync'], extra: Partial<PolicyOptions> = {}) => [
+  { name: algorithm, algorithm, limit, period: '1w', sync, ...extra } as PolicyOptions,
+]
 
 let server: RedisProcess
 const clients: Redis[] = []
@@ -52,15 +58,81 @@ function limiterOn(policies: PolicyOptions[], options: { timers?: Timers; maxKey
 }
 
 // What `key` has left, read by an exact peek (a fixed window counts leased blocks in its count).
-async function remaining(key: string, limit: number): Promise<number> {
-  const peek = limiterOn(fixedWindow(limit, 'always'))
+async function remaining(key: string, limit: number, policies: PolicyOptions[] = fixedWindow(limit, 'always')): Promise<number> {
+  const peek = limiterOn(policies.map((policy) => ({ ...policy, sync: 'always', hotRate: undefined, leaseMs: undefined })))
   return (await peek.limit(key, { cost: 0 })).remaining
 }
 
 describe("sync: 'auto' on Redis", () => {
-  it("decides a cold key with exact's own script, one call a decision, and never reads a ledger", async () => {
-    const exact = limiterOn(fixedWindow(1000, 'always'))
-    const auto = limiterOn(fixedWindow(1000, 'auto'))
+  for (const algorithm of ALGORITHMS)
+    it(`${algorithm}: decides a cold key with exact's own script, one call a decision, and never reads a ledger`, async () => {
+      await coldCostsExact(algorithm)
+    })
+
+  for (const algorithm of ALGORITHMS)
+    it(`${algorithm}: a key moving hot, cold, hot again loses and doubles no charge`, async () => {
+      const limit = 1000
+      const policies = weekly(algorithm, limit, 'auto', { hotRate: 20, leaseMs: '1m' })
+      // A clock that moves only here, and timers that never fire: heat follows the decisions below.
+      let now = 1_000_000
+      const timers: Timers = { now: () => now, setTimeout: () => ({}) }
+      const auto = limiterOn(policies, { timers })
+      const key = `moving-${algorithm}`
+      const window = Math.floor(Date.now() / WEEK)
+      let admitted = 0
+      const phase = async (count: number, gapMs: number) => {
+        const sources = new Set<string>()
+        for (let i = 0; i < count; i++) {
+          now += gapMs
+          const decision = await auto.limit(key)
+          if (decision.allowed) admitted++
+          sources.add(decision.source)
+        }
+        return [...sources].sort()
+      }
+      // 50/s: hot, on a lease; then quiet and 1/s: cold, its lease given back, exact calls; then hot again.
+      assert.ok((await phase(60, 20)).includes('lease'), 'hot: no decision from a lease')
+      now += 5000
+      assert.deepEqual(await phase(10, 1000), ['store'], 'cold: every decision an exact store call')
+      assert.ok(auto.syncState().leases!.units === 0, 'cold: a lease still held')
+      assert.ok((await phase(60, 20)).includes('lease'), 'hot again: no decision from a lease')
+      assert.equal(admitted, 130)
+      await auto.close()
+      if (Math.floor(Date.now() / WEEK) !== window) return
+      // Every lease given back at close: exactly what was admitted is charged.
+      assert.equal(await remaining(key, limit, policies), limit - admitted)
+    })
+
+  it('two processes on leases and two deciding exactly never admit more than the limit on one key, for every algorithm', async () => {
+    for (const algorithm of ALGORITHMS.slice(1)) {
+      const limit = 3000
+      const policies = weekly(algorithm, limit, 'auto', { hotRate: 500 })
+      const key = `shared-${algorithm}`
+      const window = Math.floor(Date.now() / WEEK)
+      const config = { host: server.host, port: server.port, key, policies }
+      const [hot, cold] = await Promise.all([
+        fast.run<AutoWorkerConfig, AutoWorkerReport>(2, { ...config, requests: 2000, inflight: 32, pauseMs: 0 }),
+        paced.run<AutoWorkerConfig, AutoWorkerReport>(2, { ...config, requests: 200, inflight: 1, pauseMs: 5 }),
+      ])
+      if (Math.floor(Date.now() / WEEK) !== window) continue
+      const reports = [...hot, ...cold]
+      const admitted = reports.reduce((sum, report) => sum + report.admitted, 0)
+      assert.ok(
+        hot.every((report) => report.lease > 0),
+        `${algorithm}: the fast processes decided from leases: ${JSON.stringify(hot)}`,
+      )
+      assert.ok(
+        cold.every((report) => report.lease === 0 && report.store > 0),
+        `${algorithm}: the paced processes decided in the store: ${JSON.stringify(cold)}`,
+      )
+      assert.ok(admitted <= limit, `${algorithm}: admitted ${admitted} > ${limit}`)
+      assert.equal(await remaining(key, limit, policies), limit - admitted, algorithm)
+    }
+  })
+
+  async function coldCostsExact(algorithm: (typeof ALGORITHMS)[number]): Promise<void> {
+    const exact = limiterOn(weekly(algorithm, 1000, 'always'))
+    const auto = limiterOn(weekly(algorithm, 1000, 'auto'))
     // Scripts loaded before watching, so every call below is an EVALSHA naming its script.
     await exact.limit('warm-exact')
     await auto.limit('warm-auto')
@@ -89,7 +161,7 @@ describe("sync: 'auto' on Redis", () => {
     const scripts = (list: string[][]) => [...new Set(list.map((args) => `${args[0].toLowerCase()} ${args[1]}`))]
     assert.deepEqual(scripts(autoCalls), scripts(exactCalls), "auto's cold path runs exact's script")
     assert.ok(!autoCalls.some((args) => args.some((arg) => arg.endsWith('#l'))), 'no ledger key read')
-  })
+  }
 
   it('moves a key asked at 50/s to leases (a lease covers many of its decisions)', async () => {
     const limit = 100_000

@@ -86,3 +86,43 @@ async function remaining(key: string, options: PolicyOptions[]): Promise<number>
     await client.quit()
   }
 }
+
+test("exact calls on a Cluster read the ledgers of keys with live leases, many slots in one node's call", async () => {
+  const client = new Cluster([...cluster.startupNodes], { scaleReads: 'master' })
+  const store = new RedisStore({ client })
+  try {
+    const policies = createPolicies([
+      { name: 'tb', algorithm: 'token-bucket', limit: 10, period: '1w', sync: 'lease' },
+      { name: 'gcra', algorithm: 'gcra', limit: 10, period: '1w', sync: 'lease' },
+    ])
+    // Keys of many slots, each with a lease of 4 of its 10 units live for a minute.
+    const keys = Array.from({ length: 24 }, (_, i) => `slots-${i}`)
+    for (const single of [[policies[0]], [policies[1]], policies]) {
+      const prefix = single.map((policy) => policy.name).join('+')
+      const leases = await store.lease(
+        keys.map((key, i) => ({
+          key: `${prefix}:${key}`,
+          policies: single,
+          id: i + 1,
+          want: 4,
+          need: 1,
+          leaseMs: 60_000,
+          returnId: 0,
+          returnUnused: 0,
+        })),
+      )
+      assert.ok(leases.every((lease) => lease.granted === 4))
+      // Twelve exact decisions of each key, all in one batch (one script call per node, across slots):
+      // 6 pass per key, as the leases hold the other 4 (a plain step would pass 10 for gcra).
+      const batch = keys.flatMap((key) => Array.from({ length: 12 }, () => ({ key: `${prefix}:${key}`, policies: single, cost: 1 })))
+      const answers = await store.evaluate(batch)
+      for (let k = 0; k < keys.length; k++) {
+        const admitted = answers.slice(12 * k, 12 * k + 12).filter((answer) => answer.allowed).length
+        assert.equal(admitted, 6, `${prefix}:${keys[k]}`)
+      }
+    }
+  } finally {
+    await store.close()
+    await client.quit()
+  }
+})

@@ -89,11 +89,15 @@ for _ = 1, requestCount do
   -- A key's records must outlive its last lease by a settling time, so each renewal (one a lease
   -- time) would move their expiry on by a lease time and set it anew; padded by a few lease times,
   -- the expiry is set once in every few renewals (see writeRecord).
+  -- A state record says whether its ledger holds leases ('L', see record.lua): exact's runner reads
+  -- the ledger only then.
   local padMs = LEASE_PAD * ask.leaseMs
   for i = 1, 2 * count do
     local key = KEYS[keyAt + i]
     local record = lease.records[i]
-    texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, lease.ttlMs[i] + lead, serverNow, padMs)
+    local leased = i <= count and lease.records[count + i].state ~= nil
+    local ttl = lease.ttlMs[i] + lead
+    texts[key] = writeRecord(key, texts[key], expiries[i], record.blockedUntil, record.state, ttl, serverNow, padMs, leased)
   end
   keyAt = keyAt + 2 * count
   reply[#reply + 1] = structPack('<dddBB', now, lease.granted, lease.expiresAt, lease.returned and 1 or 0, lease.allowed and 1 or 0)

@@ -6,9 +6,13 @@
 --   'S' expiry, the state's numbers            (the usual record: no block)
 --   'B' expiry, blockedUntil, the state's numbers
 --   'N' expiry, blockedUntil                   (a block without a state)
+--   'L' expiry, blockedUntil, the state's numbers (none: no state yet), written while leases are
+--       live on the key (its ledger, key .. '#l', is not empty): an exact decision that reads it
+--       must read the ledger too (runner.lua), and one that reads any other tag need not, so the
+--       usual exact decision reads one key
 
 local RECORD_CHUNK = 64
-local TAG_S, TAG_B, TAG_N = string.byte('SBN', 1, 3)
+local TAG_S, TAG_B, TAG_N, TAG_L = string.byte('SBNL', 1, 4)
 local byte, structPack, structUnpack = string.byte, struct.pack, struct.unpack
 local recordFormats = {}
 -- The formats of the usual records, found without a call (a call costs more than a table lookup
@@ -51,7 +55,7 @@ end
 -- Fails the call unless `text`, stored under `key`, is a record.
 local function checkRecord(text, key)
   local tag, count = byte(text, 1), (#text - 9) / 8
-  if count ~= floor(count) or count < 0 or (tag ~= TAG_S and (tag ~= TAG_B and tag ~= TAG_N or count < 1)) then
+  if count ~= floor(count) or count < 0 or (tag ~= TAG_S and (tag ~= TAG_B and tag ~= TAG_N and tag ~= TAG_L or count < 1)) then
     error('Floodgate: ' .. key .. ' does not hold a Floodgate record (another program wrote it); delete the key', 0)
   end
 end
@@ -59,20 +63,24 @@ end
 local call = redis.call
 
 -- Reads the texts of keys[from .. to] (keys of one slot) into `texts` (false: no record), each
--- checked, so that a corrupt record fails the call before anything is written.
-local function readRecords(keys, from, to, texts)
+-- checked, so that a corrupt record fails the call before anything is written. With `leased`, the
+-- keys whose record says leases are live ('L') are appended to it.
+local function readRecords(keys, from, to, texts, leased)
   local values = call('MGET', unpack(keys, from, to))
   for i = from, to do
     local key = keys[i]
     local text = values[i - from + 1]
     -- The usual record passes without a call.
-    if text and not (SHORT_LAYOUTS[#text] and byte(text, 1) == TAG_S) then checkRecord(text, key) end
+    if text and not (SHORT_LAYOUTS[#text] and byte(text, 1) == TAG_S) then
+      checkRecord(text, key)
+      if leased and byte(text, 1) == TAG_L then leased[#leased + 1] = key end
+    end
     texts[key] = text
   end
 end
 
 -- Decodes the record in `text` (checked) into `record`, its state into `state`, and returns the
--- expiry it carries.
+-- expiry it carries; `record.leased` tells an 'L' record.
 local function decodeRecordInto(text, record, state)
   local length = #text
   local layout = SHORT_LAYOUTS[length]
@@ -90,36 +98,40 @@ local function decodeRecordInto(text, record, state)
       state[(length - 1) / 8] = nil
       record.blockedUntil = 0
       record.state = state
+      record.leased = false
       return expiresAt
     end
   end
   local tag, count = byte(text, 1), (length - 9) / 8
   local expiresAt = structUnpack('<d', text, 2)
+  record.leased = tag == TAG_L
   if tag == TAG_S then
     record.blockedUntil = 0
     record.state = decodeStateInto(state, text, 10, count)
   else
     record.blockedUntil = structUnpack('<d', text, 10)
-    record.state = tag ~= TAG_N and decodeStateInto(state, text, 18, count - 1) or nil
+    record.state = (tag == TAG_B or tag == TAG_L and count > 1) and decodeStateInto(state, text, 18, count - 1) or nil
   end
   return expiresAt
 end
 
--- The record's text.
-local function encodeRecord(blockedUntil, state, expiresAt)
-  if state == nil then return structPack('<Bdd', TAG_N, expiresAt, blockedUntil) end
+-- The record's text ('L' when `leased`).
+local function encodeRecord(blockedUntil, state, expiresAt, leased)
+  local blockTag = leased and TAG_L or TAG_B
+  if state == nil then return structPack('<Bdd', leased and TAG_L or TAG_N, expiresAt, blockedUntil) end
   local count = #state
-  if blockedUntil == 0 and SHORT_RECORDS[count] then
+  if blockedUntil == 0 and not leased and SHORT_RECORDS[count] then
     -- struct.pack reads as many numbers as its format names: the nils after a short state are ignored.
     return structPack(SHORT_RECORDS[count], TAG_S, expiresAt, state[1], state[2], state[3], state[4])
   end
+  local plain = blockedUntil == 0 and not leased
   if count <= RECORD_CHUNK then
-    if blockedUntil == 0 then return structPack(recordFormat(count, 'Bd'), TAG_S, expiresAt, unpack(state)) end
-    return structPack(recordFormat(count, 'Bdd'), TAG_B, expiresAt, blockedUntil, unpack(state))
+    if plain then return structPack(recordFormat(count, 'Bd'), TAG_S, expiresAt, unpack(state)) end
+    return structPack(recordFormat(count, 'Bdd'), blockTag, expiresAt, blockedUntil, unpack(state))
   end
   local parts = {}
-  if blockedUntil == 0 then parts[1] = structPack('<Bd', TAG_S, expiresAt)
-  else parts[1] = structPack('<Bdd', TAG_B, expiresAt, blockedUntil) end
+  if plain then parts[1] = structPack('<Bd', TAG_S, expiresAt)
+  else parts[1] = structPack('<Bdd', blockTag, expiresAt, blockedUntil) end
   for from = 1, count, RECORD_CHUNK do
     local to = min(count, from + RECORD_CHUNK - 1)
     parts[#parts + 1] = structPack(recordFormat(to - from + 1, ''), unpack(state, from, to))
@@ -157,10 +169,10 @@ end
 
 -- Writes a record under `key`, which holds `stored` (false or nil: nothing) carrying `expiresAt`,
 -- to be kept `ttl` ms from the server's `serverNow` and padded by less than max(grid, `padMs`)
--- (nil: 0; see paddedExpiry); no state and no block deletes it. Returns the text the key now holds
--- (false: none).
-local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, serverNow, padMs)
-  if state == nil and blockedUntil == 0 then
+-- (nil: 0; see paddedExpiry); no state and no block deletes it, unless `leased` (leases are live on
+-- the key: an 'L' record, kept even without a state). Returns the text the key now holds (false: none).
+local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, serverNow, padMs, leased)
+  if state == nil and blockedUntil == 0 and not leased then
     if stored then call('DEL', key) end
     return false
   end
@@ -171,12 +183,12 @@ local function writeRecord(key, stored, expiresAt, blockedUntil, state, ttl, ser
     expiresAt = paddedExpiry(serverNow + ttl, ttl, padMs or 0)
   end
   -- encodeRecord's usual record without the call.
-  local format = blockedUntil == 0 and state and SHORT_RECORDS[#state]
+  local format = blockedUntil == 0 and state and not leased and SHORT_RECORDS[#state]
   local text
   if format then
     text = structPack(format, TAG_S, expiresAt, state[1], state[2], state[3], state[4])
   else
-    text = encodeRecord(blockedUntil, state, expiresAt)
+    text = encodeRecord(blockedUntil, state, expiresAt, leased)
   end
   if not keepsExpiry then
     -- A record of the stored one's length is overwritten in place and given its new expiry:

@@ -1,6 +1,8 @@
 -- The runner: decides a batch of requests in one atomic call. scripts.ts appends it after
--- prelude.lua, every algorithm file, record.lua and evaluate.lua; this file only decodes the
--- arguments, reads the records, runs evaluateKeyInto per request, writes and replies.
+-- prelude.lua, every algorithm file, record.lua, evaluate.lua, and lease.lua with leased-exact.lua
+-- inside the function leasedExact (it returns readLedgers and decideLeased); this
+-- file only decodes the arguments, reads the records, runs evaluateKeyInto per request (decideLeased
+-- for a request with live leases on its key), writes and replies.
 --
 -- ARGV[1]: the call's deadline on the server clock (ms; '' = none). A call that runs after it (it
 --   waited out a paused, stopped or overloaded server) charges nothing and answers the clock and
@@ -47,15 +49,25 @@ end
 -- own call; a record is decoded when its request is decided.
 local MGET_CHUNK = 1000
 local texts = {}
+-- Record keys whose leases are live ('L'): their ledgers are read too, still before any write.
+local leasedKeys = {}
 local groupCount = tonumber(ARGV[arg])
 arg = arg + 1
 local groupStart = 1
 for g = 1, groupCount do
   local groupEnd = groupStart + tonumber(ARGV[arg + g - 1]) - 1
-  for from = groupStart, groupEnd, MGET_CHUNK do readRecords(keys, from, min(groupEnd, from + MGET_CHUNK - 1), texts) end
+  for from = groupStart, groupEnd, MGET_CHUNK do
+    readRecords(keys, from, min(groupEnd, from + MGET_CHUNK - 1), texts, leasedKeys)
+  end
   groupStart = groupEnd + 1
 end
 arg = arg + groupCount
+-- The lease arithmetic, made only for a call that needs it (see scripts.ts: leasedExact).
+local readLedgers, decideLeased
+if #leasedKeys > 0 then
+  readLedgers, decideLeased = leasedExact()
+  readLedgers(leasedKeys, texts)
+end
 
 -- One request's inputs and evaluation, refilled for every request (tables are the costly part):
 -- its policies, keys, records (nil when absent; else the position's record buffer, its state in the
@@ -99,6 +111,8 @@ local singleState = {}
 local singleRecord = { blockedUntil = 0, state = nil }
 local singleRecordState = {}
 local singleStep = createStepResult()
+-- The one-policy list a leased request is decided with (made by the first one).
+local singlePolicies
 
 local runCount = tonumber(ARGV[arg])
 arg = arg + 1
@@ -124,7 +138,7 @@ for run = 1, runCount do
       keyIndex = keyIndex + 1
       local key = keys[keyIndex]
       local stored = texts[key]
-      local state, blockedUntil, expiresAt = nil, 0, false
+      local state, blockedUntil, expiresAt, leased = nil, 0, false, false
       if stored then
         -- decodeRecordInto's usual record without the call (see there); singleState never holds
         -- more than 5 numbers, so nothing else is left behind.
@@ -140,48 +154,60 @@ for run = 1, runCount do
         else
           expiresAt = decodeRecordInto(stored, singleRecord, singleRecordState)
           state = singleRecord.state
+          leased = singleRecord.leased
           if singleRecord.blockedUntil > now then blockedUntil = singleRecord.blockedUntil end
         end
       end
-      local result = step(state, now, cost, policy, singleStep)
-      local allowed = result.allowed
-      local flags, remaining, resetMs, retryAfterMs, delayMs
-      if cost >= 0 and blockedUntil > 0 then
-        local wait = blockedUntil - now
-        flags, remaining, delayMs = REPLY_BLOCKED, 0, 0
-        resetMs = max(wait, result.resetMs)
-        retryAfterMs = max(wait, allowed and 0 or result.retryAfterMs)
-        allowed = false
+      if leased then
+        singlePolicies = singlePolicies or {}
+        singlePolicies[1] = policy
+        local lease = decideLeased(texts, keys, keyIndex, singlePolicies, now, cost, lead, serverNow)
+        local result = lease.results[1]
+        n = n + 1
+        out[n] = structPack('<BBdddd', lease.allowed and 1 or 0, result.allowed and REPLY_ALLOWED or 0, result.remaining,
+          result.resetMs, result.retryAfterMs, 0)
       else
-        remaining, resetMs, retryAfterMs, delayMs = result.remaining, result.resetMs, result.retryAfterMs, result.delayMs
-        if allowed then
-          flags = REPLY_ALLOWED
-          state = result.state
+        local result = step(state, now, cost, policy, singleStep)
+        local allowed = result.allowed
+        local flags, remaining, resetMs, retryAfterMs, delayMs
+        if cost >= 0 and blockedUntil > 0 then
+          local wait = blockedUntil - now
+          flags, remaining, delayMs = REPLY_BLOCKED, 0, 0
+          resetMs = max(wait, result.resetMs)
+          retryAfterMs = max(wait, allowed and 0 or result.retryAfterMs)
+          allowed = false
         else
-          flags = 0
-          if cost > 0 and blockMs > 0 then
-            blockedUntil = now + blockMs
-            retryAfterMs = max(retryAfterMs, blockMs)
-            resetMs = max(resetMs, blockMs)
+          remaining, resetMs, retryAfterMs, delayMs = result.remaining, result.resetMs, result.retryAfterMs, result.delayMs
+          if allowed then
+            flags = REPLY_ALLOWED
+            state = result.state
+          else
+            flags = 0
+            if cost > 0 and blockMs > 0 then
+              blockedUntil = now + blockMs
+              retryAfterMs = max(retryAfterMs, blockMs)
+              resetMs = max(resetMs, blockMs)
+            end
           end
         end
+        -- An allowed step's state is as good as none after max(1, resetMs), so its ttl is at most
+        -- that: an expiry that far away is kept without calling ttl.
+        local ttl = resetMs > 1 and resetMs or 1
+        if not (allowed and blockedUntil == 0 and expiresAt and expiresAt >= serverNow + lead + ttl) then
+          ttl = state == nil and 1 or ttlOf(state, now, policy)
+          if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
+        end
+        texts[key] = writeRecord(key, stored, expiresAt, blockedUntil, state, ttl + lead, serverNow, policy.padMs)
+        n = n + 1
+        out[n] = structPack('<BBdddd', allowed and 1 or 0, flags, remaining, resetMs, retryAfterMs, delayMs)
       end
-      -- An allowed step's state is as good as none after max(1, resetMs), so its ttl is at most
-      -- that: an expiry that far away is kept without calling ttl.
-      local ttl = resetMs > 1 and resetMs or 1
-      if not (allowed and blockedUntil == 0 and expiresAt and expiresAt >= serverNow + lead + ttl) then
-        ttl = state == nil and 1 or ttlOf(state, now, policy)
-        if blockedUntil > 0 then ttl = max(ttl, blockedUntil - now) end
-      end
-      texts[key] = writeRecord(key, stored, expiresAt, blockedUntil, state, ttl + lead, serverNow, policy.padMs)
-      n = n + 1
-      out[n] = structPack('<BBdddd', allowed and 1 or 0, flags, remaining, resetMs, retryAfterMs, delayMs)
     end
   else
     sizeRequest(count)
     for i = 1, count do requestPolicies[i] = policies[tonumber(ARGV[arg + i - 1])] end
     for r = 1, requests do
       -- The request's records (its keys come next in `keys`), decided, written and replied to.
+      local leased = false
       for i = 1, count do
         keyIndex = keyIndex + 1
         local key = keys[keyIndex]
@@ -190,30 +216,43 @@ for run = 1, runCount do
         if text then
           requestRecords[i] = recordBuffers[i]
           requestExpiries[i] = decodeRecordInto(text, recordBuffers[i], stateBuffers[i])
+          if recordBuffers[i].leased then leased = true end
         else
           requestRecords[i] = nil
           requestExpiries[i] = false
         end
       end
 
-      evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
-
-      local records, ttlMs = evaluation.records, evaluation.ttlMs
-      for i = 1, count do
-        local key = requestKeys[i]
-        local record = records[i]
-        local padMs = requestPolicies[i].padMs
-        texts[key] = writeRecord(key, texts[key], requestExpiries[i], record.blockedUntil, record.state, ttlMs[i] + lead, serverNow, padMs)
-      end
-
       n = n + 1
-      out[n] = REQUEST_BYTE[evaluation.allowed]
-      local results = evaluation.results
-      for i = 1, count do
-        local result = results[i]
-        local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
-        n = n + 1
-        out[n] = structPack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
+      if leased then
+        local lease = decideLeased(texts, keys, keyIndex - count + 1, requestPolicies, now, cost, lead, serverNow)
+        out[n] = REQUEST_BYTE[lease.allowed]
+        local results = lease.results
+        for i = 1, count do
+          local result = results[i]
+          n = n + 1
+          out[n] = structPack('<Bdddd', result.allowed and REPLY_ALLOWED or 0, result.remaining, result.resetMs, result.retryAfterMs, 0)
+        end
+      else
+        evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
+
+        local records, ttlMs = evaluation.records, evaluation.ttlMs
+        for i = 1, count do
+          local key = requestKeys[i]
+          local record = records[i]
+          local padMs = requestPolicies[i].padMs
+          local ttl = ttlMs[i] + lead
+          texts[key] = writeRecord(key, texts[key], requestExpiries[i], record.blockedUntil, record.state, ttl, serverNow, padMs)
+        end
+
+        out[n] = REQUEST_BYTE[evaluation.allowed]
+        local results = evaluation.results
+        for i = 1, count do
+          local result = results[i]
+          local flags = (result.allowed and REPLY_ALLOWED or 0) + (result.blocked and REPLY_BLOCKED or 0)
+          n = n + 1
+          out[n] = structPack('<Bdddd', flags, result.remaining, result.resetMs, result.retryAfterMs, result.delayMs)
+        end
       end
     end
   end
