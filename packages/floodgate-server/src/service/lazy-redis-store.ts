@@ -19,6 +19,10 @@ export class LazyRedisStore implements LeaseStore {
   #redis: Connected | undefined
   #sync: RegionSync | undefined
   readonly #onCall: (ms: number) => void
+  // RedisStore's exact script reads a key's lease ledgers, so `auto` may decide cold token-bucket
+  // and gcra keys by it (LeaseStore.exactReadsLedgers). A region store routes exact and lease
+  // calls through its allotments and makes no such promise: with regions, cold keys keep the lease call.
+  readonly exactReadsLedgers: boolean
 
   /** `onCall` hears how long each store call took (a batch), answered or failed: the dashboard's latency. */
   /** `onError` hears the client's connection errors (a refused certificate, a missing socket), each once until it is ready. */
@@ -30,6 +34,7 @@ export class LazyRedisStore implements LeaseStore {
     onError?: (message: string, cause: string) => void,
   ) {
     this.#onCall = onCall
+    this.exactReadsLedgers = regions === undefined
     this.#ready = import('floodgate/redis').then(({ RedisStore, RegionSync }) => {
       const report = onError === undefined ? undefined : connectionErrorReport(connect, 'Redis', onError)
       const redis = new RedisStore({ ...withSteadyTls(connect, report?.heard), prefix })
