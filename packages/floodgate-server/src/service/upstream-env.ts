@@ -39,7 +39,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   PROMETHEUS_PATH: 'metrics are served on the HTTP port, GET /metrics',
   PROMETHEUS_MAPPER_YAML: 'FLOODGATE_UPSTREAM_METRICS=true exports upstream default mapping',
   PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS: 'latency is floodgate_decision_duration_seconds',
-  LOG_FORMAT: 'Floodgate logs JSON lines',
   DEBUG_HOST: 'no debug listener; /admin and /metrics are on the HTTP port',
   DEBUG_PORT: 'no debug listener; /admin and /metrics are on the HTTP port',
   RUNTIME_WATCH_ROOT: 'the rules directory is watched, symlink swaps (Kubernetes ConfigMaps) included',
@@ -126,6 +125,8 @@ export function readUpstreamEnvironment(env: NodeJS.ProcessEnv): UpstreamEnviron
   readGrpcListen(env, set, notes)
 
   if (given('LOG_LEVEL')) set('FLOODGATE_LOG_LEVEL', logLevelOf(env.LOG_LEVEL as string))
+  // Upstream logs JSON for `json` and logrus's text lines for anything else; pretty is Floodgate's text.
+  if (given('LOG_FORMAT')) set('FLOODGATE_LOG_FORMAT', /^json$/i.test(env.LOG_FORMAT as string) ? 'json' : 'pretty')
 
   if (given('RUNTIME_ROOT') || given('RUNTIME_SUBDIRECTORY')) {
     // Upstream reads the rules from <root>/<subdirectory>/<app directory>.

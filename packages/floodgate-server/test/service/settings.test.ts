@@ -80,6 +80,14 @@ describe('readSettings', () => {
     )
   })
 
+  it("reads upstream's LOG_FORMAT: json is JSON lines, anything else (text, its default) one text line per record", () => {
+    assert.equal(readSettings(['rules.yaml'], { LOG_FORMAT: 'json' }).logFormat, 'json')
+    assert.equal(readSettings(['rules.yaml'], { LOG_FORMAT: 'text' }).logFormat, 'pretty')
+    assert.equal(readSettings(['rules.yaml'], {}).logFormat, undefined)
+    assert.equal(readSettings(['rules.yaml'], { LOG_FORMAT: 'text', FLOODGATE_LOG_FORMAT: 'json' }).logFormat, 'json')
+    assert.ok(!readSettings(['rules.yaml'], { LOG_FORMAT: 'json' }).upstreamNotes.some((note) => note.startsWith('LOG_FORMAT')))
+  })
+
   it('reads Redis Cluster nodes and Sentinels', () => {
     assert.deepEqual(readSettings(['rules.yaml', '--redis-cluster', 'a:7000, b:7001'], {}).store, {
       kind: 'cluster',
