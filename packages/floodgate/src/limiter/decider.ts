@@ -103,6 +103,16 @@ export class ExactDecider implements Decider {
     return this.decideFrom(primary, first, key, cost, startedAt)
   }
 
+  /** The primary is the guarded store itself, with no sync engine in between (see DirectPath). */
+  get decidesOnStore(): boolean {
+    return this.primary === this.context.remote
+  }
+
+  /** The rest of `decide` once the primary answered `first` (undefined: it failed). */
+  decideAnswered(first: EvaluateResponse | undefined, key: string, cost: number, startedAt: number): MaybeDecision {
+    return this.decideFrom(this.primary, first, key, cost, startedAt)
+  }
+
   whyNotSync(): string | undefined {
     if (this.primaryNotSync !== undefined) return this.primaryNotSync
     if (this.plan.hasElastic && this.context.pool?.limiter.canLimitSync !== true) {

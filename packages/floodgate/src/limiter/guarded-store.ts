@@ -88,6 +88,11 @@ export class GuardedStore implements Backend {
     this.onStoreCall = options.onStoreCall
   }
 
+  /** Synchronous, without shards and without an onStoreCall hook: a call is the store's evaluateSync alone. */
+  get plain(): boolean {
+    return this.synchronous && !this.sharded && this.onStoreCall === undefined
+  }
+
   tier(plan: PolicyPlan): Tier {
     return plan.remote
   }
@@ -119,6 +124,11 @@ export class GuardedStore implements Backend {
     }
     this.answered(shard, breaker)
     return response
+  }
+
+  /** A failure of a call made past `call` (DirectPath) on a store without shards: reported and counted as `call` does. */
+  failedWhole(error: unknown): undefined {
+    return this.failed(error, WHOLE_STORE, this.breakers.whole)
   }
 
   /** Resets `key` on the store, bounded like a decision; failures are reported, never thrown. */

@@ -9,6 +9,7 @@ import type { Store } from '../stores/store.js'
 import { createDecider, type Decider, type DeciderContext, type MaybeDecision } from './decider.js'
 import { toNeverDecision } from './decisions.js'
 import { Denials } from './deny-cache.js'
+import { DirectPath } from './direct-path.js'
 import { LocalBackend } from './fallback.js'
 import { GuardedStore } from './guarded-store.js'
 import { Leases } from './leases.js'
@@ -44,6 +45,8 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
   private readonly denials: Denials | undefined
   private readonly context: DeciderContext
   private readonly ownDecider: Decider | undefined
+  // The own decider's one-step form, when its plan and store allow it (see DirectPath).
+  private readonly direct: DirectPath | undefined
   private readonly deciders = new WeakMap<readonly Policy[], Decider>()
   // Deciders by content, for callers that pass an equal set in a new array each time (bounded).
   private readonly decidersBySignature = new Map<string, Decider>()
@@ -99,6 +102,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     if (this.options.policies !== undefined) {
       this.ownDecider = createDecider(createPlan(this.options.policies, this.options.instances, '', this.clock()), this.context)
     }
+    this.direct = DirectPath.of(this.ownDecider, this.remote, this.denials)
     this.stopWatchingStore = this.store.onRecovered?.((shard) => this.remote.recovered(shard ?? ''))
     // 'newListener' and 'removeListener' are EventEmitter's own events, outside RateLimiterEvents.
     const emitter = this as EventEmitter
@@ -297,6 +301,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
         return denied
       }
     }
+    if (decider === this.ownDecider && this.direct !== undefined) return this.direct.decide(key, cost)
     // Read before the store decides, so a lease's expiry is never estimated later than the store's.
     return decider.decide(key, cost, plan.hasConcurrency ? this.clock() : 0)
   }

@@ -1,0 +1,114 @@
+// The limiter's own one-policy set on the in-process MemoryStore, decided in one step: the store's
+// answer read straight into the Decision, without the decider's general steps (shadow, pool, leases).
+
+import type { Policy } from '../core/policy.js'
+import { MemoryStore } from '../stores/memory/memory-store.js'
+import type { CircuitBreaker } from './circuit-breaker.js'
+import type { Decider, MaybeDecision } from './decider.js'
+import type { Denials } from './deny-cache.js'
+import type { GuardedStore } from './guarded-store.js'
+import type { PolicyPlan } from './policy-plan.js'
+import type { EvaluateResponse } from '../stores/store.js'
+import type { Decision, PolicyDecision } from './types.js'
+
+/**
+ * What `ExactDecider.decide` answers for a plan of one hard or soft policy (not shadow, elastic or
+ * concurrency) on the store itself (sync 'always'), when the store is a MemoryStore and no hook
+ * watches its calls: the same Decision, built once. Anything else the breaker or a failing store
+ * brings (an open breaker, a failure streak to end, a thrown error) goes to the decider, which owns it.
+ */
+export class DirectPath {
+  private readonly policies: readonly Policy[]
+  private readonly policy: Policy
+  private readonly limit: number
+  private readonly headroom: number
+  private readonly breaker: CircuitBreaker
+
+  private constructor(
+    private readonly store: MemoryStore,
+    private readonly remote: GuardedStore,
+    private readonly decider: DirectDecider,
+    private readonly denials: Denials | undefined,
+  ) {
+    const plan = decider.plan
+    this.policies = plan.remote.policies
+    this.policy = plan.policies[0]
+    this.limit = plan.remote.limits[0]
+    this.headroom = plan.remote.headroom[0]
+    this.breaker = remote.breakers.whole
+  }
+
+  /** The direct path for `decider`, or undefined when its plan or store needs the general steps. */
+  static of(decider: Decider | undefined, remote: GuardedStore, denials: Denials | undefined): DirectPath | undefined {
+    if (decider === undefined || !isDirectDecider(decider) || !decider.decidesOnStore) return undefined
+    if (!(remote.store instanceof MemoryStore) || !remote.plain) return undefined
+    if (!isOnePlainPolicy(decider.plan)) return undefined
+    return new DirectPath(remote.store, remote, decider, denials)
+  }
+
+  /** `decider.decide(key, cost, 0)`, for a cost the plan can admit (RateLimiter.decideWith checks). */
+  decide(key: string, cost: number): MaybeDecision {
+    const breaker = this.breaker
+    // Closed and no streak to end (the usual case); else the guarded store's full path decides.
+    if (breaker.isOpen || breaker.streak > 0) return this.decider.decide(key, cost, 0)
+    let allowed: boolean
+    let part: PolicyDecision
+    try {
+      // A new request, as GuardedStore makes it: the compiler removes it when it inlines evaluateSync.
+      const response = this.store.evaluateSync({ key, policies: this.policies, cost })
+      const result = response.results[0]
+      const policy = this.policy
+      const headroom = this.headroom
+      allowed = response.allowed
+      // The fields in toPart's order, so both paths' decisions share one hidden class.
+      part = {
+        name: policy.name,
+        algorithm: policy.algorithm,
+        limit: this.limit,
+        periodMs: policy.periodMs,
+        allowed: result.allowed,
+        remaining: result.remaining > headroom ? result.remaining - headroom : 0,
+        resetMs: result.resetMs,
+        retryAfterMs: result.retryAfterMs,
+        delayMs: result.delayMs,
+        blocked: result.blocked,
+        over: allowed && result.allowed && result.remaining < headroom,
+        shadow: false,
+      }
+    } catch (error) {
+      return this.decider.decideAnswered(this.remote.failedWhole(error), key, cost, 0)
+    }
+    // decisionOf's fields and order.
+    const decision: Decision = {
+      allowed,
+      limit: part.limit,
+      remaining: part.remaining,
+      resetMs: part.resetMs,
+      retryAfterMs: allowed ? 0 : part.retryAfterMs,
+      delayMs: allowed ? Math.max(0, part.delayMs) : 0,
+      policy: part.name,
+      over: part.over,
+      shadow: false,
+      source: 'store',
+      policies: [part],
+    }
+    if (!allowed && cost > 0) this.denials?.remember(key, this.decider.plan, cost, decision)
+    return decision
+  }
+}
+
+/** The decider steps the direct path hands its exceptions to (ExactDecider). */
+export interface DirectDecider extends Decider {
+  /** The decider's primary is the guarded store itself (no sync engine in between). */
+  readonly decidesOnStore: boolean
+  /** The rest of `decide` once the store answered (`undefined`: it failed). */
+  decideAnswered(first: EvaluateResponse | undefined, key: string, cost: number, startedAt: number): MaybeDecision
+}
+
+function isDirectDecider(decider: Decider): decider is DirectDecider {
+  return typeof (decider as Partial<DirectDecider>).decideAnswered === 'function'
+}
+
+function isOnePlainPolicy(plan: PolicyPlan): boolean {
+  return plan.policies.length === 1 && !plan.hasShadow && !plan.hasElastic && !plan.hasConcurrency
+}
