@@ -7,15 +7,14 @@ import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { RateLimiter, MemoryStore, type AlgorithmName } from '../packages/floodgate/src/index.js'
 import { decisionLiteral, type Contender } from './support.js'
 import { KEYS, OPS, policyFor } from './memory-options.js'
+import { FIVE_FLOOR, FIVE_PREFIX, FIVE_RLF, FIVE_SYNC_FLOOR } from './memory-five-names.js'
+
+export { FIVE_FLOOR, FIVE_PREFIX, FIVE_RLF, FIVE_SYNC_FLOOR }
 
 /** The algorithms of the five limiters (those with a one-policy kernel). */
 export const FIVE: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'leaky-bucket', 'gcra']
 /** The group's name on the command line (--group). */
 export const FIVE_GROUP = 'five'
-export const FIVE_PREFIX = '5-in-1 '
-export const FIVE_RLF = `${FIVE_PREFIX}rate-limiter-flexible RateLimiterMemory`
-export const FIVE_FLOOR = `${FIVE_PREFIX}floor: Map + Date.now + decision object (async)`
-export const FIVE_SYNC_FLOOR = `${FIVE_PREFIX}sync floor: Map + Date.now + decision object`
 
 /** The group's contender names, in table order. */
 export function fiveNames(): string[] {

@@ -151,7 +151,6 @@ async function main(): Promise<void> {
     'Throughput, five limiters of different algorithms in one process, prebuilt keys (median; rlf and floors in that process)',
   )
   if (fiveOnly) return
-  if (fiveOnly) return
   const rate = (name: string) => results.find((r) => r.name === name)!.median
   printTable(
     ['row', 'decisions/s', 'live row', 'live / row (target ≤ 2x)'],

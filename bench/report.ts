@@ -13,6 +13,7 @@ import { extname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { type MemoryResults, type RedisMemoryResults, type RedisResults, type ServiceResults, reportCharts } from './report-charts.js'
 import { formatBytes, formatCount, ratio } from './support.js'
+import { FIVE_FLOOR, FIVE_PREFIX, FIVE_RLF } from './memory-five-names.js'
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string', default: 'docs' } } })
 const QUICK = flags.quick
@@ -85,7 +86,10 @@ function versionOf(name: string): string {
 function main(): void {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-bench-report-'))
   try {
+    // The five-in-one group has its own peer and floors, measured in its process: a table of its own.
     const memory = runBench<MemoryResults>('memory', dir)
+    const fiveInOne = memory.throughput.filter((r) => r.name.startsWith(FIVE_PREFIX))
+    memory.throughput = memory.throughput.filter((r) => !r.name.startsWith(FIVE_PREFIX))
     const redis = runBench<RedisResults>('redis', dir)
     const redisMemory = runBench<RedisMemoryResults>('redisMemory', dir)
     const service = runBench<ServiceResults>('service', dir)
@@ -93,7 +97,7 @@ function main(): void {
     const charts = reportCharts({ memory, redis, redisMemory, service })
     for (const [name, text] of Object.entries(charts)) writeFileSync(join(CHARTS, name), text)
     const link = (name: string, alt: string) => `![${alt}](${relative(OUT, join(CHARTS, name)).replaceAll('\\', '/')})`
-    writeFileSync(join(OUT, 'benchmarks.md'), report(memory, redis, redisMemory, service, link))
+    writeFileSync(join(OUT, 'benchmarks.md'), report(memory, fiveInOne, redis, redisMemory, service, link))
     console.log(`\nwrote ${join(OUT, 'benchmarks.md')} and ${Object.keys(charts).length} charts in ${CHARTS}`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -102,6 +106,7 @@ function main(): void {
 
 function report(
   memory: MemoryResults,
+  fiveInOne: MemoryResults['throughput'],
   redis: RedisResults,
   redisMemory: RedisMemoryResults,
   service: ServiceResults,
@@ -138,6 +143,11 @@ function report(
       ratio(r.median, asyncFloor),
       ratio(r.median, boundedFloor),
     ]),
+  )
+  const fiveOf = (name: string) => fiveInOne.find((r) => r.name === name)?.median ?? Number.NaN
+  const fiveTable = table(
+    ['contender', 'decisions/s', 'vs 5-in-1 rate-limiter-flexible', 'vs 5-in-1 floor'],
+    fiveInOne.map((r) => [r.name, formatCount(r.median), ratio(r.median, fiveOf(FIVE_RLF)), ratio(r.median, fiveOf(FIVE_FLOOR))]),
   )
   const redisTable = table(
     ['contender', 'decisions/s', 'vs rate-limiter-flexible', 'failed'],
@@ -186,6 +196,12 @@ algorithm step, the state written back, the cheapest LRU upkeep; no policy sets,
 ${link('memory-throughput.svg', 'Embedded store decisions per second')}
 
 ${memoryTable}
+
+Five limiters of different algorithms alive in one process, with prebuilt keys, as an app with several
+limiters runs them (\`bench/memory-five.ts\`); rate-limiter-flexible and the floors are measured in that
+same process:
+
+${fiveTable}
 
 ${link('memory-per-key.svg', 'Heap bytes per key')}
 
