@@ -196,6 +196,28 @@ describe('the packed packages in a new app', { timeout: 1_800_000 }, () => {
     }
   })
 
+  it("type-checks every entry point's declarations, none of them missing a file the build pruned", async () => {
+    // skipLibCheck off, unlike the snippets: an import of a pruned declaration (scripts/prune-declarations.mjs)
+    // would be an error here. Errors in other packages' types (@types/koa's own) are theirs, not ours.
+    const dir = join(app, 'declarations')
+    mkdirSync(dir)
+    const manifest = JSON.parse(readFileSync(join(app, 'node_modules/floodgate/package.json'), 'utf8'))
+    const specifiers = Object.keys(manifest.exports).filter((key) => key !== './package.json')
+    const source = specifiers.map((key, i) => `export * as entry${i} from '${join('floodgate', key)}'`).join('\n')
+    writeFileSync(join(dir, 'entries.ts'), `${source}\n`)
+    const config = {
+      compilerOptions: { module: 'node16', moduleResolution: 'node16', target: 'es2022', strict: true, noEmit: true, types: ['node'] },
+      files: ['entries.ts'],
+    }
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config))
+    const compiled = await run(join(app, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: dir }).catch((error) => error)
+    const ours = String(compiled.stdout ?? '')
+      .split('\n')
+      .filter((line) => line.includes('node_modules/floodgate/') || line.startsWith('entries.ts'))
+    assert.deepEqual(ours, [], `tsc found errors in the package's declarations:\n${compiled.stdout}`)
+    assert.ok(specifiers.length >= 8, `entry points: ${specifiers.join(', ')}`)
+  })
+
   for (const resolution of ['node16', 'bundler'] as const) {
     it(`compiles every TypeScript snippet of the docs with moduleResolution ${resolution}`, async () => {
       const dir = join(app, `snippets-${resolution}`)
