@@ -9,7 +9,7 @@
 import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { MemcachedStore } from '../packages/floodgate/src/memcached.js'
 import { startMemcached } from '../packages/floodgate/test/support/memcached-server.js'
-import { formatCount, interleavedRounds, printTable, ratio, roundsContender, Tallies, type Contender } from './support.js'
+import { formatCount, printRoundsAgainstFirst, roundsContender, Tallies, type Contender } from './support.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -64,23 +64,7 @@ async function main(): Promise<void> {
       }
     }
     const contenders = [contender('3 servers, list fixed', false), contender(`list changed every ${SWAP_MS}ms (3 ↔ 2)`, true)]
-    for (const c of contenders) await c.measure() // warm-up: connections, JIT
-    const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) =>
-      console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
-    )
-    const fixed = results[0].median
-    printTable(
-      ['contender', 'median decisions/s', 'min', 'max', 'vs fixed'],
-      results.map((r) => [
-        r.name,
-        formatCount(r.median),
-        formatCount(Math.min(...r.samples)),
-        formatCount(Math.max(...r.samples)),
-        ratio(r.median, fixed),
-      ]),
-      'Throughput over 10k keys (median of rounds)',
-    )
-    printTable(['contender', 'calls', 'denied', 'failed', 'first failure'], tallies.rows(), 'Denials and failures (all should be 0)')
+    await printRoundsAgainstFirst(contenders, ROUNDS, 'fixed', tallies)
   } finally {
     for (const store of stores) await store.close()
     await Promise.all(servers.map((server) => server.stop()))

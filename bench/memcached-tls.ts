@@ -10,7 +10,7 @@ import { RateLimiter } from '../packages/floodgate/src/index.js'
 import { MemcachedStore, type MemcachedTlsOptions } from '../packages/floodgate/src/memcached.js'
 import { startMemcached } from '../packages/floodgate/test/support/memcached-server.js'
 import { makeTestCerts } from '../packages/floodgate-server/test/service/redis-tls-certs.js'
-import { formatCount, interleavedRounds, printTable, ratio, roundsContender, Tallies, type Contender } from './support.js'
+import { formatCount, printRoundsAgainstFirst, roundsContender, Tallies, type Contender } from './support.js'
 
 const CALLERS = 256
 const KEYS = 10_000
@@ -62,23 +62,7 @@ async function main(): Promise<void> {
         key: readFileSync(certs.client.key, 'utf8'),
       }),
     ]
-    for (const c of contenders) await c.measure() // warm-up: connections and handshakes, JIT
-    const results = await interleavedRounds(contenders, ROUNDS, (name, round, value) =>
-      console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
-    )
-    const base = results[0].median
-    printTable(
-      ['contender', 'median decisions/s', 'min', 'max', 'vs plain'],
-      results.map((r) => [
-        r.name,
-        formatCount(r.median),
-        formatCount(Math.min(...r.samples)),
-        formatCount(Math.max(...r.samples)),
-        ratio(r.median, base),
-      ]),
-      'Throughput over 10k keys (median of rounds)',
-    )
-    printTable(['contender', 'calls', 'denied', 'failed', 'first failure'], tallies.rows(), 'Denials and failures (all should be 0)')
+    await printRoundsAgainstFirst(contenders, ROUNDS, 'plain', tallies)
   } finally {
     for (const store of stores) await store.close()
     await Promise.all([plain, tls, mutual].map((server) => server.stop()))

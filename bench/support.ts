@@ -290,3 +290,34 @@ export function roundsContender<T>(
     },
   }
 }
+
+/**
+ * Warms each contender once, runs the interleaved rounds printing each sample, then prints the
+ * throughput table (median, min, max, ratio to the first contender, named `vs <baseLabel>`) and the
+ * tallies' denials and failures. Returns the rounds' results.
+ */
+export async function printRoundsAgainstFirst(
+  contenders: readonly Contender[],
+  rounds: number,
+  baseLabel: string,
+  tallies: Tallies,
+): Promise<{ name: string; samples: number[]; median: number }[]> {
+  for (const c of contenders) await c.measure() // warm-up: connections (and handshakes), JIT
+  const results = await interleavedRounds(contenders, rounds, (name, round, value) =>
+    console.log(`  round ${round + 1} ${name}: ${formatCount(value)}/s`),
+  )
+  const base = results[0].median
+  printTable(
+    ['contender', 'median decisions/s', 'min', 'max', `vs ${baseLabel}`],
+    results.map((r) => [
+      r.name,
+      formatCount(r.median),
+      formatCount(Math.min(...r.samples)),
+      formatCount(Math.max(...r.samples)),
+      ratio(r.median, base),
+    ]),
+    'Throughput over 10k keys (median of rounds)',
+  )
+  printTable(['contender', 'calls', 'denied', 'failed', 'first failure'], tallies.rows(), 'Denials and failures (all should be 0)')
+  return results
+}
