@@ -71,11 +71,25 @@ function decisionOf(
 function toPart(plan: PolicyPlan, tier: Tier, results: readonly PolicyResult[], allowed: boolean, i: number): PolicyDecision {
   const policy = plan.policies[i]
   const result = results[i]
-  const headroom = tier.headroom[i]
+  return policyPart(policy, tier.limits[i], result, tier.headroom[i], allowed, policy.shadow && !result.allowed)
+}
+
+/**
+ * One policy's part of a decision. Both the general path and the direct path (direct-path.ts) build
+ * parts here, so their decisions share one object shape and one rule for headroom and `over`.
+ */
+export function policyPart(
+  policy: PolicyPlan['policies'][number],
+  limit: number,
+  result: PolicyResult,
+  headroom: number,
+  allowed: boolean,
+  shadow: boolean,
+): PolicyDecision {
   return {
     name: policy.name,
     algorithm: policy.algorithm,
-    limit: tier.limits[i],
+    limit,
     periodMs: policy.periodMs,
     allowed: result.allowed,
     remaining: result.remaining > headroom ? result.remaining - headroom : 0,
@@ -84,7 +98,7 @@ function toPart(plan: PolicyPlan, tier: Tier, results: readonly PolicyResult[], 
     delayMs: result.delayMs,
     blocked: result.blocked,
     over: allowed && result.allowed && result.remaining < headroom,
-    shadow: policy.shadow && !result.allowed,
+    shadow,
   }
 }
 

@@ -7,6 +7,7 @@ import type { CircuitBreaker } from './circuit-breaker.js'
 import type { Decider, MaybeDecision } from './decider.js'
 import type { Denials } from './deny-cache.js'
 import type { GuardedStore } from './guarded-store.js'
+import { policyPart } from './decisions.js'
 import type { PolicyPlan } from './policy-plan.js'
 import type { EvaluateResponse } from '../stores/store.js'
 import type { Decision, PolicyDecision } from './types.js'
@@ -57,24 +58,8 @@ export class DirectPath {
       // A new request, as GuardedStore makes it: the compiler removes it when it inlines evaluateSync.
       const response = this.store.evaluateSync({ key, policies: this.policies, cost })
       const result = response.results[0]
-      const policy = this.policy
-      const headroom = this.headroom
       allowed = response.allowed
-      // The fields in toPart's order, so both paths' decisions share one hidden class.
-      part = {
-        name: policy.name,
-        algorithm: policy.algorithm,
-        limit: this.limit,
-        periodMs: policy.periodMs,
-        allowed: result.allowed,
-        remaining: result.remaining > headroom ? result.remaining - headroom : 0,
-        resetMs: result.resetMs,
-        retryAfterMs: result.retryAfterMs,
-        delayMs: result.delayMs,
-        blocked: result.blocked,
-        over: allowed && result.allowed && result.remaining < headroom,
-        shadow: false,
-      }
+      part = policyPart(this.policy, this.limit, result, this.headroom, allowed, false)
     } catch (error) {
       return this.decider.decideAnswered(this.remote.failedWhole(error), key, cost, 0)
     }
