@@ -11,6 +11,7 @@ import {
   type SubmitCallback,
 } from 'floodgate'
 import { ENVOY_UNITS, envoyPolicyName, UNIT_MS } from 'floodgate/rules'
+import type { CounterExpiry } from './compat-expiry.js'
 import { COUNT_CEILING } from './envoy-counter.js'
 import { connectionErrorReport, type RedisConnectOptions } from './redis-connection.js'
 import { withSteadyTls } from './redis-tls-streams.js'
@@ -84,13 +85,14 @@ export interface IoredisCounterClient {
 
 /**
  * Upstream's Redis counting (src/redis/fixed_cache_impl.go): one pipeline of `INCRBY key hits` and
- * `EXPIRE key <unit seconds>` per descriptor, and `GET` to read; per-second keys on the separate
+ * `EXPIRE key <unit seconds + jitter>` per descriptor, and `GET` to read; per-second keys on the separate
  * per-second Redis when there is one (REDIS_PERSECOND).
  */
 export class RedisUpstreamCounter implements UpstreamCounter {
   constructor(
     private readonly client: IoredisCounterClient,
     private readonly perSecond?: IoredisCounterClient,
+    private readonly expiry: CounterExpiry = (unitSeconds) => unitSeconds,
   ) {}
 
   accepts(): boolean {
@@ -100,7 +102,7 @@ export class RedisUpstreamCounter implements UpstreamCounter {
   async count(key: string, hits: number, unitSeconds: number): Promise<number> {
     const client = unitSeconds === 1 && this.perSecond !== undefined ? this.perSecond : this.client
     if (hits === 0) return Number((await client.get(key)) ?? 0)
-    const replies = await client.pipeline().incrby(key, hits).expire(key, unitSeconds).exec()
+    const replies = await client.pipeline().incrby(key, hits).expire(key, this.expiry(unitSeconds)).exec()
     const [error, count] = replies?.[0] ?? [new Error('no reply'), undefined]
     if (error !== null) throw error
     return Number(count)
@@ -119,6 +121,7 @@ export function createUpstreamRedisCounter(
   main: RedisConnectOptions,
   perSecond: RedisConnectOptions | undefined,
   onError: (message: string, cause: string) => void = () => {},
+  expiry?: CounterExpiry,
 ): RedisUpstreamCounter {
   const { Redis, Cluster } = createRequire(import.meta.url)('ioredis') as {
     Redis: new (...args: unknown[]) => IoredisCounterClient
@@ -145,6 +148,7 @@ export function createUpstreamRedisCounter(
   return new RedisUpstreamCounter(
     create(main, "upstream's Redis"),
     perSecond === undefined ? undefined : create(perSecond, "upstream's per-second Redis"),
+    expiry,
   )
 }
 

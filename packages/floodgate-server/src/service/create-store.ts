@@ -2,6 +2,7 @@
 
 import { MemoryStore, type Store } from 'floodgate'
 import { MemcachedStore } from 'floodgate/memcached'
+import { jitteredExpiry } from './compat-expiry.js'
 import { createUpstreamRedisCounter, EnvoyCompatStore } from './compat-keys.js'
 import { createUpstreamMemcacheCounter } from './memcache-upstream-counter.js'
 import { LazyRedisStore } from './lazy-redis-store.js'
@@ -18,13 +19,15 @@ export function createStore(
   const store = createOwnStore(settings, onCall, clock, onRedisError)
   if (settings.compatKeys !== 'envoy' || settings.store.kind === 'memory') return store
   const perSecond = settings.redisPerSecondUrl
+  const expiry = jitteredExpiry(settings.compatExpiryJitterSeconds)
   const counter =
     settings.store.kind === 'memcached'
-      ? createUpstreamMemcacheCounter(settings.store.servers, settings.store.tls)
+      ? createUpstreamMemcacheCounter(settings.store.servers, settings.store.tls, expiry, clock)
       : createUpstreamRedisCounter(
           storeConnectOptions(settings.store, settings.redisTls),
           perSecond === undefined ? undefined : urlConnectOptions(perSecond, settings.redisTls),
           onRedisError,
+          expiry,
         )
   return new EnvoyCompatStore(store, counter, settings.compatPrefix)
 }

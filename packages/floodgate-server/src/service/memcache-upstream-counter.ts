@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import { crc32 } from 'node:zlib'
 import { FloodgateError } from 'floodgate'
 import { memjsTlsServers, type MemcachedTlsOptions } from 'floodgate/memcached'
+import { type CounterExpiry, memcachedExpiry } from './compat-expiry.js'
 import type { UpstreamCounter } from './compat-keys.js'
 
 /** A memjs client, as far as the memcache counter uses it. */
@@ -25,7 +26,7 @@ interface Slot {
 
 /**
  * Upstream's memcache counting (src/memcached/cache_impl.go): `incr key hits`, and when the key is
- * missing `add key hits` with the unit's seconds as expiry (then `incr` again if another instance
+ * missing `add key hits` with the unit's seconds (plus jitter) as expiry (then `incr` again if another instance
  * added it first). The binary protocol's `incr` with an initial value and expiry does all of that in
  * one atomic step, leaving the same value and expiry. Keys go to the server upstream's client
  * (gomemcache's ServerList) picks: CRC-32 (IEEE) of the key modulo the number of servers, in
@@ -39,6 +40,8 @@ export class MemcacheUpstreamCounter implements UpstreamCounter {
   constructor(
     client: MemjsCounterClient,
     private readonly connect?: (servers: readonly string[]) => MemjsCounterClient,
+    private readonly expiry: CounterExpiry = (unitSeconds) => unitSeconds,
+    private readonly clock: () => number = Date.now,
   ) {
     this.slot = { client: placeAsUpstream(client), calls: 0 }
   }
@@ -63,7 +66,7 @@ export class MemcacheUpstreamCounter implements UpstreamCounter {
     const slot = this.slot
     slot.calls++
     try {
-      return await countOn(slot.client, key, hits, unitSeconds)
+      return await countOn(slot.client, key, hits, memcachedExpiry(this.expiry(unitSeconds), this.clock()))
     } finally {
       if (--slot.calls === 0 && slot !== this.slot) slot.client.close()
     }
@@ -80,23 +83,23 @@ function placeAsUpstream(client: MemjsCounterClient): MemjsCounterClient {
   return client
 }
 
-async function countOn(client: MemjsCounterClient, key: string, hits: number, unitSeconds: number): Promise<number> {
+async function countOn(client: MemjsCounterClient, key: string, hits: number, expires: number): Promise<number> {
   if (hits === 0) {
     const { value } = await client.get(key)
     return value === null ? 0 : Number(value.toString('latin1').trim()) || 0
   }
   // Upstream never takes hits back; a refund (which its decider does not send) comes off the count.
-  const { value } = hits > 0 ? await increment(client, key, hits, unitSeconds) : await client.decrement(key, -hits, {})
+  const { value } = hits > 0 ? await increment(client, key, hits, expires) : await client.decrement(key, -hits, {})
   if (value === null) throw new FloodgateError('STORE_UNAVAILABLE', `memcached did not count ${JSON.stringify(key)}`)
   return value
 }
 
 // Two first increments at once: memcached creates the key for one and answers the other "not
 // stored" (upstream's add fails the same way and it increments again); the next try counts.
-async function increment(client: MemjsCounterClient, key: string, hits: number, unitSeconds: number): Promise<{ value: number | null }> {
+async function increment(client: MemjsCounterClient, key: string, hits: number, expires: number): Promise<{ value: number | null }> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await client.increment(key, hits, { initial: hits, expires: unitSeconds })
+      return await client.increment(key, hits, { initial: hits, expires })
     } catch (error) {
       if (attempt >= 3 || !/not stored/i.test(String(error))) throw error
     }
@@ -107,7 +110,12 @@ async function increment(client: MemjsCounterClient, key: string, hits: number, 
  * A counter on upstream's memcache servers (`host:port` each), with the app's memjs; over TLS with
  * `tls` (the same servers in the same order, each memjs Server's TLS twin, so placement holds).
  */
-export function createUpstreamMemcacheCounter(servers: readonly string[], tls?: MemcachedTlsOptions): MemcacheUpstreamCounter {
+export function createUpstreamMemcacheCounter(
+  servers: readonly string[],
+  tls?: MemcachedTlsOptions,
+  expiry?: CounterExpiry,
+  clock?: () => number,
+): MemcacheUpstreamCounter {
   const memjs = createRequire(import.meta.url)('memjs') as MemjsForCounter
   const options = { retries: 1, timeout: 0.5, logger: { log: () => {} } }
   const toTls = tls === undefined ? undefined : memjsTlsServers(memjs, tls)
@@ -115,7 +123,7 @@ export function createUpstreamMemcacheCounter(servers: readonly string[], tls?: 
     const plain = memjs.Client.create(list.join(','), options)
     return toTls === undefined ? plain : new memjs.Client(plain.servers.map(toTls), options)
   }
-  return new MemcacheUpstreamCounter(connect(servers), connect)
+  return new MemcacheUpstreamCounter(connect(servers), connect, expiry, clock)
 }
 
 interface MemjsForCounter {

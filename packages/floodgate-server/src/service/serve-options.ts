@@ -1,6 +1,7 @@
 // The options of `floodgate serve`: each flag, its environment variable, its value's type and its help.
 // Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
 
+import { COMPAT_OPTIONS } from './compat-options.js'
 import { MEMCACHE_SRV_OPTIONS, MEMCACHE_TLS_OPTIONS } from './memcache-options.js'
 import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
@@ -197,19 +198,7 @@ export const SERVE_OPTIONS = {
     help: 'key prefix in Redis, memcached (default fg:)',
   },
   memcached: { flag: 'memcached', env: 'FLOODGATE_MEMCACHED', type: 'string', help: 'memcached servers host:port,…' },
-  compatKeys: { flag: 'compat-keys', env: 'FLOODGATE_COMPAT_KEYS', type: 'string', help: "envoy: share envoyproxy/ratelimit's counters" },
-  compatPrefix: {
-    flag: 'compat-prefix',
-    env: 'FLOODGATE_COMPAT_PREFIX',
-    type: 'string',
-    help: "upstream's CACHE_KEY_PREFIX (default empty)",
-  },
-  redisPerSecond: {
-    flag: 'redis-per-second',
-    env: 'FLOODGATE_REDIS_PER_SECOND',
-    type: 'string',
-    help: "upstream's per-second Redis URL (as --redis)",
-  },
+  ...COMPAT_OPTIONS,
   host: { flag: 'host', env: 'FLOODGATE_HOST', type: 'string', help: 'address to listen on (default 0.0.0.0)' },
   httpPort: { flag: 'http-port', env: 'FLOODGATE_HTTP_PORT', type: 'string', help: 'HTTP port (default 8080; 0 = any free port)' },
   grpcPort: { flag: 'grpc-port', env: 'FLOODGATE_GRPC_PORT', type: 'string', help: 'gRPC port (default 8081; 0 = any free port)' },

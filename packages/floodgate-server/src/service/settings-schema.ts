@@ -8,6 +8,7 @@ import { grpcListenFields, grpcListenIssues, grpcListenSettings } from './grpc-l
 import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
 import { memcacheSrvFields, memcacheSrvIssues, memcacheSrvSettings } from './memcache-srv-settings.js'
 import { memcacheTls, memcacheTlsFields, memcacheTlsIssues } from './memcache-tls-settings.js'
+import { MAX_EXPIRY_JITTER_S, UPSTREAM_EXPIRY_JITTER_S } from './compat-expiry.js'
 import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
@@ -33,6 +34,13 @@ export const schema = z
       .optional()
       .transform((p) => p ?? ''),
     redisPerSecond: redisUrl,
+    compatExpiryJitter: z
+      .string()
+      .regex(/^\d+$/, 'expected a whole number of seconds')
+      .transform(Number)
+      .refine((n) => n <= MAX_EXPIRY_JITTER_S, `expected at most ${MAX_EXPIRY_JITTER_S} seconds (a year)`)
+      .optional()
+      .transform((n) => n ?? UPSTREAM_EXPIRY_JITTER_S),
     ...redisTlsFields(),
     host: z
       .string()
@@ -171,6 +179,7 @@ export const schema = z
       compatKeys: o.compatKeys,
       compatPrefix: o.compatPrefix,
       redisPerSecondUrl: o.redisPerSecond,
+      compatExpiryJitterSeconds: o.compatExpiryJitter,
       redisTls: redisTlsSettings(o),
       host: o.host,
       httpPort: o.httpPort,

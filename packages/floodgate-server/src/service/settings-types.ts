@@ -46,6 +46,8 @@ export interface Settings extends AbuseBounds, StoreTimeoutMs, GuardSettings, Te
   compatPrefix: string
   /** Compat mode: a separate Redis for per-second counters, as upstream's REDIS_PERSECOND_URL. */
   redisPerSecondUrl: string | undefined
+  /** Compat mode: each shared counter's expiry gets 0 to this many seconds less one added at random, as upstream's. */
+  compatExpiryJitterSeconds: number
   /** TLS files and options for every TLS connection to Redis (main, per-second, Cluster, Sentinel). */
   redisTls: RedisTlsSettings
   host: string

@@ -31,6 +31,8 @@ const SAME_MEANING: readonly [string, string][] = [
   ['REDIS_TIMEOUT', 'FLOODGATE_STORE_TIMEOUT_MAX'],
   ['GRPC_UDS', 'FLOODGATE_GRPC_SOCKET'],
   ['MERGE_DOMAIN_CONFIG', 'FLOODGATE_MERGE_DOMAINS'],
+  // Shared counters only; Floodgate's own records expire as their policy says (docs/envoy.md).
+  ['EXPIRATION_JITTER_MAX_SECONDS', 'FLOODGATE_COMPAT_EXPIRY_JITTER'],
 ]
 
 /** Accepted and ignored: they tune upstream's own machinery, and Floodgate answers the same without them. */
@@ -44,7 +46,6 @@ const HARMLESS: Readonly<Record<string, string>> = {
   RUNTIME_WATCH_ROOT: 'the rules directory is watched, symlink swaps (Kubernetes ConfigMaps) included',
   RUNTIME_IGNOREDOTFILES: 'dot files are always skipped',
   LOCAL_CACHE_SIZE_IN_BYTES: 'upstream-format rules are counted exactly in the store; limits: rules have a bounded deny cache',
-  EXPIRATION_JITTER_MAX_SECONDS: 'counters expire at the end of their window',
   REDIS_POOL_SIZE: 'requests to Redis are batched on one connection',
   REDIS_PIPELINE_WINDOW: 'requests to Redis are batched per event-loop turn',
   REDIS_PIPELINE_LIMIT: 'requests to Redis are batched per event-loop turn',

@@ -117,6 +117,7 @@ describe('the help and version paths', () => {
     './serve-options.js',
     './telemetry-options.js',
     './memcache-options.js',
+    './compat-options.js',
   ])
 
   for (const file of [
@@ -125,6 +126,7 @@ describe('the help and version paths', () => {
     '../../src/service/serve-options.ts',
     '../../src/service/telemetry-options.ts',
     '../../src/service/memcache-options.ts',
+    '../../src/service/compat-options.ts',
   ]) {
     it(`${file.replace('../../', '')} imports no module of the service`, () => {
       // The test build runs the command from cli.js, as installed (scripts/compile-tests.mjs).

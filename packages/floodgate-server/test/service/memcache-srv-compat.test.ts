@@ -4,10 +4,8 @@
 
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
-import { once } from 'node:events'
 import { crc32 } from 'node:zlib'
-import { startMemcached, type MemcachedProcess } from '../../../floodgate/test/support/memcached-server.js'
+import { keysWithExpiry, startMemcached, type MemcachedProcess } from '../../../floodgate/test/support/memcached-server.js'
 import { lookupServers, srvResolver } from '../../src/service/memcache-srv.js'
 import { postJson, startTestService, type TestService } from './helpers.js'
 import { startSrvDnsServer, type SrvDnsServer } from './srv-dns.js'
@@ -19,20 +17,6 @@ descriptors:
   - key: user
     rate_limit: { unit: hour, requests_per_unit: 5 }
 `
-
-/** The keys memcached holds (its own listing, URL-decoded), over a connection of our own. */
-async function keysOn(server: MemcachedProcess): Promise<string[]> {
-  const socket = connect(server.port, server.host)
-  await once(socket, 'connect')
-  socket.write('lru_crawler metadump all\r\n')
-  let text = ''
-  for await (const chunk of socket) {
-    text += String(chunk)
-    if (text.endsWith('END\r\n')) break
-  }
-  socket.destroy()
-  return [...text.matchAll(/^key=(\S+)/gm)].map((match) => decodeURIComponent(match[1]))
-}
 
 describe('--compat-keys envoy with MEMCACHE_SRV_REFRESH', () => {
   let servers: MemcachedProcess[]
@@ -69,7 +53,7 @@ describe('--compat-keys envoy with MEMCACHE_SRV_REFRESH', () => {
   async function placedAsUpstream(tag: string, list: readonly string[]): Promise<number> {
     let seen = 0
     for (const server of servers) {
-      for (const key of (await keysOn(server)).filter((k) => k.startsWith(`srv_user_${tag}`))) {
+      for (const key of [...(await keysWithExpiry(server)).keys()].filter((k) => k.startsWith(`srv_user_${tag}`))) {
         assert.equal(list[crc32(key) % list.length], server.address, `${key} is on ${server.address}`)
         seen++
       }

@@ -1,6 +1,8 @@
 // Starts a throwaway memcached on a free loopback port for a test (TCP only, no UDP), and stops it afterwards.
 
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { freePort, pauseProcess, stopProcess, waitForPort } from './ports.js'
 
 export interface MemcachedProcess {
@@ -70,4 +72,24 @@ export async function startMemcached(port?: number, extra: readonly string[] = [
   }
   process.once('exit', () => child?.kill('SIGKILL'))
   return handle
+}
+
+/** Sends one admin command (`stats`, `lru_crawler metadump all`) over a connection of our own; answers the text up to END. */
+export async function adminCommand(server: Pick<MemcachedProcess, 'host' | 'port'>, command: string): Promise<string> {
+  const socket = connect(server.port, server.host)
+  await once(socket, 'connect')
+  socket.write(`${command}\r\n`)
+  let text = ''
+  for await (const chunk of socket) {
+    text += String(chunk)
+    if (text.endsWith('END\r\n')) break
+  }
+  socket.destroy()
+  return text
+}
+
+/** Every key memcached holds (its own listing, URL-decoded), with its expiry as a Unix time (-1: none). */
+export async function keysWithExpiry(server: Pick<MemcachedProcess, 'host' | 'port'>): Promise<Map<string, number>> {
+  const text = await adminCommand(server, 'lru_crawler metadump all')
+  return new Map([...text.matchAll(/^key=(\S+) exp=(-?\d+)/gm)].map((match) => [decodeURIComponent(match[1]), Number(match[2])]))
 }

@@ -3,13 +3,11 @@
 
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
-import { once } from 'node:events'
 import { createPolicies } from '../../../src/core/policy.js'
 import { FloodgateError } from '../../../src/core/errors.js'
 import { RateLimiter } from '../../../src/index.js'
 import { MemcachedStore } from '../../../src/memcached.js'
-import { startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
+import { adminCommand, startMemcached, type MemcachedProcess } from '../../support/memcached-server.js'
 
 let servers: MemcachedProcess[]
 let a: string
@@ -43,16 +41,7 @@ function rejectsWith(message: RegExp): (error: unknown) => boolean {
 
 /** memcached's count of open connections (its `stats`), read over a connection of our own. */
 async function connectionsOf(server: MemcachedProcess): Promise<number> {
-  const socket = connect(server.port, server.host)
-  await once(socket, 'connect')
-  socket.write('stats\r\n')
-  let text = ''
-  for await (const chunk of socket) {
-    text += String(chunk)
-    if (text.includes('END\r\n')) break
-  }
-  socket.destroy()
-  const match = /STAT curr_connections (\d+)/.exec(text)
+  const match = /STAT curr_connections (\d+)/.exec(await adminCommand(server, 'stats'))
   assert.ok(match, 'memcached reports curr_connections')
   return Number(match[1])
 }
