@@ -1,6 +1,7 @@
 // How the service reaches Redis: redis://, rediss:// or unix:// URLs, Cluster or Sentinel nodes, and TLS files, as ioredis options.
 
 import { rootCertificates, type ConnectionOptions } from 'node:tls'
+import { authOptions } from './redis-auth-settings.js'
 import type { StoreSettings } from './settings-types.js'
 
 /** TLS to Redis, read once at start (as upstream reads REDIS_TLS_* once); one set for every Redis connection. */
@@ -85,13 +86,17 @@ export function storeConnectOptions(
     // check a certificate for `redis-0.redis` against 10.1.2.3 and refuse it; as upstream's dialer, the
     // name given is the name checked. The nodes CLUSTER SLOTS announces are checked against what it
     // announces (their IPs, or names with cluster-preferred-endpoint-type hostname): see docs/redis.md.
-    const clusterOptions = tls.nodes ? { redisOptions: nodeTls, dnsLookup: keepName } : { redisOptions: nodeTls }
+    const redisOptions = { ...nodeTls, ...authOptions(store.auth) }
+    const clusterOptions = tls.nodes ? { redisOptions, dnsLookup: keepName } : { redisOptions }
     return { cluster: store.nodes, clusterOptions }
   }
   return {
     redis: {
       sentinels: store.sentinels,
       name: store.name,
+      ...authOptions(store.auth),
+      ...(store.sentinelAuth?.username !== undefined && { sentinelUsername: store.sentinelAuth.username }),
+      ...(store.sentinelAuth !== undefined && { sentinelPassword: store.sentinelAuth.password }),
       // As upstream: the Sentinels and the master they name are both reached over TLS.
       ...(tls.nodes && { ...nodeTls, sentinelTLS: tlsOptions(tls), enableTLSForSentinelMode: true }),
     },

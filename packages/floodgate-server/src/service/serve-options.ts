@@ -2,6 +2,7 @@
 // Pure data, importing only more of it: `floodgate serve --help` reads it without loading the service.
 
 import { COMPAT_OPTIONS } from './compat-options.js'
+import { REDIS_AUTH_OPTIONS } from './redis-auth-options.js'
 import { MEMCACHE_SRV_OPTIONS, MEMCACHE_TLS_OPTIONS } from './memcache-options.js'
 import { TELEMETRY_OPTIONS } from './telemetry-options.js'
 
@@ -264,6 +265,7 @@ export const SERVE_OPTIONS = {
   ...GUARD_OPTIONS,
   ...TELEMETRY_OPTIONS,
   ...REDIS_TLS_OPTIONS,
+  ...REDIS_AUTH_OPTIONS,
   ...GRPC_LISTEN_OPTIONS,
   ...MEMCACHE_SRV_OPTIONS,
   ...MEMCACHE_TLS_OPTIONS,

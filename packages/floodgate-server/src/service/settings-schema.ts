@@ -9,6 +9,7 @@ import { abuseBoundFields, abuseBounds } from './abuse-bounds.js'
 import { memcacheSrvFields, memcacheSrvIssues, memcacheSrvSettings } from './memcache-srv-settings.js'
 import { memcacheTls, memcacheTlsFields, memcacheTlsIssues } from './memcache-tls-settings.js'
 import { MAX_EXPIRY_JITTER_S, UPSTREAM_EXPIRY_JITTER_S } from './compat-expiry.js'
+import { parseRedisAuth, redisAuthFields, redisAuthIssues } from './redis-auth-settings.js'
 import { redisTlsFields, redisTlsIssue, redisTlsSettings, redisUrl } from './redis-tls-settings.js'
 import { durationMs, headerName, hostPortList, optionalDurationMs, port, wholeNumber } from './setting-values.js'
 import type { Settings } from './settings-types.js'
@@ -42,6 +43,7 @@ export const schema = z
       .optional()
       .transform((n) => n ?? UPSTREAM_EXPIRY_JITTER_S),
     ...redisTlsFields(),
+    ...redisAuthFields(),
     host: z
       .string()
       .min(1)
@@ -121,6 +123,7 @@ export const schema = z
     grpcListenIssues(o, issue)
     memcacheSrvIssues(o, issue)
     memcacheTlsIssues(o, issue)
+    redisAuthIssues(o, issue)
     if (stores > 1) issue('redisUrl', 'give only one of --redis, --redis-cluster, --redis-sentinel, --memcached')
     const timeout = storeTimeoutBounds(o.storeTimeout, o.storeTimeoutMax)
     if (typeof timeout === 'string') issue('storeTimeout', timeout)
@@ -167,9 +170,15 @@ export const schema = z
       store: o.redisUrl
         ? { kind: 'redis', url: o.redisUrl }
         : o.redisCluster
-          ? { kind: 'cluster', nodes: o.redisCluster }
+          ? { kind: 'cluster', nodes: o.redisCluster, ...(o.redisAuth !== undefined && { auth: parseRedisAuth(o.redisAuth) }) }
           : o.redisSentinels
-            ? { kind: 'sentinel', sentinels: o.redisSentinels, name: o.sentinelName as string }
+            ? {
+                kind: 'sentinel',
+                sentinels: o.redisSentinels,
+                name: o.sentinelName as string,
+                ...(o.redisAuth !== undefined && { auth: parseRedisAuth(o.redisAuth) }),
+                ...(o.redisSentinelAuth !== undefined && { sentinelAuth: parseRedisAuth(o.redisSentinelAuth) }),
+              }
             : o.memcached
               ? { kind: 'memcached', servers: o.memcached.map(({ host, port }) => `${host}:${port}`), ...memcacheTls(o) }
               : o.memcacheSrv

@@ -7,6 +7,7 @@ import type { GuardSettings } from './guard-settings.js'
 import type { GrpcListenSettings } from './grpc-listen-settings.js'
 import type { AbuseBounds } from './abuse-bounds.js'
 import type { RedisTlsSettings } from './redis-connection.js'
+import type { RedisAuth } from './redis-auth-settings.js'
 import type { XdsSettings } from './xds/xds-settings.js'
 import type { TelemetrySettings } from './telemetry-settings.js'
 import type { MemcacheSrvSettings } from './memcache-srv-settings.js'
@@ -17,8 +18,10 @@ export type StoreSettings =
   | { kind: 'memory' }
   /** `url`: redis://, rediss:// (TLS) or unix:///path (a socket). */
   | { kind: 'redis'; url: string }
-  | { kind: 'cluster'; nodes: HostPort[] }
-  | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
+  /** `auth`: AUTH on every node (a Cluster's nodes share their credentials). */
+  | { kind: 'cluster'; nodes: HostPort[]; auth?: RedisAuth }
+  /** `auth`: the master's and its replicas' AUTH; `sentinelAuth`: the Sentinels' own. */
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string; auth?: RedisAuth; sentinelAuth?: RedisAuth }
   /** With `srv`, `servers` is empty: the service looks the record up at start (MEMCACHE_SRV). */
   /** `tls`: the store's (and --compat-keys envoy's counter's) TLS options, with --memcache-tls. */
   | { kind: 'memcached'; servers: string[]; srv?: MemcacheSrvSettings; tls?: MemcachedTlsOptions }

@@ -51,6 +51,13 @@ const HARMLESS: Readonly<Record<string, string>> = {
   REDIS_PIPELINE_LIMIT: 'requests to Redis are batched per event-loop turn',
   REDIS_CLUSTER_PIPELINE_PARALLELISM: 'requests to Redis are batched per slot',
   REDIS_POOL_ON_EMPTY_BEHAVIOR: 'requests to Redis are batched on one connection',
+  REDIS_PERSECOND_POOL_SIZE: 'requests to Redis are batched on one connection',
+  REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR: 'requests to Redis are batched on one connection',
+  REDIS_PERSECOND_PIPELINE_WINDOW: 'requests to Redis are batched per event-loop turn',
+  REDIS_PERSECOND_PIPELINE_LIMIT: 'requests to Redis are batched per event-loop turn',
+  REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM: 'the per-second Redis is a single server',
+  REDIS_PERSECOND_SENTINEL_AUTH: 'the per-second Redis is a single server (REDIS_PERSECOND_TYPE=single)',
+  REDIS_PERSECOND_TIMEOUT: 'the store timeout (REDIS_TIMEOUT, --store-timeout-max) bounds every Redis call, per-second ones included',
   REDIS_STARTUP_INITIAL_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_INTERVAL: 'the Redis client reconnects by itself',
   REDIS_STARTUP_MAX_ELAPSED_TIME: 'the Redis client reconnects by itself',
@@ -341,13 +348,8 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
     set('FLOODGATE_REDIS_URL', `${scheme}://${credentials}${url}`)
     return
   }
-  if (auth !== undefined) {
-    throw new FloodgateError(
-      'INVALID_OPTION',
-      `REDIS_TYPE=${type} with REDIS_AUTH: not supported by Floodgate; ` +
-        'use a single Redis (REDIS_TYPE=single) for authenticated connections',
-    )
-  }
+  // As upstream's dialer: REDIS_AUTH on every Cluster node, or on the Sentinels' master; REDIS_SENTINEL_AUTH on the Sentinels.
+  if (auth !== undefined) set('FLOODGATE_REDIS_AUTH', auth)
   // TLS to every Cluster node, or to the Sentinels and their master, as upstream's dialer.
   if (isTrue(env.REDIS_TLS)) set('FLOODGATE_REDIS_TLS', 'true')
   if (type === 'CLUSTER') {
@@ -361,6 +363,7 @@ function readRedis(env: NodeJS.ProcessEnv, set: (name: string, value: string) =>
       throw new FloodgateError('INVALID_OPTION', `REDIS_URL=${url}: REDIS_TYPE=sentinel expects "master-name,host:port[,host:port…]"`)
     set('FLOODGATE_REDIS_SENTINEL_NAME', name)
     set('FLOODGATE_REDIS_SENTINELS', sentinels.join(','))
+    if (env.REDIS_SENTINEL_AUTH) set('FLOODGATE_REDIS_SENTINEL_AUTH', env.REDIS_SENTINEL_AUTH)
     return
   }
   throw new FloodgateError('INVALID_OPTION', `REDIS_TYPE=${type}: expected single, sentinel or cluster`)

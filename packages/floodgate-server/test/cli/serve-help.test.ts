@@ -16,6 +16,8 @@ const NO_DEFAULT = new Set<OptionName>([
   'redisCluster',
   'redisSentinels',
   'sentinelName',
+  'redisAuth',
+  'redisSentinelAuth',
   'memcached',
   'memcacheSrv',
   'compatKeys',
@@ -118,6 +120,7 @@ describe('the help and version paths', () => {
     './telemetry-options.js',
     './memcache-options.js',
     './compat-options.js',
+    './redis-auth-options.js',
   ])
 
   for (const file of [
@@ -127,6 +130,7 @@ describe('the help and version paths', () => {
     '../../src/service/telemetry-options.ts',
     '../../src/service/memcache-options.ts',
     '../../src/service/compat-options.ts',
+    '../../src/service/redis-auth-options.ts',
   ]) {
     it(`${file.replace('../../', '')} imports no module of the service`, () => {
       // The test build runs the command from cli.js, as installed (scripts/compile-tests.mjs).

@@ -448,6 +448,7 @@ describe('conformance: a deployment written for envoyproxy/ratelimit (its enviro
     for (const [env, message] of cases) assert.throws(() => readSettings(['rules.yaml'], env), message)
   })
 
+  // REDIS_AUTH with a Cluster or Sentinels, and REDIS_SENTINEL_AUTH: redis-auth.test.ts, on real servers.
   it('REDIS_TYPE sentinel and cluster, REDIS_AUTH and REDIS_TLS map onto the store settings', () => {
     const base = { REDIS_SOCKET_TYPE: 'tcp' }
     assert.deepEqual(readSettings(['r'], { ...base, REDIS_URL: 'h:6379', REDIS_AUTH: 'p@ss', REDIS_TLS: 'true' }).store, {

@@ -3,8 +3,7 @@
 
 import { execFile } from 'node:child_process'
 import { createServer } from 'node:net'
-import { Redis } from 'ioredis'
-import { freePort, startRedis, type RedisProcess } from './redis-server.js'
+import { freePort, startRedis, withClient, type RedisProcess } from './redis-server.js'
 
 export interface ClusterOptions {
   /** Masters that share the 16384 slots (default 3; Redis needs at least 3). */
@@ -20,6 +19,8 @@ export interface ClusterOptions {
    * every command (CLUSTERDOWN) while a failed master's slots wait for a replica.
    */
   requireFullCoverage?: boolean
+  /** `requirepass` and `masterauth` on every node: a Cluster that refuses clients without AUTH. */
+  password?: string
 }
 
 export interface ClusterNode {
@@ -76,16 +77,18 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     '0',
     '--cluster-require-full-coverage',
     options.requireFullCoverage === false ? 'no' : 'yes',
+    ...(options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password]),
   ]
+  const password = options.password
   const nodes: ClusterNode[] = []
   const dead = new Set<number>()
   try {
     const ports = await clusterPorts(count)
     const processes = await Promise.all(ports.map((port) => startRedis(args, port)))
     for (const process of processes) nodes.push({ host: HOST, port: process.port, process })
-    await createCluster(nodes, replicas)
+    await createCluster(nodes, replicas, password)
     await waitFor('every node to see cluster_state:ok, all slots covered and replicas in sync', readyTimeoutMs, async () =>
-      (await Promise.all(nodes.map((node) => nodeIsReady(node.port, count)))).every(Boolean),
+      (await Promise.all(nodes.map((node) => nodeIsReady(node.port, count, password)))).every(Boolean),
     )
   } catch (error) {
     await Promise.all(nodes.map((node) => node.process.stop()))
@@ -96,12 +99,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
 
   async function slotOf(slotOrKey: number | string): Promise<number> {
     if (typeof slotOrKey === 'number') return slotOrKey
-    return Number(await withClient(alive()[0].port, (redis) => redis.call('CLUSTER', 'KEYSLOT', slotOrKey)))
+    return Number(await withClient(alive()[0].port, (redis) => redis.call('CLUSTER', 'KEYSLOT', slotOrKey), password))
   }
 
   async function masterOf(slotOrKey: number | string): Promise<number> {
     const slot = await slotOf(slotOrKey)
-    const ranges = (await withClient(alive()[0].port, (redis) => redis.call('CLUSTER', 'SLOTS'))) as SlotRange[]
+    const ranges = (await withClient(alive()[0].port, (redis) => redis.call('CLUSTER', 'SLOTS'), password)) as SlotRange[]
     const range = ranges.find(([start, end]) => slot >= start && slot <= end)
     if (range === undefined) throw new Error(`no master serves slot ${slot}`)
     return Number(range[2][1])
@@ -114,14 +117,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     async killMaster(slotOrKey) {
       const slot = await slotOf(slotOrKey)
       const port = await masterOf(slot)
-      const pid = await withClient(port, async (redis) => Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]))
+      const pid = await withClient(port, async (redis) => Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]), password)
       dead.add(port)
       process.kill(pid, 'SIGKILL')
       return { port, slot }
     },
     async waitUntilHealthy(timeoutMs = readyTimeoutMs) {
       await waitFor('the surviving nodes to agree the cluster is ok again', timeoutMs, async () => {
-        const states = await Promise.all(alive().map((node) => survivorIsOk(node.port, dead)))
+        const states = await Promise.all(alive().map((node) => survivorIsOk(node.port, dead, password)))
         return states.every(Boolean)
       })
     },
@@ -153,9 +156,10 @@ function portIsFree(port: number): Promise<boolean> {
   })
 }
 
-function createCluster(nodes: readonly ClusterNode[], replicas: number): Promise<void> {
+function createCluster(nodes: readonly ClusterNode[], replicas: number, password: string | undefined): Promise<void> {
   const addresses = nodes.map((node) => `${node.host}:${node.port}`)
-  const args = ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes']
+  const auth = password === undefined ? [] : ['-a', password, '--no-auth-warning']
+  const args = [...auth, '--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes']
   return new Promise((resolve, reject) => {
     execFile('redis-cli', args, { timeout: 30_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`redis-cli --cluster create failed: ${error.message}\n${stdout}\n${stderr}`))
@@ -165,24 +169,32 @@ function createCluster(nodes: readonly ClusterNode[], replicas: number): Promise
 }
 
 /** A node is ready when it sees the whole cluster as ok and, if a replica, its master link is up. */
-async function nodeIsReady(port: number, count: number): Promise<boolean> {
-  return withClient(port, async (redis) => {
-    const info = fields(String(await redis.call('CLUSTER', 'INFO')))
-    if (info.cluster_state !== 'ok' || Number(info.cluster_slots_ok) !== SLOTS) return false
-    if (Number(info.cluster_known_nodes) !== count) return false
-    const replication = fields(await redis.info('replication'))
-    return replication.role === 'master' || replication.master_link_status === 'up'
-  }).catch(() => false)
+async function nodeIsReady(port: number, count: number, password: string | undefined): Promise<boolean> {
+  return withClient(
+    port,
+    async (redis) => {
+      const info = fields(String(await redis.call('CLUSTER', 'INFO')))
+      if (info.cluster_state !== 'ok' || Number(info.cluster_slots_ok) !== SLOTS) return false
+      if (Number(info.cluster_known_nodes) !== count) return false
+      const replication = fields(await redis.info('replication'))
+      return replication.role === 'master' || replication.master_link_status === 'up'
+    },
+    password,
+  ).catch(() => false)
 }
 
 /** After a kill: ok, every slot assigned, and no slot still owned by a dead master. */
-async function survivorIsOk(port: number, dead: ReadonlySet<number>): Promise<boolean> {
-  return withClient(port, async (redis) => {
-    const info = fields(String(await redis.call('CLUSTER', 'INFO')))
-    if (info.cluster_state !== 'ok' || Number(info.cluster_slots_assigned) !== SLOTS) return false
-    const ranges = (await redis.call('CLUSTER', 'SLOTS')) as SlotRange[]
-    return ranges.every((range) => !dead.has(Number(range[2][1])))
-  }).catch(() => false)
+async function survivorIsOk(port: number, dead: ReadonlySet<number>, password: string | undefined): Promise<boolean> {
+  return withClient(
+    port,
+    async (redis) => {
+      const info = fields(String(await redis.call('CLUSTER', 'INFO')))
+      if (info.cluster_state !== 'ok' || Number(info.cluster_slots_assigned) !== SLOTS) return false
+      const ranges = (await redis.call('CLUSTER', 'SLOTS')) as SlotRange[]
+      return ranges.every((range) => !dead.has(Number(range[2][1])))
+    },
+    password,
+  ).catch(() => false)
 }
 
 function fields(text: string): Record<string, string> {
@@ -192,18 +204,6 @@ function fields(text: string): Record<string, string> {
     if (at > 0) out[line.slice(0, at)] = line.slice(at + 1).trim()
   }
   return out
-}
-
-/** Runs `work` with a short-lived plain connection to one node. */
-async function withClient<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 })
-  redis.on('error', () => {})
-  try {
-    await redis.connect()
-    return await work(redis)
-  } finally {
-    redis.disconnect()
-  }
 }
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {

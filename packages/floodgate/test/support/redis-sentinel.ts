@@ -5,8 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
-import { freePort, startRedis, type RedisProcess } from './redis-server.js'
+import { freePort, startRedis, withClient, type RedisProcess } from './redis-server.js'
 
 export interface SentinelSetup {
   /** The name the sentinel monitors the master under. */
@@ -23,13 +22,21 @@ export interface SentinelSetup {
 
 const HOST = '127.0.0.1'
 
+/** `password`: requirepass and masterauth on the master and replica (the Sentinel is told it); `sentinelPassword`: the Sentinel's own. */
+export interface SentinelAuth {
+  password?: string
+  sentinelPassword?: string
+}
+
 /**
  * Starts a master, a replica of it and one sentinel (quorum 1, down-after 1s), and waits until the
  * replica is in sync and the sentinel knows both.
  */
-export async function startSentinel(name = 'mymaster', timeoutMs = 20_000): Promise<SentinelSetup> {
-  const master = await startRedis()
-  const replica = await startRedis(['--replicaof', HOST, String(master.port)])
+export async function startSentinel(name = 'mymaster', timeoutMs = 20_000, auth: SentinelAuth = {}): Promise<SentinelSetup> {
+  const { password, sentinelPassword } = auth
+  const nodeAuth = password === undefined ? [] : ['--requirepass', password, '--masterauth', password]
+  const master = await startRedis(nodeAuth)
+  const replica = await startRedis(['--replicaof', HOST, String(master.port), ...nodeAuth])
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), `floodgate-sentinel-${port}-`))
   const config = join(dir, 'sentinel.conf')
@@ -43,6 +50,9 @@ export async function startSentinel(name = 'mymaster', timeoutMs = 20_000): Prom
       `sentinel monitor ${name} ${HOST} ${master.port} 1`,
       `sentinel down-after-milliseconds ${name} 1000`,
       `sentinel failover-timeout ${name} 5000`,
+      // Quoted: a config file splits values at spaces (JSON's escapes are the config file's own).
+      ...(password === undefined ? [] : [`sentinel auth-pass ${name} ${JSON.stringify(password)}`]),
+      ...(sentinelPassword === undefined ? [] : [`requirepass ${JSON.stringify(sentinelPassword)}`]),
       '',
     ].join('\n'),
   )
@@ -67,15 +77,23 @@ export async function startSentinel(name = 'mymaster', timeoutMs = 20_000): Prom
   }
 
   const currentMasterPort = async (): Promise<number> =>
-    withClient(port, async (redis) => {
-      const [, masterPort] = (await redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string]
-      return Number(masterPort)
-    })
+    withClient(
+      port,
+      async (redis) => {
+        const [, masterPort] = (await redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string]
+        return Number(masterPort)
+      },
+      sentinelPassword,
+    )
 
   try {
     await waitFor('the replica to sync and the sentinel to see it', timeoutMs, async () => {
-      const inSync = await withClient(replica.port, async (redis) => /master_link_status:up/.test(await redis.info('replication')))
-      const replicas = (await withClient(port, (redis) => redis.call('SENTINEL', 'REPLICAS', name))) as unknown[]
+      const inSync = await withClient(
+        replica.port,
+        async (redis) => /master_link_status:up/.test(await redis.info('replication')),
+        password,
+      )
+      const replicas = (await withClient(port, (redis) => redis.call('SENTINEL', 'REPLICAS', name), sentinelPassword)) as unknown[]
       return inSync && replicas.length === 1 && (await currentMasterPort()) === master.port
     })
   } catch (error) {
@@ -83,17 +101,6 @@ export async function startSentinel(name = 'mymaster', timeoutMs = 20_000): Prom
     throw error
   }
   return { name, master, replica, sentinels: [{ host: HOST, port }], currentMasterPort, stop }
-}
-
-async function withClient<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 })
-  redis.on('error', () => {})
-  try {
-    await redis.connect()
-    return await work(redis)
-  } finally {
-    redis.disconnect()
-  }
 }
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import { freePort, pauseProcess, stopProcess, waitForPort } from './ports.js'
 
 export { freePort } from './ports.js'
@@ -77,4 +78,24 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     rmSync(dir, { recursive: true, force: true })
   })
   return handle
+}
+
+/** Runs `work` with a short-lived plain connection to one Redis on 127.0.0.1 (authenticated with `password`, if given). */
+export async function withClient<T>(port: number, work: (redis: Redis) => Promise<T>, password?: string): Promise<T> {
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port,
+    password,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+    return await work(redis)
+  } finally {
+    redis.disconnect()
+  }
 }
