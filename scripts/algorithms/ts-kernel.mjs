@@ -318,10 +318,15 @@ export function emitKernelIndex(kernels, without) {
   return `${out.join('\n')}\n`
 }
 
-/** Formats generated TypeScript as the repository's biome does (the printer's layout is its own). */
+/**
+ * Formats generated TypeScript as the repository's biome does (the printer's layout is its own).
+ * The kernels are gitignored (build output), and biome hands an ignored path's text back as it came
+ * unless told not to read the ignore file.
+ */
 export function formatTypeScript(text, path, repository) {
   const biome = join(repository, 'node_modules/.bin/biome')
-  const result = spawnSync(biome, ['format', `--stdin-file-path=${path}`], { input: text, encoding: 'utf8', cwd: repository })
+  const args = ['format', '--vcs-use-ignore-file=false', `--stdin-file-path=${path}`]
+  const result = spawnSync(biome, args, { input: text, encoding: 'utf8', cwd: repository })
   if (result.status !== 0) throw new Error(`biome format ${path}: ${result.stderr}`)
   return result.stdout
 }
