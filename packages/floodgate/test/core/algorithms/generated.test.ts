@@ -202,6 +202,9 @@ describe('generated one-policy kernels', () => {
     assert.equal(words, 2)
     assert.match(text, /if \(live\)\s*a = f64\[s\] \+ f64\[s \+ 1\]/)
     assert.match(text, /result\.n0 = a;?\n\s+result\.n1 = now/)
+    // writeStep inlined as the Lua twin inlines it: no setter kept by hand beside the kernels.
+    assert.match(text, /const result = out;?\n\s+result\.allowed = true;?\n\s+result\.remaining = a;?\n/)
+    assert.doesNotMatch(text, /setStep|writeStep/)
     assert.match(text, /export function probeDecide\(f64: Float64Array, base: number/)
   })
 
@@ -209,6 +212,7 @@ describe('generated one-policy kernels', () => {
     ['a state used as an array', 'const copy = state!.slice()', 'the state used other than'],
     ['a new state read at a computed index', 'const r = out!.state[cost]', 'not a constant'],
     ['a state that grows (its length read)', 'const n = state!.length', 'no kernel: it reads state.length'],
+    ['a writeStep value read from the result', 'writeStep(out, true, out!.remaining, 0, 0, 0)', 'reads the result it is written into'],
   ]) {
     it(`refuses ${what}`, async () => {
       await assert.rejects(emitKernel(typedDefinition(`    ${body}\n    return out!`)), (error: Error) => {
