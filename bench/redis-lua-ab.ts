@@ -10,7 +10,6 @@
 //
 // Knobs: AB_BLOCKS (blocks per script, default 9), AB_DECISIONS (per block, default 100 000).
 
-import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { RateLimiter } from '../packages/floodgate/src/index.js'
@@ -18,6 +17,7 @@ import { RedisStore } from '../packages/floodgate/src/redis.js'
 import type { AlgorithmName, PolicyOptions } from '../packages/floodgate/src/core/policy.js'
 import { assembleRunner, runnerScript } from '../packages/floodgate/src/stores/redis/scripts.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
+import { generateThisTree, revisionScripts } from './revision-scripts.js'
 import { median, printTable } from './support.js'
 
 const BASE = process.argv[2] ?? 'main'
@@ -35,16 +35,8 @@ function policyOf(algorithm: AlgorithmName): PolicyOptions {
 
 /** The runner script as `rev` had it (a part it did not have yet, such as leased-exact.lua, is empty). */
 function baseSource(rev: string): string {
-  const path = (name: string) => `${rev}:packages/floodgate/src/stores/redis/scripts/${name}.lua`
-  const show = (name: string) => {
-    try {
-      execFileSync('git', ['cat-file', '-e', path(name)], { stdio: 'ignore' })
-    } catch {
-      return ''
-    }
-    return execFileSync('git', ['show', path(name)], { encoding: 'utf8' })
-  }
-  return assembleRunner(show)
+  const read = revisionScripts(rev)
+  return assembleRunner((name) => read(name) ?? '')
 }
 
 /** Redis's CPU seconds so far (user + system). */
@@ -65,6 +57,7 @@ async function main(): Promise<void> {
   const admin = new Redis({ host: server.host, port: server.port })
   const client = new Redis({ host: server.host, port: server.port, enableAutoPipelining: true })
   try {
+    generateThisTree()
     const base = baseSource(BASE)
     const shas = { base: createHash('sha1').update(base).digest('hex'), tree: runnerScript().sha }
     await admin.script('LOAD', base)

@@ -7,12 +7,12 @@
 // the twins and a loop, nothing else), the two sides alternate, and Redis's used_cpu is read around
 // each call. Every step is admitted (state lives on, as in bench:redis).
 
-import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { ALGORITHMS } from '../packages/floodgate/src/core/policy.js'
 import { startRedis } from '../packages/floodgate/test/support/redis-server.js'
+import { generateThisTree, revisionScripts } from './revision-scripts.js'
 import { median, printTable } from './support.js'
 
 const BASE = process.argv[2] ?? 'main'
@@ -56,7 +56,13 @@ async function main(): Promise<void> {
   const server = await startRedis(['--maxmemory', '0'])
   const redis = new Redis({ host: server.host, port: server.port })
   try {
-    const base = source((name) => execFileSync('git', ['show', `${BASE}:${SCRIPTS}/${name}.lua`], { cwd: ROOT, encoding: 'utf8' }))
+    generateThisTree()
+    const read = revisionScripts(BASE)
+    const base = source((name) => {
+      const text = read(name)
+      if (text === undefined) throw new Error(`${BASE} has no ${SCRIPTS}/${name}.lua`)
+      return text
+    })
     const tree = source((name) => readFileSync(`${ROOT}${SCRIPTS}/${name}.lua`, 'utf8'))
     const shas = { base: String(await redis.script('LOAD', base)), tree: String(await redis.script('LOAD', tree)) }
     const rows: string[][] = []

@@ -8,10 +8,13 @@
 // that runs is the same. The TypeScript files are kept beside their JavaScript, so a child process
 // a test starts with `--import tsx` on a .ts path still finds it, and tests that read the
 // repository's other files (docs, examples, Lua scripts, protos) find them where they expect.
+// The algorithms' generated forms (gitignored build output) are brought up to date in the checkout
+// first, so the copy runs what the definitions make today, as a build does.
 
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { transform } from 'esbuild'
+import { writeGenerated } from './gen-algorithms.mjs'
 
 const SKIP = new Set(['node_modules', '.git', '.test-build', 'dist', 'test-artifacts', '.tmp'])
 
@@ -41,6 +44,7 @@ function exportingSource(manifest) {
 export async function compileTests(root) {
   const out = join(root, '.test-build')
   rmSync(out, { recursive: true, force: true })
+  writeGenerated()
   await Promise.all(
     walk(root).map(async (file) => {
       const target = join(out, file)

@@ -1,9 +1,16 @@
 // `node scripts/gen-algorithms.mjs [--check]`: each algorithm is defined once, as its TypeScript step
 // in packages/floodgate/src/core/algorithms/<name>.ts, written in the subset below; this emits its
 // Redis Lua twin, src/stores/redis/scripts/<name>.lua, and (when its state has fixed words) the
-// memory store's one-policy kernel, src/stores/memory/kernels/<name>.ts (both committed, never
-// edited by hand: scripts/algorithms/ts-kernel.mjs says how the kernel is rewritten). With
-// --check it writes nothing and fails when a committed twin is stale (packages/floodgate/test/core/algorithms/generated.test.ts).
+// memory store's one-policy kernel, src/stores/memory/kernels/<name>.ts (scripts/algorithms/ts-kernel.mjs
+// says how the kernel is rewritten). With --check it writes nothing and fails when a file is stale.
+//
+// What it writes is build output, gitignored and never committed (a committed copy is the twin kept
+// by hand again, and `duplicates` finds it). It runs at every point a tree is built from the
+// definitions: the root `prepare` (npm install and npm ci), `prestart` (npm start), the library's
+// `build` (and so `prepack`), and scripts/compile-tests.mjs (the test build). Anything else run on
+// the sources (benches, the demo) reads what the last of those wrote: after editing a definition,
+// run this. packages/floodgate/test/core/algorithms/generated.test.ts holds the tree the tests run
+// to what this makes of the definitions, and the pinned runner hashes hold the Lua's bytes.
 //
 // Why the definition is the TypeScript module itself rather than a third file the two forms are
 // printed from: a printed TypeScript copy would be the definition again, line for line. The
@@ -116,8 +123,11 @@ export function generateKernels(files = definitions(), objects = algorithmObject
   return out.map(([path, text]) => [path, formatTypeScript(text, path, REPOSITORY)])
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const check = process.argv.includes('--check')
+/**
+ * Writes every generated file that is missing or differs from what the definitions make today
+ * (`check`: writes nothing); returns the paths that were (or, with `check`, would be) written.
+ */
+export function writeGenerated({ check = false } = {}) {
   const stale = []
   for (const [path, text] of generate()) {
     let current
@@ -132,6 +142,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     mkdirSync(dirname(path), { recursive: true })
     writeFileSync(path, text)
   }
+  return stale
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const check = process.argv.includes('--check')
+  const stale = writeGenerated({ check })
   if (check && stale.length > 0) {
     console.error(`Stale generated algorithm twins (run node scripts/gen-algorithms.mjs):\n${stale.join('\n')}`)
     process.exit(1)

@@ -111,13 +111,16 @@ const files = longestFirst(
 // larger young generation spares it some of its many scavenges.
 const tsc = ['--max-semi-space-size=64', join(repository, 'node_modules/typescript/bin/tsc'), '--noEmit']
 const lines = nodeLines(repository)
+// Started first: its synchronous start writes the algorithms' generated files (gen-algorithms.mjs),
+// which tsc and the lint read.
+const building = compileTests(repository)
 const checks = withChecks ? [check('tsc --noEmit', process.execPath, tsc), check('npm run lint', 'npm', ['run', '--silent', 'lint'])] : []
 if (withChecks) {
   const problems = enginesProblems(repository)
   process.stderr.write(`# engines: ${problems.length === 0 ? 'passed' : `FAILED\n${problems.map((p) => `#   ${p}\n`).join('')}`}\n`)
   checks.push(Promise.resolve(problems.length === 0))
 }
-const build = await compileTests(repository)
+const build = await building
 const times = process.env.FLOODGATE_TEST_TIMES ? resolve(process.env.FLOODGATE_TEST_TIMES) : undefined
 
 /** Runs the files on one line's node binary; resolves to whether every test passed. */

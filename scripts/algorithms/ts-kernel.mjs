@@ -8,7 +8,8 @@
 // The rewrites (anything else that touches the state is an error naming the line):
 // - `state[k]` → `f64[s + k]`; `state !== undefined` → `live` (and `=== undefined` → `!live`);
 // - `x.state[k]` (a result's new state) → `x.nk`; `writeState(x.state, a, b, c)` → `x.n0 = a; …`;
-// - `writeStep(out, …)` → `setStep(out, …)` (kernel-step.ts), `out` always given;
+// - `writeStep(out, …)` → one assignment a field of `out` (`const r = writeStep(out, …)` → `const r = out`
+//   and r's fields), `out` always given: as the Lua twin inlines it, so no hand-kept setter remains;
 // - a state passed on (a helper's `State` parameter, another algorithm's step or ttlMs) → `f64, s`
 //   (and `live` where the parameter may be undefined); helpers that take no state are imported from
 //   the definition itself, never copied.
@@ -148,14 +149,7 @@ export function emitKernel(definition, objects, files, wordsOf, packageDirectory
   function call(node, visit, stateNames, maybeNames) {
     const callee = node.expression
     if (ts.isIdentifier(callee)) {
-      if (callee.text === 'writeStep') {
-        if (!ts.isIdentifier(node.arguments[0])) fail(node, 'writeStep into anything but the result parameter')
-        return f.createCallExpression(
-          identifier('setStep'),
-          undefined,
-          node.arguments.map((arg) => ts.visitNode(arg, visit)),
-        )
-      }
+      if (callee.text === 'writeStep') fail(node, 'writeStep other than as a statement or a const initializer')
       if (callee.text === 'writeState') fail(node, 'writeState other than as a statement')
       const kinds = stateParameters.get(callee.text)
       if (kinds !== undefined)
@@ -178,11 +172,46 @@ export function emitKernel(definition, objects, files, wordsOf, packageDirectory
     return ts.visitEachChild(node, visit, ts.nullTransformationContext)
   }
 
-  // `writeState(x.state, a, b, c)` as one assignment a word.
+  // writeStep(out, allowed, remaining, resetMs, retryAfterMs, delayMs) as one assignment a field of
+  // `target`. The values are read as they are assigned, so none may read the result itself.
+  function writeStepFields(node, target, stateNames, maybeNames) {
+    if (node.arguments.length !== 6) fail(node, 'writeStep takes six arguments')
+    if (!ts.isIdentifier(node.arguments[0])) fail(node, 'writeStep into anything but the result parameter')
+    const written = new Set([node.arguments[0].text, target])
+    const reads = (n) => (ts.isIdentifier(n) && written.has(n.text)) || ts.forEachChild(n, reads) === true
+    const fields = ['allowed', 'remaining', 'resetMs', 'retryAfterMs', 'delayMs']
+    return node.arguments.slice(1).map((value, i) => {
+      if (reads(value)) fail(value, 'a writeStep value that reads the result it is written into')
+      const field = f.createPropertyAccessExpression(identifier(target), fields[i])
+      return f.createExpressionStatement(f.createAssignment(field, rewrite(value, stateNames, maybeNames)))
+    })
+  }
+
+  // `writeState(x.state, a, b, c)` as one assignment a word, writeStep as one a field.
   function statements(block, stateNames, maybeNames) {
     const visitStatement = (node) => {
+      if (ts.isVariableStatement(node) && node.declarationList.declarations.length === 1) {
+        const [declaration] = node.declarationList.declarations
+        const init = declaration.initializer
+        if (init !== undefined && ts.isCallExpression(init) && ts.isIdentifier(init.expression) && init.expression.text === 'writeStep') {
+          if (!ts.isIdentifier(declaration.name)) fail(node, 'a writeStep result destructured')
+          const name = declaration.name.text
+          const alias = f.createVariableStatement(
+            undefined,
+            f.createVariableDeclarationList(
+              [f.createVariableDeclaration(name, undefined, undefined, init.arguments[0])],
+              node.declarationList.flags,
+            ),
+          )
+          return [alias, ...writeStepFields(init, name, stateNames, maybeNames)]
+        }
+      }
       if (ts.isExpressionStatement(node) && ts.isCallExpression(node.expression)) {
         const callNode = node.expression
+        if (ts.isIdentifier(callNode.expression) && callNode.expression.text === 'writeStep') {
+          if (!ts.isIdentifier(callNode.arguments[0])) fail(node, 'writeStep into anything but the result parameter')
+          return writeStepFields(callNode, callNode.arguments[0].text, stateNames, maybeNames)
+        }
         if (ts.isIdentifier(callNode.expression) && callNode.expression.text === 'writeState') {
           const [target, ...values] = callNode.arguments
           if (!ts.isPropertyAccessExpression(target) || target.name.text !== 'state') fail(node, 'writeState into anything but x.state')
@@ -253,7 +282,7 @@ export function emitKernel(definition, objects, files, wordsOf, packageDirectory
     '// run `node scripts/gen-algorithms.mjs`. Its step on a record of the memory store, in place (see kernel-step.ts).',
     '',
     "import type { Policy } from '../../../core/policy.js'",
-    "import { type KernelStep, setStep } from '../kernel-step.js'",
+    "import type { KernelStep } from '../kernel-step.js'",
   ]
   if (imported.size > 0) out.push(`import { ${[...imported].sort().join(', ')} } from '../../../core/algorithms/${base}.js'`)
   for (const other of [...called].sort()) {
@@ -318,10 +347,15 @@ export function emitKernelIndex(kernels, without) {
   return `${out.join('\n')}\n`
 }
 
-/** Formats generated TypeScript as the repository's biome does (the printer's layout is its own). */
+/**
+ * Formats generated TypeScript as the repository's biome does (the printer's layout is its own).
+ * The kernels are gitignored (build output), and biome hands an ignored path's text back as it came
+ * unless told not to read the ignore file.
+ */
 export function formatTypeScript(text, path, repository) {
   const biome = join(repository, 'node_modules/.bin/biome')
-  const result = spawnSync(biome, ['format', `--stdin-file-path=${path}`], { input: text, encoding: 'utf8', cwd: repository })
+  const args = ['format', '--vcs-use-ignore-file=false', `--stdin-file-path=${path}`]
+  const result = spawnSync(biome, args, { input: text, encoding: 'utf8', cwd: repository })
   if (result.status !== 0) throw new Error(`biome format ${path}: ${result.stderr}`)
   return result.stdout
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort, startRedis, type RedisProcess } from '../../packages/floodgate/test/support/redis-server.js'
 import { startMemcached, type MemcachedProcess } from '../../packages/floodgate/test/support/memcached-server.js'
+import { ALGORITHMS } from '../../packages/floodgate/src/core/policy.js'
 import { extractSnippets } from './snippets.js'
 import { deadLinks } from './links.js'
 
@@ -135,6 +136,9 @@ describe('the packed packages in a new app', { timeout: 1_800_000 }, () => {
       'package/README.md',
       'package/docs/middleware.md',
       'package/dist/stores/redis/scripts/runner.lua',
+      // Build output (scripts/gen-algorithms.mjs in the library's build), in no commit.
+      ...ALGORITHMS.map((name) => `package/dist/stores/redis/scripts/${name}.lua`),
+      'package/dist/stores/memory/kernels/index.js',
     ]) {
       assert.ok(listing.includes(file), `${file} in the library tarball`)
     }

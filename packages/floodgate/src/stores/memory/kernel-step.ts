@@ -29,20 +29,3 @@ export type Kernel = (f64: Float64Array, base: number, now: number, cost: number
 export function createKernelStep(): KernelStep {
   return { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, n0: 0, n1: 0, n2: 0, ttlMs: 1 }
 }
-
-/** writeStep (core/algorithms/types.ts) for a kernel: the result is always given. */
-export function setStep(
-  out: KernelStep,
-  allowed: boolean,
-  remaining: number,
-  resetMs: number,
-  retryAfterMs: number,
-  delayMs: number,
-): KernelStep {
-  out.allowed = allowed
-  out.remaining = remaining
-  out.resetMs = resetMs
-  out.retryAfterMs = retryAfterMs
-  out.delayMs = delayMs
-  return out
-}
