@@ -19,6 +19,7 @@ import { AutoSync } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
 import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-sync.js'
 import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
+import { zipfRanks } from '../packages/floodgate/test/support/zipf.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const CALLERS = 256
@@ -50,28 +51,6 @@ interface Shape {
   algorithm: AlgorithmName
   /** With the hand-routed yardstick (it needs a skew to route by). */
   yardstick: boolean
-}
-
-// 2^20 ranks drawn once from Zipf(s) over n keys (inverse CDF), replayed in order by every contender.
-function zipfRanks(n: number, s: number): Int32Array {
-  const cdf = new Float64Array(n)
-  let sum = 0
-  for (let r = 0; r < n; r++) cdf[r] = sum += 1 / (r + 1) ** s
-  const ranks = new Int32Array(1 << 20)
-  let seed = 0x2545f491
-  for (let i = 0; i < ranks.length; i++) {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
-    const u = (seed / 2 ** 32) * sum
-    let lo = 0
-    let hi = n - 1
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (cdf[mid] < u) lo = mid + 1
-      else hi = mid
-    }
-    ranks[i] = lo
-  }
-  return ranks
 }
 
 function shapes(): Shape[] {
