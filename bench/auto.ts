@@ -19,6 +19,7 @@ import { AutoSync } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
 import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-sync.js'
 import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
+import { zipfRanks } from '../packages/floodgate/test/support/zipf.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const CALLERS = 256
@@ -50,28 +51,6 @@ interface Shape {
   algorithm: AlgorithmName
   /** With the hand-routed yardstick (it needs a skew to route by). */
   yardstick: boolean
-}
-
-// 2^20 ranks drawn once from Zipf(s) over n keys (inverse CDF), replayed in order by every contender.
-function zipfRanks(n: number, s: number): Int32Array {
-  const cdf = new Float64Array(n)
-  let sum = 0
-  for (let r = 0; r < n; r++) cdf[r] = sum += 1 / (r + 1) ** s
-  const ranks = new Int32Array(1 << 20)
-  let seed = 0x2545f491
-  for (let i = 0; i < ranks.length; i++) {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
-    const u = (seed / 2 ** 32) * sum
-    let lo = 0
-    let hi = n - 1
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (cdf[mid] < u) lo = mid + 1
-      else hi = mid
-    }
-    ranks[i] = lo
-  }
-  return ranks
 }
 
 function shapes(): Shape[] {
@@ -331,14 +310,15 @@ function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number
  * What `auto` leases at a given pace, with no I/O (BENCH_AUTO_HEAT=1, alone): on the Zipf ranks at
  * paces from 15,000 to 300,000 decisions/s (the pace falls when the machine is loaded), beside the
  * share the 2,000 hottest keys take; and on uniform lukewarm keys (10,000 at 20,000/s in a random
- * order), where a lower hotRate flaps.
+ * order), where a lower hotRate flaps. Each hotRate is read over 16 decisions at it (at least 1 s); the
+ * default is 5.
  */
 export function printHeatShares(): void {
   const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
   let top = 0
   for (const rank of zipf) if (rank < HAND_HOT) top++
   const rows: string[][] = []
-  for (const hotRate of [8, 6, 4]) {
+  for (const hotRate of [8, 5, 4]) {
     for (const perMs of [15, 75, 150, 300]) {
       const zipfRow = replayHeat((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
       rows.push([

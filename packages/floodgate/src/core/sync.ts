@@ -24,10 +24,11 @@ export const SYNC_DEFAULTS = Object.freeze({
   leaseMs: 1000,
   /**
    * auto: decisions one lease time must hold for a key to move to leases; the default `hotRate` is
-   * this many per `leaseMs` (8 a second at 1 s). Below it a lease would cover few decisions, each
-   * lease call costing more Redis CPU than the exact calls it replaces.
+   * this many per `leaseMs` (5 a second at 1 s). A lease call (with its return) costs the Redis CPU
+   * of about 3 to 4 exact decisions (docs/sync.md, Auto): below this a lease would save little or
+   * cost more than the exact calls it replaces.
    */
-  hotDecisionsPerLease: 8,
+  hotDecisionsPerLease: 5,
 })
 
 /** What `sync` may be combined with; undefined when sound, else the reason it is not. */

@@ -2,7 +2,7 @@
 
 import type { Policy } from '../../core/policy.js'
 import type { EvaluateResponse, LeaseStore } from '../../stores/store.js'
-import { HeatTable } from './heat-table.js'
+import { HeatTable, type HeatOwner } from './heat-table.js'
 import { policySetId } from './policy-set.js'
 import type { LeaseCallback, LeaseSync } from './lease-sync.js'
 
@@ -15,13 +15,13 @@ export interface AutoSyncOptions {
   maxKeys?: number
 }
 
-// The keys of one policy set (equal sets share one), each with its slot in the heat table, and what
-// the set decides.
-interface HeatSet {
+// The keys of one policy set (equal sets share one), each with its slot in the heat table, how
+// their heat is read, and what the set decides.
+interface HeatSet extends HeatOwner {
   readonly policies: readonly Policy[]
-  readonly keys: Map<string, number>
-  /** The hot threshold, in decisions per ms. */
+  /** The hot threshold, and the rate below which a hot key is cold again (decisions per ms). */
   readonly hotPerMs: number
+  readonly coolPerMs: number
   /** Whether a cold key is decided by the plain exact call. */
   readonly plainExact: boolean
 }
@@ -35,11 +35,30 @@ const CHARGED_AT_GRANT = new Set(['fixed-window', 'sliding-window'])
 // with no lease (`id` 0).
 const HELD_BESIDE_STATE = new Set(['token-bucket', 'gcra'])
 
+// Decisions a key at the hot threshold makes in its rate's time constant (at least 1 s): with 16,
+// a rate read at the threshold is within about ±25% of its true value (Poisson noise), so a key at
+// half the threshold (uniform lukewarm traffic) does not read as hot, and one above it as cold, by
+// chance; with 8 (a 1 s window at the former threshold of 8/s) a lower threshold flapped.
+const HEAT_DECISIONS = 16
+// A hot key is cold again below this share of the threshold: the gap keeps a key near it from flapping.
+const COOL_SHARE = 1 / 2
+
+/** The thresholds and rate window of keys decided under `policies` (see HEAT_DECISIONS). */
+function heatThresholds(policies: readonly Policy[]): Pick<HeatSet, 'hotPerMs' | 'coolPerMs' | 'windowMs' | 'keepPerMs'> {
+  const hotPerMs = Math.min(...policies.map((policy) => policy.hotRate)) / 1000
+  const windowMs = Math.max(1000, HEAT_DECISIONS / hotPerMs)
+  // A key is forgotten for a newer one below a quarter of the threshold read over 1 s, not over its
+  // window: a fresh key reads 1/windowMs per decision, so a longer window alone would have the clock
+  // hand forget keys before they warm. At the default a key asked twice in a row is kept, as before.
+  return { hotPerMs, coolPerMs: hotPerMs * COOL_SHARE, windowMs, keepPerMs: ((hotPerMs / 4) * 1000) / windowMs }
+}
+
 /**
  * Moves a key to leases when this instance decides it at `hotRate` a second or more, and back to
- * exact decisions below half that (the gap keeps a key near the threshold from flapping). Heat is
+ * exact decisions below half that (the gap keeps a key near the threshold from flapping), its rate
+ * read over a window in which a key at `hotRate` makes 16 decisions (heatThresholds). Heat is
  * followed for at most `maxKeys` keys over every policy set (HeatTable): past it, the oldest key
- * whose rate is below a quarter of its `hotRate` is forgotten (a key that is hot, or warming, goes
+ * whose rate is below its set's `keepPerMs` is forgotten (a key that is hot, or warming, goes
  * to the back of the line), and a key forgotten on leases gives its unused units back.
  *
  * A cold key costs what `sync: 'always'` costs: for fixed-window and sliding-window its decision
@@ -142,7 +161,7 @@ export class AutoSync {
     const perMs = heat.count(slot, now)
     const hot = heat.isHot(slot)
     if (!hot && perMs >= set.hotPerMs) heat.setHot(slot, true)
-    else if (hot && perMs < set.hotPerMs / 2) {
+    else if (hot && perMs < set.coolPerMs) {
       heat.setHot(slot, false)
       this.leases.drop(key, policies)
     }
@@ -159,7 +178,7 @@ export class AutoSync {
       set = {
         policies,
         keys: new Map(),
-        hotPerMs: Math.min(...policies.map((policy) => policy.hotRate)) / 1000,
+        ...heatThresholds(policies),
         plainExact: policies.every(
           (policy) => CHARGED_AT_GRANT.has(policy.algorithm) || (this.exactReadsLedgers && HELD_BESIDE_STATE.has(policy.algorithm)),
         ),

@@ -1,22 +1,23 @@
 // The heat of the keys `auto` follows: a decaying decision rate per key, in flat arrays by slot.
 
-// The rate's time constant: a steady stream's rate is read within a few of these (as Demand's).
-const WINDOW_MS = 1000
 // How many slots one eviction looks at for a cold key past the hand: bounds its cost.
 const EVICTION_PROBES = 16
 const FIRST_CAPACITY = 1024
 
-/** What owns a followed key: its map of key to slot, and its hot threshold (decisions per ms). */
+/** What owns a followed key: its map of key to slot, and how its keys' heat is read. */
 export interface HeatOwner {
   readonly keys: Map<string, number>
-  readonly hotPerMs: number
+  /** The time constant of its keys' rates (ms): a steady stream's rate is read within a few of these. */
+  readonly windowMs: number
+  /** Below this rate (decisions per ms) a key may be forgotten to make room for another. */
+  readonly keepPerMs: number
 }
 
 /**
  * Up to `maxKeys` keys, each in a slot of typed arrays: a key seen once costs an entry in its
  * owner's map and nothing on the heap besides (the Zipf tail of a busy limiter is mostly such keys).
  * Past `maxKeys` a clock hand goes round the slots in the order they were taken: the first slot it
- * meets whose rate is below a quarter of its owner's threshold is taken over; hot and warming ones
+ * meets whose rate is below its owner's `keepPerMs` is taken over; hot and warming ones
  * are passed (they come round last again, as if moved to the back). When the `EVICTION_PROBES`
  * slots it looks at are all that warm, the next one goes anyway: memory is bounded. Walking slots,
  * not a Map's insertion order, keeps an eviction at a few array reads (a Map iterated from its
@@ -74,8 +75,8 @@ export class HeatTable<Owner extends HeatOwner> {
 
   /** Counts one decision of `slot` at `now` and returns its rate (decisions per ms). */
   count(slot: number, now: number): number {
-    // A stream of r decisions per ms adds r·dt/WINDOW_MS and keeps exp(-dt/WINDOW_MS): the fixed point is r.
-    return (this.rate[slot] = this.rateAt(slot, now) + 1 / WINDOW_MS)
+    // A stream of r decisions per ms adds r·dt/windowMs and keeps exp(-dt/windowMs): the fixed point is r.
+    return (this.rate[slot] = this.rateAt(slot, now) + 1 / this.ownerOf[slot].windowMs)
   }
 
   isHot(slot: number): boolean {
@@ -90,14 +91,14 @@ export class HeatTable<Owner extends HeatOwner> {
     const at = this.at[slot]
     if (now <= at) return this.rate[slot]
     this.at[slot] = now
-    return (this.rate[slot] *= Math.exp(-(now - at) / WINDOW_MS))
+    return (this.rate[slot] *= Math.exp(-(now - at) / this.ownerOf[slot].windowMs))
   }
 
   // Frees a slot past the hand (see the class comment) and returns it.
   private evict(now: number): number {
     for (let probes = 0; probes < EVICTION_PROBES; probes++) {
       const slot = this.advance()
-      if (this.rateAt(slot, now) < this.ownerOf[slot].hotPerMs / 4) return this.forget(slot)
+      if (this.rateAt(slot, now) < this.ownerOf[slot].keepPerMs) return this.forget(slot)
     }
     return this.forget(this.advance())
   }

@@ -4,8 +4,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { HeatTable, type HeatOwner } from '../../../src/limiter/sync/heat-table.js'
 
-// An owner whose threshold is 8 decisions per second (the default hotRate at leaseMs 1 s).
-const owner = (): HeatOwner => ({ keys: new Map(), hotPerMs: 8 / 1000 })
+// An owner reading rates over 1 s that keeps keys at 2 decisions a second or more (a hotRate of 8 a
+// second: AutoSync keeps keys above a quarter of it read over 1 s).
+const owner = (): HeatOwner => ({ keys: new Map(), windowMs: 1000, keepPerMs: 2 / 1000 })
 
 // Counts one decision of `key` at `now`, following it first if it is new; returns its rate per ms.
 function decide(table: HeatTable<HeatOwner>, set: HeatOwner, key: string, now: number): number {
