@@ -133,6 +133,12 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
     if (this.observed) return this.limitObserved(key, options)
+    // The usual call (the own set, cost 1) on the direct path, past decideWith's checks that
+    // cannot apply: the cost is one the set admits (DirectPath.admitsOne) and no denial is remembered.
+    const direct = this.direct
+    if (options === undefined && direct !== undefined && typeof key === 'string' && direct.admitsOne && this.noDenials()) {
+      return settled(direct.decide(key, 1))
+    }
     try {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
@@ -315,6 +321,11 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     const peeked = decider.decide(key, 0, 0)
     if (peeked instanceof Promise) return neverLater(decider.plan, peeked, cost)
     return toNeverDecision(decider.plan, peeked, cost)
+  }
+
+  // No denial remembered, so the deny cache cannot answer (decideWith's lookup would miss).
+  private noDenials(): boolean {
+    return this.denials === undefined || this.denials.size === 0
   }
 
   private deciderFor(policies: readonly Policy[] | undefined): Decider {
