@@ -47,6 +47,8 @@ export class DirectPath {
     if (decider === undefined || !isDirectDecider(decider) || !decider.decidesOnStore) return undefined
     if (!(remote.store instanceof MemoryStore) || !remote.plain) return undefined
     if (!isOnePlainPolicy(decider.plan)) return undefined
+    // limitSync takes the direct path without asking (RateLimiter.limitSync): it must answer in-process.
+    if (decider.whyNotSync() !== undefined) return undefined
     return new DirectPath(remote.store, remote, decider, denials)
   }
 

@@ -92,18 +92,19 @@ describe('the direct path', () => {
     }
   }
 
-  // limit(key) with no options skips decideWith's checks (RateLimiter.limit): its answers must stay
+  // limit(key) and limitSync(key) with no options skip decideWith's checks: their answers must stay
   // those of the general path, deny-cache answers and a set that can never admit 1 included.
   for (const [name, policy] of [
     ['gcra', policyOf('gcra')],
     ['blocking fixed-window', policyOf('fixed-window', { blockMs: 3_000 })],
     ['fixed-window of limit 0', { algorithm: 'fixed-window', limit: 0, period: '10s' }],
   ] as [string, PolicyOptions][]) {
-    it(`decides limit(key) as the general path: ${name}`, async () => {
+    it(`decides limit(key) and limitSync(key) as the general path: ${name}`, async () => {
       const clock = new Clock()
       const { direct, general } = pair(clock, policy)
       const policies = createPolicies([policy])
       const sources = new Set<string>()
+      let turn = 0
       for (const [advance, key] of [
         [0, 'k'],
         [0, 'k'],
@@ -116,9 +117,11 @@ describe('the direct path', () => {
         [9_000, 'k'],
       ] as const) {
         clock.advance(advance)
-        const a = await direct.limit(key)
-        const b = await general.limit(key, { policies })
-        assert.deepEqual(a, b, `${key} at +${clock.now}`)
+        // limit and limitSync in turn, both with no options.
+        const sync = turn++ % 2 === 1
+        const a = sync ? direct.limitSync(key) : await direct.limit(key)
+        const b = sync ? general.limitSync(key, { policies }) : await general.limit(key, { policies })
+        assert.deepEqual(a, b, `${sync ? 'limitSync' : 'limit'} ${key} at +${clock.now}`)
         sources.add(`${a.source}${a.never === true ? ' never' : ''}`)
       }
       // The trace reached what the shortcut must leave to the general steps.
