@@ -16,6 +16,8 @@ const GROUPS: readonly [prefix: string, group: ContenderGroup][] = [
   // bench:memory
   ['floodgate ', 'ours'],
   ['core only:', 'floor'],
+  ['store only:', 'floor'],
+  ['api floor:', 'floor'],
   ['floor:', 'floor'],
   ['sync floor:', 'floor'],
   ['bounded floor:', 'floor'],

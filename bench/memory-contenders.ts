@@ -105,6 +105,34 @@ export const apiFloor: Contender = {
   }),
 }
 
+// A diagnostic floor of the API alone, not a product path: what limit() must do whatever its store
+// does — a new decision as complete as Floodgate's (with its one policy part), its values read from a
+// held answer as the direct path reads the store's, resolved through a promise — with no key lookup,
+// no clock and no limiting. The async floor's time above this row's is its Map read and clock.
+export const promiseFloor: Contender = {
+  name: 'api floor: Promise + decision object only',
+  measure: longLived(() => {
+    const answer = { remaining: 0, resetMs: 0 }
+    const hit = (_key: string) => {
+      answer.remaining++
+      return Promise.resolve(decisionLiteral(answer.remaining, answer.resetMs))
+    }
+    return () => awaitLoop(hit)
+  }),
+}
+
+// A diagnostic, not a product path: the MemoryStore's one-policy call alone (evaluateSync with the
+// limiter's request, fixed-window, its kernel path), in a synchronous loop, no limiter, Decision or
+// promise. limit() above it is the limiter layer, the decision and the promise.
+export const storeOnly: Contender = {
+  name: 'store only: MemoryStore.evaluateSync fixed-window (sync)',
+  measure: longLived(() => {
+    const store = new MemoryStore({ maxKeys: KEYS * 2 })
+    const policies = createPolicies([policyFor('fixed-window')])
+    return () => Promise.resolve(syncLoop((key) => store.evaluateSync({ key, policies, cost: 1 }).allowed))
+  }),
+}
+
 // The synchronous counterpart of the floor, for limitSync: the same Map read, clock reading and
 // decision object, with no async call and no await.
 export const syncFloor: Contender = {

@@ -30,7 +30,9 @@ import {
   floodgateBig,
   floodgateLapse,
   floodgateSync,
+  promiseFloor,
   rateLimiterFlexible,
+  storeOnly,
   syncFloor,
 } from './memory-contenders.js'
 import { measureRow, memoryPerKey } from './memory-heap.js'
@@ -60,7 +62,9 @@ function allContenders(): Contender[] {
     floodgateLapse('gcra', true),
     ...ALGORITHMS.map(floodgateSync),
     coreOnly,
+    storeOnly,
     apiFloor,
+    promiseFloor,
     syncFloor,
     boundedFloor,
     boundedSyncFloor,

@@ -24,6 +24,8 @@ export class DirectPath {
   private readonly limit: number
   private readonly headroom: number
   private readonly breaker: CircuitBreaker
+  /** A cost of 1 is one the plan can admit (RateLimiter.decideWith's maxCost check passes). */
+  readonly admitsOne: boolean
 
   private constructor(
     private readonly store: MemoryStore,
@@ -37,6 +39,7 @@ export class DirectPath {
     this.limit = plan.remote.limits[0]
     this.headroom = plan.remote.headroom[0]
     this.breaker = remote.breakers.whole
+    this.admitsOne = plan.maxCost >= 1
   }
 
   /** The direct path for `decider`, or undefined when its plan or store needs the general steps. */
@@ -44,6 +47,8 @@ export class DirectPath {
     if (decider === undefined || !isDirectDecider(decider) || !decider.decidesOnStore) return undefined
     if (!(remote.store instanceof MemoryStore) || !remote.plain) return undefined
     if (!isOnePlainPolicy(decider.plan)) return undefined
+    // limitSync takes the direct path without asking (RateLimiter.limitSync): it must answer in-process.
+    if (decider.whyNotSync() !== undefined) return undefined
     return new DirectPath(remote.store, remote, decider, denials)
   }
 

@@ -133,6 +133,12 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
     if (this.observed) return this.limitObserved(key, options)
+    // The usual call (the own set, cost 1) on the direct path, past decideWith's checks that
+    // cannot apply: the cost is one the set admits (DirectPath.admitsOne) and no denial is remembered.
+    const direct = this.direct
+    if (options === undefined && direct !== undefined && typeof key === 'string' && direct.admitsOne && this.noDenials()) {
+      return settled(direct.decide(key, 1))
+    }
     try {
       checkKey(key)
       const cost = options?.cost === undefined ? 1 : checkCost(options.cost, 0)
@@ -170,7 +176,14 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
    * cannot; throws for invalid arguments as `limit` rejects.
    */
   limitSync(key: string, options?: LimitOptions): Decision {
-    if (!this.observed) return this.limitSyncQuietly(key, options)
+    if (!this.observed) {
+      // As in limit(): the usual call on the direct path, which always answers in-process.
+      const direct = this.direct
+      if (options === undefined && direct !== undefined && typeof key === 'string' && direct.admitsOne && this.noDenials()) {
+        return synchronous(direct.decide(key, 1))
+      }
+      return this.limitSyncQuietly(key, options)
+    }
     const started = this.options.timers.now()
     const decision = this.limitSyncQuietly(key, options)
     this.emit('decision', key, decision, options?.cost ?? 1, this.options.timers.now() - started)
@@ -183,13 +196,7 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     const decider = this.deciderFor(options?.policies)
     const reason = decider.whyNotSync()
     if (reason !== undefined) throw new FloodgateError('SYNC_UNSUPPORTED', `limitSync: ${reason}`)
-    const decision = this.decideWith(decider, key, cost)
-    if (decision instanceof Promise) {
-      // whyNotSync vouched for every step: a promise here is a bug, and must not go unhandled.
-      decision.catch(() => {})
-      throw new Error('limitSync: a step answered asynchronously although the decider said it would not')
-    }
-    return decision
+    return synchronous(this.decideWith(decider, key, cost))
   }
 
   /** The key's current state without charging it (a peek: `limit` with cost 0). */
@@ -317,6 +324,11 @@ export class RateLimiter extends EventEmitter<RateLimiterEvents> {
     return toNeverDecision(decider.plan, peeked, cost)
   }
 
+  // No denial remembered, so the deny cache cannot answer (decideWith's lookup would miss).
+  private noDenials(): boolean {
+    return this.denials === undefined || this.denials.size === 0
+  }
+
   private deciderFor(policies: readonly Policy[] | undefined): Decider {
     if (policies === undefined) {
       if (this.ownDecider === undefined) {
@@ -356,6 +368,16 @@ const MAX_PLANS = 1_000
 // Apart from neverAdmitted, so that its closure is made only on the asynchronous path.
 function neverLater(plan: PolicyPlan, peeked: Promise<Decision>, cost: number): Promise<Decision> {
   return peeked.then((decision) => toNeverDecision(plan, decision, cost))
+}
+
+/** limitSync's answer, from a decider whose whyNotSync vouched for every step. */
+function synchronous(decision: MaybeDecision): Decision {
+  if (decision instanceof Promise) {
+    // A promise here is a bug, and must not go unhandled.
+    decision.catch(() => {})
+    throw new Error('limitSync: a step answered asynchronously although the decider said it would not')
+  }
+  return decision
 }
 
 /**

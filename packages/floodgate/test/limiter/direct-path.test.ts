@@ -92,6 +92,43 @@ describe('the direct path', () => {
     }
   }
 
+  // limit(key) and limitSync(key) with no options skip decideWith's checks: their answers must stay
+  // those of the general path, deny-cache answers and a set that can never admit 1 included.
+  for (const [name, policy] of [
+    ['gcra', policyOf('gcra')],
+    ['blocking fixed-window', policyOf('fixed-window', { blockMs: 3_000 })],
+    ['fixed-window of limit 0', { algorithm: 'fixed-window', limit: 0, period: '10s' }],
+  ] as [string, PolicyOptions][]) {
+    it(`decides limit(key) and limitSync(key) as the general path: ${name}`, async () => {
+      const clock = new Clock()
+      const { direct, general } = pair(clock, policy)
+      const policies = createPolicies([policy])
+      const sources = new Set<string>()
+      let turn = 0
+      for (const [advance, key] of [
+        [0, 'k'],
+        [0, 'k'],
+        [100, 'k'],
+        [0, 'k'],
+        [0, 'k'],
+        [0, 'k'],
+        [0, 'other'],
+        [500, 'k'],
+        [9_000, 'k'],
+      ] as const) {
+        clock.advance(advance)
+        // limit and limitSync in turn, both with no options.
+        const sync = turn++ % 2 === 1
+        const a = sync ? direct.limitSync(key) : await direct.limit(key)
+        const b = sync ? general.limitSync(key, { policies }) : await general.limit(key, { policies })
+        assert.deepEqual(a, b, `${sync ? 'limitSync' : 'limit'} ${key} at +${clock.now}`)
+        sources.add(`${a.source}${a.never === true ? ' never' : ''}`)
+      }
+      // The trace reached what the shortcut must leave to the general steps.
+      assert.ok(sources.has(policy.limit === 0 ? 'store never' : 'deny-cache'), [...sources].join(', '))
+    })
+  }
+
   it('fails as the general path: events, the breaker, each failure mode', async () => {
     for (const onStoreError of ['open', 'closed', 'local'] as const) {
       const clock = new Clock()

@@ -149,22 +149,29 @@ export class MemoryStore implements LeaseStore {
     const now = request.now ?? this.clock()
     const out = this.evaluation
     const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
+    const at = this.locate(key, shape, now)
+    if (at === undefined || shape.kernel === undefined || !this.decideInPlace(key, at, shape, policies[0], cost, now)) {
+      this.evaluateGeneral(key, at, shape, policies, cost, now)
+    }
+    out.now = now
+    return out
+  }
+
+  /**
+   * evaluateSync's all-or-nothing path (core/evaluate.ts), for what no kernel decides: a method of
+   * its own, so that the compiler spends its inlining budget on the kernel path of the callers
+   * that inline evaluateSync (the limiter's direct path), not on this colder one.
+   */
+  private evaluateGeneral(key: string, at: number | undefined, shape: Shape, policies: readonly Policy[], cost: number, now: number): void {
     const scratch = this.scratch
     if (scratch.into.length !== policies.length) sizeScratch(scratch, policies.length)
-    const at = this.locate(key, shape, now)
-    if (at !== undefined && shape.kernel !== undefined && this.decideInPlace(key, at, shape, policies[0], cost, now)) {
-      out.now = now
-      return out
-    }
     // A loop, not into.fill(undefined): fill is a call into the runtime, dear for an array of one or two.
     if (at === undefined) for (let i = 0; i < scratch.into.length; i++) scratch.into[i] = undefined
     else this.table.read(at, this.foundIndex, now, scratch)
-    const evaluation = evaluateKeyInto(scratch.into, now, cost, policies, out)
+    const evaluation = evaluateKeyInto(scratch.into, now, cost, policies, this.evaluation)
     if (at !== undefined) this.keep(key, at, shape, evaluation, now)
     // A peek or a refund of an unknown key leaves nothing worth keeping: its state is fresh.
     else if (cost > 0) this.table.insert(key, shape, evaluation, now)
-    out.now = now
-    return out
   }
 
   /**
