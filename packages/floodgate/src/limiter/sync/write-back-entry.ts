@@ -5,6 +5,7 @@ import { copyState, createStepResult } from '../../core/algorithms/types.js'
 import { admitOneInto, evaluateKeyInto, type KeyEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { mergeKey } from '../../core/merge.js'
 import type { Policy } from '../../core/policy.js'
+import type { WriteBackStats } from './write-back-options.js'
 
 /** Units sent to the store and not yet confirmed, with the seq that makes a resend count once. */
 export interface Outbox {
@@ -75,6 +76,14 @@ export function createEntry(key: string, policies: readonly Policy[]): Entry {
     shareSpent: false,
     early: 0,
   }
+}
+
+/** An admission of `cost` at `localNow`: off the provisional units, and the age of the answer it was decided from into `stats`. */
+export function noteAdmission(entry: Entry, cost: number, localNow: number, stats: WriteBackStats): void {
+  if (entry.provisional !== undefined) entry.provisional -= cost
+  // A key never heard from (syncedAt -Infinity) decides provisional units, which the bound counts apart.
+  const age = localNow - entry.syncedAt
+  if (age > stats.oldestAnswerMs && age !== Infinity) stats.oldestAnswerMs = age
 }
 
 /** Whether dropping the entry loses nothing but a copy: no units to send, nothing in flight, no one waiting. */

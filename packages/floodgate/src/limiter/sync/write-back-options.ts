@@ -45,6 +45,12 @@ export interface WriteBackStats {
   replays: number
   /** New keys refused because every held key had units to send (WRITE_BACK_FULL). */
   refused: number
+  /**
+   * The oldest store answer an admission was decided from, in ms since it came (0: none yet). The
+   * over-admission bound in terms of the configuration holds while this stays within about a flush
+   * interval (docs/sync.md); past it, the fleet was slow and the general bound applies.
+   */
+  oldestAnswerMs: number
 }
 
 /** What one local decision answers: the store's shape, with the path that decided it. */

@@ -6,7 +6,16 @@ import { createEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { MergeRequest, MergeResponse, Store } from '../../stores/store.js'
-import { applySynced, createEntry, decideLocally, isClean, leftForFleet, ownRecords, type Entry } from './write-back-entry.js'
+import {
+  applySynced,
+  createEntry,
+  decideLocally,
+  isClean,
+  leftForFleet,
+  noteAdmission,
+  ownRecords,
+  type Entry,
+} from './write-back-entry.js'
 import {
   DEFAULT_TIMERS,
   wholeAtLeast,
@@ -34,7 +43,7 @@ export type { WriteBackOptions, WriteBackResponse, WriteBackStats, WriteBackTime
  */
 export class WriteBack {
   readonly origin: string
-  readonly stats: WriteBackStats = { calls: 0, failed: 0, replays: 0, refused: 0 }
+  readonly stats: WriteBackStats = { calls: 0, failed: 0, replays: 0, refused: 0, oldestAnswerMs: 0 }
   private readonly store: Store & Required<Pick<Store, 'merge'>>
   private readonly instances: number
   private readonly maxKeys: number
@@ -222,7 +231,7 @@ export class WriteBack {
   private answer(entry: Entry, cost: number, copy: boolean, localNow = this.clock()): WriteBackResponse {
     const now = localNow + this.offset
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
-    if (evaluation.allowed && cost > 0 && entry.provisional !== undefined) entry.provisional -= cost
+    if (evaluation.allowed && cost > 0) noteAdmission(entry, cost, localNow, this.stats)
     if (entry.shareSpent) {
       entry.shareSpent = false
       this.refreshEarly(entry, now)

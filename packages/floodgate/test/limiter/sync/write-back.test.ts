@@ -226,6 +226,21 @@ describe('write-back sync', () => {
     assert.equal(stored.results[0].remaining, 100 - 11)
   })
 
+  it("stats.oldestAnswerMs: the age of the oldest answer an admission was decided from (the bound's precondition)", async () => {
+    const policies = createPolicies([{ algorithm: 'fixed-window', limit: 100, period: '1h', sync: 'write-back', flushMs: 100 }])
+    const f = fleet(1)
+    await decide(f.instances[0], policies, 1) // the first answer is the read's: decided at once, age 0
+    assert.equal(f.instances[0].stats.oldestAnswerMs, 0)
+    f.links[0].mode = 'fail' // no answer replaces it: the copy ages
+    f.time.advance(70)
+    await decide(f.instances[0], policies, 1)
+    await decide(f.instances[0], policies, 0) // a peek admits nothing
+    assert.equal(f.instances[0].stats.oldestAnswerMs, 70)
+    f.time.advance(60)
+    await decide(f.instances[0], policies, 1)
+    assert.equal(f.instances[0].stats.oldestAnswerMs, 130)
+  })
+
   it('keeps deciding locally while the store is down, and flushes when it returns', async () => {
     const policies = createPolicies([{ algorithm: 'fixed-window', limit: 10, period: '1h', sync: 'write-back' }])
     const f = fleet(1)
