@@ -83,9 +83,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
   const nodes: ClusterNode[] = []
   const dead = new Set<number>()
   try {
-    const ports = await clusterPorts(count)
-    const processes = await Promise.all(ports.map((port) => startRedis(args, port)))
-    for (const process of processes) nodes.push({ host: HOST, port: process.port, process })
+    const taken = new Set<number>()
+    await Promise.all(
+      Array.from({ length: count }, async () => {
+        const process = await startNode(args, taken)
+        nodes.push({ host: HOST, port: process.port, process })
+      }),
+    )
     await createCluster(nodes, replicas, password)
     await waitFor('every node to see cluster_state:ok, all slots covered and replicas in sync', readyTimeoutMs, async () =>
       (await Promise.all(nodes.map((node) => nodeIsReady(node.port, count, password)))).every(Boolean),
@@ -138,14 +142,27 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
 /** CLUSTER SLOTS rows: [start, end, [host, port, id], ...replicas]. */
 type SlotRange = [number, number, [string, number, string], ...unknown[]]
 
-/** `count` free ports whose cluster bus port (port + 10000) is free as well. */
-export async function clusterPorts(count: number): Promise<number[]> {
+/** `count` free ports whose cluster bus port (port + 10000) is free as well, none of them in `taken`. */
+export async function clusterPorts(count: number, taken: Set<number> = new Set()): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
     const port = await freePort()
-    if (!ports.includes(port) && (await portIsFree(port + 10_000))) ports.push(port)
+    if (!ports.includes(port) && !taken.has(port) && (await portIsFree(port + 10_000))) ports.push(port)
   }
+  for (const port of ports) taken.add(port)
   return ports
+}
+
+/** One node on a cluster port of its own; a port taken before the node bound it is chosen again. */
+async function startNode(args: string[], taken: Set<number>): Promise<RedisProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const [port] = await clusterPorts(1, taken)
+    try {
+      return await startRedis(args, port)
+    } catch (error) {
+      if (attempt >= 3) throw error
+    }
+  }
 }
 
 function portIsFree(port: number): Promise<boolean> {

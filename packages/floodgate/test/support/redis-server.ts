@@ -32,8 +32,19 @@ export interface RedisProcess {
 
 /** Starts redis-server with no persistence; `extraArgs` are passed through (e.g. cluster options). */
 export async function startRedis(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
+  // A free port can be taken before redis-server binds it (another test's server, or an outgoing
+  // connection's ephemeral port): then it exits at once. A port of our own choosing is chosen again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisOn(extraArgs, port ?? (await freePort()))
+    } catch (error) {
+      if (port !== undefined || attempt >= 3) throw error
+    }
+  }
+}
+
+async function startRedisOn(extraArgs: string[], chosen: number): Promise<RedisProcess> {
   const host = '127.0.0.1'
-  const chosen = port ?? (await freePort())
   const dir = mkdtempSync(join(tmpdir(), `floodgate-redis-${chosen}-`))
   let child: ChildProcess | undefined
 
@@ -44,10 +55,21 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
       { stdio: ['ignore', 'ignore', 'inherit'] },
     )
     child.unref()
-    await waitForPort('redis-server', host, chosen, 5_000)
+    try {
+      await waitForPort('redis-server', host, chosen, 5_000)
+    } catch (error) {
+      // Never leave a server that came up late running past the test (it is unref'd).
+      child.kill('SIGKILL')
+      throw error
+    }
   }
 
-  await launch()
+  try {
+    await launch()
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
   const handle: RedisProcess = {
     host,
     port: chosen,
