@@ -79,7 +79,7 @@ export function createEntry(key: string, policies: readonly Policy[]): Entry {
 }
 
 /** An admission of `cost` at `localNow`: off the provisional units, and the age of the answer it was decided from into `stats`. */
-export function noteAdmission(entry: Entry, cost: number, localNow: number, stats: WriteBackStats): void {
+export function tallyAdmit(entry: Entry, cost: number, localNow: number, stats: WriteBackStats): void {
   if (entry.provisional !== undefined) entry.provisional -= cost
   // A key never heard from (syncedAt -Infinity) decides provisional units, which the bound counts apart.
   const age = localNow - entry.syncedAt

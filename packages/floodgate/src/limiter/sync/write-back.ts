@@ -6,16 +6,7 @@ import { createEvaluation, type PolicyRecord } from '../../core/evaluate.js'
 import { FloodgateError } from '../../core/errors.js'
 import type { Policy } from '../../core/policy.js'
 import type { MergeRequest, MergeResponse, Store } from '../../stores/store.js'
-import {
-  applySynced,
-  createEntry,
-  decideLocally,
-  isClean,
-  leftForFleet,
-  noteAdmission,
-  ownRecords,
-  type Entry,
-} from './write-back-entry.js'
+import { applySynced, createEntry, decideLocally, isClean, leftForFleet, ownRecords, tallyAdmit, type Entry } from './write-back-entry.js'
 import {
   DEFAULT_TIMERS,
   wholeAtLeast,
@@ -231,7 +222,7 @@ export class WriteBack {
   private answer(entry: Entry, cost: number, copy: boolean, localNow = this.clock()): WriteBackResponse {
     const now = localNow + this.offset
     const evaluation = decideLocally(entry, now, cost, this.instances, this.evaluation)
-    if (evaluation.allowed && cost > 0) noteAdmission(entry, cost, localNow, this.stats)
+    if (evaluation.allowed && cost > 0) tallyAdmit(entry, cost, localNow, this.stats)
     if (entry.shareSpent) {
       entry.shareSpent = false
       this.refreshEarly(entry, now)
