@@ -17,7 +17,8 @@
 // (node-lines.mjs); the run fails if any check does.
 // FLOODGATE_TEST_CONCURRENCY: files at a time (default 4). FLOODGATE_TEST_TIMES=FILE: each file's
 // wall and CPU seconds go to FILE (scripts/test-times.cjs) and the longest are listed at the end.
-import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -123,9 +124,10 @@ if (withChecks) {
 const build = await building
 const times = process.env.FLOODGATE_TEST_TIMES ? resolve(process.env.FLOODGATE_TEST_TIMES) : undefined
 
-/** Runs the files on one line's node binary; resolves to whether every test passed. */
+/** Runs the files on one line's node binary; resolves to whether every test passed, and what failed. */
 async function runOn(line) {
   if (times) rmSync(times, { force: true })
+  const failures = join(mkdtempSync(join(tmpdir(), 'floodgate-failures-')), 'failures.jsonl')
   const runner = spawn(
     line.bin,
     [
@@ -143,6 +145,7 @@ async function runOn(line) {
         ...process.env,
         // Tests that need the checkout itself, not its compiled copy (the consumer test packs it), find it here.
         FLOODGATE_REPOSITORY: repository,
+        FLOODGATE_TEST_FAILURES: failures,
         ...(times && {
           FLOODGATE_TEST_TIMES: times,
           NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require=${join(repository, 'scripts/test-times.cjs')}`,
@@ -152,15 +155,33 @@ async function runOn(line) {
   )
   const [status] = await once(runner, 'close')
   if (times) printTimes(times)
-  return status === 0
+  const failed = existsSync(failures)
+    ? readFileSync(failures, 'utf8')
+        .trim()
+        .split('\n')
+        .map((row) => JSON.parse(row))
+    : []
+  rmSync(join(failures, '..'), { recursive: true, force: true })
+  return { passed: status === 0, failed }
 }
 
 const results = []
 for (const line of lines) {
   const version = execFileSync(line.bin, ['--version'], { encoding: 'utf8' }).trim()
   process.stderr.write(`# Node ${line.name}: ${version} (${line.bin})\n`)
-  results.push({ version, passed: await runOn(line) })
+  results.push({ version, ...(await runOn(line)) })
 }
 const checked = await Promise.all(checks)
+// Every line's failures again, last: a reader of the tail of the output (CI shows only that) sees them.
+for (const { version, failed } of results) {
+  for (const failure of failed) {
+    const error = failure.error
+      .split('\n')
+      .slice(0, 12)
+      .map((row) => `#     ${row}`)
+      .join('\n')
+    process.stderr.write(`# FAILED on Node ${version}: ${relative(repository, failure.file ?? '?')} > ${failure.test}\n${error}\n`)
+  }
+}
 for (const { version, passed } of results) process.stderr.write(`# tests on Node ${version}: ${passed ? 'passed' : 'FAILED'}\n`)
 process.exit(results.every((result) => result.passed) && checked.every(Boolean) ? 0 : 1)
