@@ -28,9 +28,13 @@ descriptors:
       - { name: own, algorithm: token-bucket, limit: 2, period: 1h }
 `
 
-/** Upstream's window start of a day limit now, in Unix seconds (src/limiter/cache_key.go: now / divider * divider). */
+// The services' clock, frozen: the tests compute upstream's day window from it as the service does,
+// so no window turns over between them (at midnight UTC a live clock would).
+const T0 = Date.now()
+
+/** Upstream's window start of a day limit at T0, in Unix seconds (src/limiter/cache_key.go: now / divider * divider). */
 function dayStart(): number {
-  const now = Math.floor(Date.now() / 1000)
+  const now = Math.floor(T0 / 1000)
   return Math.floor(now / 86_400) * 86_400
 }
 
@@ -105,10 +109,14 @@ describe('on Redis, with a per-second Redis', () => {
 
   before(async () => {
     ;[main, perSecond] = await Promise.all([startRedis(), startRedis()])
-    service = await startTestService(RULES, [
-      ...['--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_'],
-      ...['--redis-per-second', perSecond.url, '--store-timeout', '5s'],
-    ])
+    service = await startTestService(
+      RULES,
+      [
+        ...['--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_'],
+        ...['--redis-per-second', perSecond.url, '--store-timeout', '5s'],
+      ],
+      { clock: () => T0 },
+    )
     mainClient = new Redis(main.url)
     perSecondClient = new Redis(perSecond.url)
     // The counters' clients do not queue commands while connecting: wait until a decision reaches Redis.
@@ -165,7 +173,7 @@ describe('on Redis, with a per-second Redis', () => {
 
   it('with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, reads the shared counters first and charges only the one going over', async () => {
     const flags = ['--compat-keys', 'envoy', '--compat-prefix', 'edge_', '--stop-increment-when-over-limit']
-    const other = await startTestService(RULES, ['--redis', main.url, ...flags])
+    const other = await startTestService(RULES, ['--redis', main.url, ...flags], { clock: () => T0 })
     try {
       const user = upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'erin' }], dayStart())
       const team = upstreamCacheKey('edge_', 'mig', [{ key: 'team', value: 'blue' }], dayStart())
@@ -200,7 +208,9 @@ describe('on memcached servers', () => {
   before(async () => {
     servers = await Promise.all([startMemcached(), startMemcached()])
     const addresses = servers.map((s) => s.address).join(',')
-    service = await startTestService(RULES, ['--memcached', addresses, '--compat-keys', 'envoy', '--store-timeout', '5s'])
+    service = await startTestService(RULES, ['--memcached', addresses, '--compat-keys', 'envoy', '--store-timeout', '5s'], {
+      clock: () => T0,
+    })
   })
 
   after(async () => {
