@@ -8,7 +8,9 @@
 // alternating blocks; Redis's own CPU counters (used_cpu_user + used_cpu_sys) are read around each
 // block. Both scripts take the same KEYS and ARGV (only the algorithms' insides may differ).
 //
-// Knobs: AB_BLOCKS (blocks per script, default 9), AB_DECISIONS (per block, default 100 000).
+// Knobs: AB_BLOCKS (blocks per script, default 9), AB_DECISIONS (per block, default 100 000),
+// AB_POLICIES (policies per key, default 1: the runner's one-policy path; 2 adds a second policy of
+// the same algorithm over twice the period, so every decision goes through evaluate.lua instead).
 
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
@@ -23,6 +25,7 @@ import { median, printTable } from './support.js'
 const BASE = process.argv[2] ?? 'main'
 const BLOCKS = Number(process.env.AB_BLOCKS ?? 9)
 const DECISIONS = Number(process.env.AB_DECISIONS ?? 100_000)
+const POLICIES = Number(process.env.AB_POLICIES ?? 1)
 const CALLERS = 256
 const KEYS = 10_000
 const ALGORITHMS: AlgorithmName[] = ['gcra', 'fixed-window', 'token-bucket', 'sliding-window', 'leaky-bucket', 'sliding-log']
@@ -70,11 +73,14 @@ async function main(): Promise<void> {
       return (send as (...all: unknown[]) => unknown)(command, ...rest)
     }) as typeof client.sendCommand
     console.log(`runner ${BASE} ${shas.base.slice(0, 8)} vs this tree ${shas.tree.slice(0, 8)}; redis ${server.port}`)
-    console.log(`${BLOCKS} blocks of ${DECISIONS} decisions per script and algorithm, ${CALLERS} callers over ${KEYS} keys`)
+    console.log(
+      `${BLOCKS} blocks of ${DECISIONS} decisions per script and algorithm, ${CALLERS} callers over ${KEYS} keys, ${POLICIES} policies a key`,
+    )
 
     const rows: string[][] = []
     for (const algorithm of ALGORITHMS) {
-      const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [policyOf(algorithm)], timeout: '5s' })
+      const policies = Array.from({ length: POLICIES }, (_, i) => ({ ...policyOf(algorithm), period: `${3600 * 2 ** i}s` as const }))
+      const limiter = new RateLimiter({ store: new RedisStore({ client }), policies, timeout: '5s' })
       let next = 0
       const block = async (): Promise<void> => {
         let done = 0
