@@ -8,7 +8,14 @@
 // alternating blocks; Redis's own CPU counters (used_cpu_user + used_cpu_sys) are read around each
 // block. Both scripts take the same KEYS and ARGV (only the algorithms' insides may differ).
 //
-// Knobs: AB_BLOCKS (blocks per script, default 9), AB_DECISIONS (per block, default 100 000).
+// Blocks go A B, B A, A B, …; their count is even, so that each side's median falls at the same mean
+// position in the run: a state that grows all run long (sliding-log's log) costs more block after
+// block, and with an odd count one side's median is one block later (this tree against itself read
+// 1.086x on sliding-log with 9 blocks).
+//
+// Knobs: AB_BLOCKS (blocks per script, even, default 10), AB_DECISIONS (per block, default 100 000),
+// AB_POLICIES (policies per key, default 1: the runner's one-policy path; 2 adds a second policy of
+// the same algorithm over twice the period, so every decision goes through evaluate.lua instead).
 
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
@@ -21,8 +28,10 @@ import { generateThisTree, revisionScripts } from './revision-scripts.js'
 import { median, printTable } from './support.js'
 
 const BASE = process.argv[2] ?? 'main'
-const BLOCKS = Number(process.env.AB_BLOCKS ?? 9)
+const BLOCKS = Number(process.env.AB_BLOCKS ?? 10)
+if (BLOCKS % 2 !== 0) throw new Error(`AB_BLOCKS must be even (${BLOCKS}): see the top of this file`)
 const DECISIONS = Number(process.env.AB_DECISIONS ?? 100_000)
+const POLICIES = Number(process.env.AB_POLICIES ?? 1)
 const CALLERS = 256
 const KEYS = 10_000
 const ALGORITHMS: AlgorithmName[] = ['gcra', 'fixed-window', 'token-bucket', 'sliding-window', 'leaky-bucket', 'sliding-log']
@@ -71,10 +80,12 @@ async function main(): Promise<void> {
     }) as typeof client.sendCommand
     console.log(`runner ${BASE} ${shas.base.slice(0, 8)} vs this tree ${shas.tree.slice(0, 8)}; redis ${server.port}`)
     console.log(`${BLOCKS} blocks of ${DECISIONS} decisions per script and algorithm, ${CALLERS} callers over ${KEYS} keys`)
+    console.log(`${POLICIES} ${POLICIES === 1 ? 'policy' : 'policies'} a key`)
 
     const rows: string[][] = []
     for (const algorithm of ALGORITHMS) {
-      const limiter = new RateLimiter({ store: new RedisStore({ client }), policies: [policyOf(algorithm)], timeout: '5s' })
+      const policies = Array.from({ length: POLICIES }, (_, i) => ({ ...policyOf(algorithm), period: `${3600 * 2 ** i}s` as const }))
+      const limiter = new RateLimiter({ store: new RedisStore({ client }), policies, timeout: '5s' })
       let next = 0
       const block = async (): Promise<void> => {
         let done = 0

@@ -2,7 +2,10 @@
 // in packages/floodgate/src/core/algorithms/<name>.ts, written in the subset below; this emits its
 // Redis Lua twin, src/stores/redis/scripts/<name>.lua, and (when its state has fixed words) the
 // memory store's one-policy kernel, src/stores/memory/kernels/<name>.ts (scripts/algorithms/ts-kernel.mjs
-// says how the kernel is rewritten). With --check it writes nothing and fails when a file is stale.
+// says how the kernel is rewritten). The decision over a key's policies is made the same way: the
+// Lua twin of src/core/evaluate.ts's createEvaluation and evaluateKeyInto (and what they call; see
+// MODULES) is src/stores/redis/scripts/evaluate.lua. With --check it writes nothing and fails when a
+// file is stale.
 //
 // What it writes is build output, gitignored and never committed (a committed copy is the twin kept
 // by hand again, and `duplicates` finds it). It runs at every point a tree is built from the
@@ -19,13 +22,19 @@
 //
 // The subset (anything else is an error naming the file and line):
 // - top level: imports (ignored), `export const x: Algorithm = { name: '…', step(…) {…}, ttlMs(…) {…} }`,
-//   and function declarations (helpers, emitted as snake_case Lua locals in dependency order);
+//   and function declarations (helpers, emitted as snake_case Lua locals in dependency order); in a
+//   module of MODULES, functions (only those its entries reach are emitted, and so held to the
+//   subset), `const x = value` (a Lua local, where those functions read it) and types (ignored);
 // - statements: const/let (one name, or `{ a, b } = policy`), assignment (`=`, `+=`, `-=`), if/else,
 //   while, `for (let i = A; i < B; i += S)` (B evaluated once, i not assigned in the body), return,
 //   `a.push(…)`, `a.length = n` (truncation only), calls of helpers;
 // - expressions: numbers, booleans, `undefined`, locals, arithmetic, comparisons, `&&`, `||`, `!`,
 //   `??` (left side an object or undefined), `?:` (its true branch never false or undefined),
-//   `Math.floor/ceil/max/min`, `a[i]` (0-based: emitted 1-based), `a.length`, field reads/writes;
+//   `Math.floor/ceil/max/min`, `a[i]` (0-based: emitted 1-based, but a counter of `for (let i = 0;
+//   i < n; i++)` used only as `a[i]` runs from 1 instead), `a.length`, field reads/writes, `a?.b`
+//   (`a` a local holding an object or undefined), `{ a: x }` and `[x]` literals, an algorithm's
+//   `step`/`ttlMs` called on its const, on `ALGORITHM_BY_NAME[name]` (prelude.lua's ALGORITHMS) or on
+//   a local holding one;
 // - `writeStep(out, …)` and `writeState(state, …)` (types.ts) are inlined as Lua field and
 //   element assignments: a call costs more in Redis's Lua than the arithmetic of a step.
 // Numbers are doubles in both languages; `%` is not allowed (Lua's is floored, JavaScript's is not).
@@ -34,6 +43,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
+import { emitModuleLua } from './algorithms/lua-module.mjs'
 import { algorithmLiteral, emitLua as emitDefinition } from './algorithms/lua-statements.mjs'
 import { emitKernel, emitKernelIndex, formatTypeScript, whyNoKernel } from './algorithms/ts-kernel.mjs'
 
@@ -44,6 +54,12 @@ const SCRIPTS = join(PACKAGE, 'src/stores/redis/scripts')
 const KERNELS = join(PACKAGE, 'src/stores/memory/kernels')
 /** Files of the algorithms directory that define no algorithm. */
 const NOT_DEFINITIONS = new Set(['types.ts', 'index.ts'])
+/**
+ * Core modules with a Lua twin in scripts/: the functions the Redis scripts call (as their snake_case
+ * names), whose closure is emitted. evaluate.ts's other functions (evaluateKey, admitOneInto, …) are
+ * TypeScript's alone.
+ */
+const MODULES = [{ file: 'src/core/evaluate.ts', lua: 'evaluate.lua', entries: ['createEvaluation', 'evaluateKeyInto'] }]
 
 /** Every definition file, by file name, parsed. */
 function definitions() {
@@ -78,7 +94,12 @@ export function generate() {
   const files = definitions()
   const objects = algorithmObjects(files)
   const lua = files.map((definition) => [join(SCRIPTS, `${basename(definition.file, '.ts')}.lua`), emitLua(definition, objects)])
-  return new Map([...lua, ...generateKernels(files, objects)])
+  const modules = MODULES.map(({ file, lua, entries }) => {
+    const path = join(PACKAGE, file)
+    const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true)
+    return [join(SCRIPTS, lua), emitModuleLua({ file: basename(file), path, source }, entries, objects, PACKAGE)]
+  })
+  return new Map([...lua, ...modules, ...generateKernels(files, objects)])
 }
 
 /**

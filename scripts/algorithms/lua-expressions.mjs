@@ -1,5 +1,5 @@
 // The expressions of the algorithm subset (scripts/gen-algorithms.mjs) as Lua: operators, 1-based
-// indexes, `#` lengths, Math, calls of helpers and of other algorithms' steps.
+// indexes, `#` lengths, Math, object literals, calls of helpers and of algorithms' methods.
 
 import ts from 'typescript'
 
@@ -34,6 +34,8 @@ const OPERATORS = Object.fromEntries(
     ...{ PlusToken: '+', MinusToken: '-', AsteriskToken: '*', SlashToken: '/' },
   }).map(([token, lua]) => [ts.SyntaxKind[token], lua]),
 )
+/** core/algorithms/index.ts's registry of algorithms by name. */
+const REGISTRY = 'ALGORITHM_BY_NAME'
 /** TypeScript method names of an Algorithm and their Lua twins' (the runners call `ttl`). */
 export const METHODS = { step: 'step', ttlMs: 'ttl' }
 
@@ -47,6 +49,9 @@ export function luaName(name) {
  * `functions` its helpers by name, `objects` every algorithm object (const name → algorithm name).
  */
 export function expressionEmitter(fail, functions, objects) {
+  // For counters a loop runs from 1 in Lua (lua-statements.mjs's forLoop): each is only ever an index.
+  const oneBased = new Set()
+
   function expression(node) {
     if (ts.isParenthesizedExpression(node)) return `(${expression(node.expression)})`
     if (ts.isNonNullExpression(node) || ts.isAsExpression(node)) return expression(node.expression)
@@ -57,6 +62,7 @@ export function expressionEmitter(fail, functions, objects) {
     if (ts.isIdentifier(node)) {
       if (node.text === 'undefined') return 'nil'
       if (LUA_RESERVED.has(node.text)) fail(node, `a Lua keyword as a name: ${node.text}`)
+      if (oneBased.has(node.text)) fail(node, `the counter ${node.text} used other than as an index`)
       return node.text
     }
     if (ts.isPrefixUnaryExpression(node)) {
@@ -81,12 +87,34 @@ export function expressionEmitter(fail, functions, objects) {
       return `(${expression(node.condition)} and ${expression(whenTrue)} or ${expression(node.whenFalse)})`
     }
     if (ts.isPropertyAccessExpression(node)) {
+      if (node.questionDotToken !== undefined) {
+        // `a?.b` is `a and a.b` when `a` is an object or undefined (never false), as for `??`.
+        if (!ts.isIdentifier(node.expression)) fail(node, 'a ?. on anything but a local')
+        const owner = expression(node.expression)
+        return `(${owner} and ${owner}.${node.name.text})`
+      }
+      if (ts.isOptionalChain(node)) fail(node, 'a field of an optional chain')
       if (node.name.text === 'length') return `#${operandOf(node.expression, 8, false)}`
       return `${expression(node.expression)}.${node.name.text}`
     }
-    if (ts.isElementAccessExpression(node)) return `${expression(node.expression)}[${plusOne(node.argumentExpression)}]`
+    if (ts.isElementAccessExpression(node)) {
+      if (ts.isOptionalChain(node)) fail(node, 'an optional chain')
+      const index = node.argumentExpression
+      // The registry by name (core/algorithms/index.ts): prelude.lua's ALGORITHMS, keyed by the same names.
+      if (ts.isIdentifier(node.expression) && node.expression.text === REGISTRY) return `ALGORITHMS[${expression(index)}]`
+      if (ts.isIdentifier(index) && oneBased.has(index.text)) return `${expression(node.expression)}[${index.text}]`
+      return `${expression(node.expression)}[${plusOne(index)}]`
+    }
     if (ts.isCallExpression(node)) return call(node)
     if (ts.isArrayLiteralExpression(node)) return `{${node.elements.map(expression).join(', ')}}`
+    if (ts.isObjectLiteralExpression(node)) {
+      const fields = node.properties.map((property) => {
+        if (!ts.isPropertyAssignment(property) || !ts.isIdentifier(property.name))
+          fail(property, 'an object field other than `name: value`')
+        return `${property.name.text} = ${expression(property.initializer)}`
+      })
+      return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`
+    }
     fail(node, `the expression ${ts.SyntaxKind[node.kind]}`)
   }
 
@@ -125,6 +153,14 @@ export function expressionEmitter(fail, functions, objects) {
         return `ALGORITHMS['${objects.get(owner)}'].${METHODS[member]}(${args()})`
       }
     }
+    // An algorithm's method on an algorithm taken from the registry (the subset has no other
+    // objects with methods): `algorithm.ttlMs(…)`, `ALGORITHM_BY_NAME[name].step(…)`.
+    if (ts.isPropertyAccessExpression(callee) && Object.hasOwn(METHODS, callee.name.text) && !ts.isOptionalChain(callee)) {
+      const owner = callee.expression
+      const local = ts.isIdentifier(owner) && owner.text !== 'Math' && !objects.has(owner.text)
+      const fromRegistry = ts.isElementAccessExpression(owner) && ts.isIdentifier(owner.expression) && owner.expression.text === REGISTRY
+      if (local || fromRegistry) return `${expression(owner)}.${METHODS[callee.name.text]}(${args()})`
+    }
     if (ts.isIdentifier(callee) && PRELUDE.has(callee.text)) return `${callee.text}(${args()})`
     if (ts.isIdentifier(callee) && functions.has(callee.text)) return `${luaName(callee.text)}(${args()})`
     fail(node, `a call of ${callee.getText()}`)
@@ -138,5 +174,5 @@ export function expressionEmitter(fail, functions, objects) {
     return `${operandOf(node, 5, false)} - 1`
   }
 
-  return { expression, operandOf, plusOne, minusOne, call }
+  return { expression, operandOf, plusOne, minusOne, call, oneBased }
 }

@@ -1,5 +1,7 @@
-// Decides several policies for one key all-or-nothing, with block periods. Mirrored line by line
-// by src/stores/redis/scripts/evaluate.lua; both stores call this logic, nothing else does.
+// Decides several policies for one key all-or-nothing, with block periods; both stores call this
+// logic, nothing else does. RedisStore's twin, src/stores/redis/scripts/evaluate.lua, is generated
+// from createEvaluation and evaluateKeyInto and every function and constant they reach (see
+// scripts/gen-algorithms.mjs), so those are written in its subset: no `continue`, no closures.
 
 import type { Policy } from './policy.js'
 import { createStepResult, type State, type StepResult } from './algorithms/types.js'
@@ -100,11 +102,11 @@ function decide(
       steps[i] = undefined
       setResult(results[i], false, 0, Math.max(wait, step.resetMs), Math.max(wait, step.allowed ? 0 : step.retryAfterMs), 0, true)
       allowed = false
-      continue
+    } else {
+      steps[i] = step
+      toResult(step, results[i])
+      if (!step.allowed) allowed = false
     }
-    steps[i] = step
-    toResult(step, results[i])
-    if (!step.allowed) allowed = false
   }
 
   for (let i = 0; i < policies.length; i++) {

@@ -55,7 +55,7 @@ export function assembleRunner(read: (name: string) => string): string {
 }
 
 // Next to this module in src/ and in dist/ alike: the build copies the .lua files, since tsc does not.
-// The algorithms' twins among them are build output (scripts/gen-algorithms.mjs, gitignored): a
+// The algorithms' twins and evaluate.lua are build output (scripts/gen-algorithms.mjs, gitignored): a
 // checkout run on its sources (`--conditions=floodgate-source`) has them once npm install's `prepare`
 // has run, and this names the way out when it has not, rather than a bare ENOENT mid-request.
 export function scriptsDirectory(): string {
@@ -63,7 +63,7 @@ export function scriptsDirectory(): string {
   if (!existsSync(`${directory}runner.lua`)) {
     throw new Error(`Floodgate's Redis scripts (runner.lua) are missing from ${directory}: reinstall floodgate`)
   }
-  const missing = ALGORITHMS.filter((name) => !existsSync(`${directory}${name}.lua`))
+  const missing = [...ALGORITHMS, 'evaluate'].filter((name) => !existsSync(`${directory}${name}.lua`))
   if (missing.length > 0) {
     throw new Error(
       `Floodgate's generated Redis scripts (${missing.map((name) => `${name}.lua`).join(', ')}) are missing from ${directory}: ` +

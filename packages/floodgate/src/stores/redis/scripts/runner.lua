@@ -1,8 +1,9 @@
 -- The runner: decides a batch of requests in one atomic call. scripts.ts appends it after
--- prelude.lua, every algorithm file, record.lua, evaluate.lua, and lease.lua with leased-exact.lua
--- inside the function leasedExact (it returns readLedgers and decideLeased); this
--- file only decodes the arguments, reads the records, runs evaluateKeyInto per request (decideLeased
--- for a request with live leases on its key), writes and replies.
+-- prelude.lua, every algorithm file, record.lua, evaluate.lua (generated from core/evaluate.ts), and
+-- lease.lua with leased-exact.lua inside the function leasedExact (it returns readLedgers and
+-- decideLeased); this file only decodes the arguments, reads the records, runs evaluate_key_into
+-- (evaluateKeyInto's twin) per request (decideLeased for a request with live leases on its key),
+-- writes and replies.
 --
 -- ARGV[1]: the call's deadline on the server clock (ms; '' = none). A call that runs after it (it
 --   waited out a paused, stopped or overloaded server) charges nothing and answers the clock and
@@ -78,7 +79,7 @@ local requestRecords = {}
 local requestExpiries = {}
 local recordBuffers = {}
 local stateBuffers = {}
-local evaluation = createEvaluation()
+local evaluation = create_evaluation()
 local lastCount = 0
 
 -- Sizes the request's tables to `count` policies: entries an earlier, longer request left are
@@ -234,7 +235,7 @@ for run = 1, runCount do
           out[n] = structPack('<Bdddd', result.allowed and REPLY_ALLOWED or 0, result.remaining, result.resetMs, result.retryAfterMs, 0)
         end
       else
-        evaluateKeyInto(requestRecords, now, cost, requestPolicies, evaluation)
+        evaluate_key_into(requestRecords, now, cost, requestPolicies, evaluation)
 
         local records, ttlMs = evaluation.records, evaluation.ttlMs
         for i = 1, count do
