@@ -27,6 +27,10 @@ export class HeatTable<Owner extends HeatOwner> {
   private rate: Float64Array
   private at: Float64Array
   private hot: Uint8Array
+  // Per slot, which following of a key it holds (the count of adds when it was taken): a slot
+  // remembered elsewhere is still that key's while its stamp is unchanged.
+  private stamps: Float64Array
+  private adds = 0
   private readonly keyOf: string[] = []
   private readonly ownerOf: Owner[] = []
   private used = 0
@@ -41,6 +45,7 @@ export class HeatTable<Owner extends HeatOwner> {
     this.rate = new Float64Array(capacity)
     this.at = new Float64Array(capacity)
     this.hot = new Uint8Array(capacity)
+    this.stamps = new Float64Array(capacity)
   }
 
   /** Keys followed. */
@@ -69,8 +74,14 @@ export class HeatTable<Owner extends HeatOwner> {
     this.rate[slot] = 0
     this.at[slot] = now
     this.hot[slot] = 0
+    this.stamps[slot] = ++this.adds
     owner.keys.set(key, slot)
     return slot
+  }
+
+  /** The stamp of `slot`'s following now (changes when the slot is taken over). */
+  stampOf(slot: number): number {
+    return this.stamps[slot]
   }
 
   /** Counts one decision of `slot` at `now` and returns its rate (decisions per ms). */
@@ -125,11 +136,14 @@ export class HeatTable<Owner extends HeatOwner> {
     const rate = new Float64Array(capacity)
     const at = new Float64Array(capacity)
     const hot = new Uint8Array(capacity)
+    const stamps = new Float64Array(capacity)
     rate.set(this.rate)
     at.set(this.at)
     hot.set(this.hot)
+    stamps.set(this.stamps)
     this.rate = rate
     this.at = at
     this.hot = hot
+    this.stamps = stamps
   }
 }
