@@ -265,7 +265,12 @@ export function printAutoPathCost(): void {
   const policies = [createPolicy({ ...POLICY, sync: 'auto' })]
   let now = 0
   let hot = 0
-  const leases = { find: () => undefined, holding: () => ({}), tryLocal: () => void hot++, drop: () => {} } as unknown as LeaseSync
+  const leases = {
+    find: () => undefined,
+    holding: () => ({ seed: () => {} }),
+    tryLocal: () => void hot++,
+    drop: () => {},
+  } as unknown as LeaseSync
   const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
   const rows: string[][] = []
   const perRound = 2_000_000
@@ -297,7 +302,7 @@ function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number
   let drops = 0
   const leases = {
     find: () => undefined,
-    holding: () => ({}),
+    holding: () => ({ seed: () => {} }),
     tryLocal: () => void hot++,
     drop: () => void drops++,
   } as unknown as LeaseSync

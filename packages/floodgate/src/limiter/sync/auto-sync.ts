@@ -147,12 +147,25 @@ export class AutoSync {
     this.warmKey = key
     this.warmSet = set
     this.warmSlot = slot
-    if (!this.warm(key, policies, set, slot, now)) return undefined
+    const perMs = heat.count(slot, now, set.windowMs)
+    const hot = heat.isHot(slot)
+    if (!hot) {
+      if (perMs < set.hotPerMs) return undefined
+      heat.setHot(slot, true)
+    } else if (perMs < set.coolPerMs) {
+      // Cooled (below half the threshold: the gap keeps a key near it from flapping).
+      heat.setHot(slot, false)
+      this.leases.drop(key, policies)
+      return undefined
+    }
     const stamp = heat.stampOf(slot)
-    if (holding === undefined || holding.heatStamp !== stamp) {
+    if (holding === undefined || holding.heatStamp !== stamp || !hot) {
       const held = holding ?? this.leases.holding(key, policies, now)
       held.heatSlot = slot
       held.heatStamp = stamp
+      // A key turning hot sizes its first lease to the rate its heat was read at: the lease engine
+      // counts only hot decisions, and with none yet it would decide this one exactly.
+      if (!hot) held.seed(perMs, now)
     }
     return this.leases.tryLocal(key, policies, cost, now)
   }
@@ -176,20 +189,6 @@ export class AutoSync {
     return () => {
       cancelled = true
     }
-  }
-
-  // Counts the decision of `key` (in `slot`) and answers whether the key is hot, switching it (and
-  // giving back its lease when it cools).
-  private warm(key: string, policies: readonly Policy[], set: HeatSet, slot: number, now: number): boolean {
-    const heat = this.heat
-    const perMs = heat.count(slot, now)
-    const hot = heat.isHot(slot)
-    if (!hot && perMs >= set.hotPerMs) heat.setHot(slot, true)
-    else if (hot && perMs < set.coolPerMs) {
-      heat.setHot(slot, false)
-      this.leases.drop(key, policies)
-    }
-    return heat.isHot(slot)
   }
 
   private slotOf(key: string, set: HeatSet): number | undefined {

@@ -25,6 +25,19 @@ export class Demand {
     return this.rate
   }
 
+  /**
+   * Starts the rate at `perMs` at `now`, read by `estimate` as a steady stream's (`auto`: a key turning
+   * hot brings the rate its heat was read at, as the decisions it made cold were not counted here).
+   */
+  seed(perMs: number, now: number): void {
+    this.decay(now)
+    if (perMs <= this.estimate(now)) return
+    this.rate = perMs
+    // As if the first units came long ago: no start-up correction.
+    this.firstAt = now - 100 * this.windowMs
+    this.firstUnits = 0
+  }
+
   /** The rate at `now` (units per ms), without recording anything. */
   perMs(now: number): number {
     this.decay(now)

@@ -22,7 +22,7 @@ function replay(keyOf: (i: number) => string, perSecond: number, seconds: number
   let drops = 0
   const leases = {
     find: () => undefined,
-    holding: () => ({}),
+    holding: () => ({ seed: () => {} }),
     tryLocal: () => void hot++,
     drop: () => void drops++,
   } as unknown as LeaseSync
