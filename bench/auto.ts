@@ -265,7 +265,12 @@ export function printAutoPathCost(): void {
   const policies = [createPolicy({ ...POLICY, sync: 'auto' })]
   let now = 0
   let hot = 0
-  const leases = { tryLocal: () => void hot++, drop: () => {} } as unknown as LeaseSync
+  const leases = {
+    find: () => undefined,
+    holding: () => ({ seed: () => {} }),
+    tryLocal: () => void hot++,
+    drop: () => {},
+  } as unknown as LeaseSync
   const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
   const rows: string[][] = []
   const perRound = 2_000_000
@@ -295,7 +300,12 @@ function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number
   let now = 0
   let hot = 0
   let drops = 0
-  const leases = { tryLocal: () => void hot++, drop: () => void drops++ } as unknown as LeaseSync
+  const leases = {
+    find: () => undefined,
+    holding: () => ({ seed: () => {} }),
+    tryLocal: () => void hot++,
+    drop: () => void drops++,
+  } as unknown as LeaseSync
   const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
   for (let i = 0; i < decisions; i++) {
     now = i / perMs

@@ -81,6 +81,13 @@ export class AutoSync {
   private lastSet: HeatSet | undefined
   // Keys followed over every set, with their heat.
   private readonly heat: HeatTable<HeatSet>
+  // The key `tryLocal` counted last, its set and slot: one decision asks for its key's slot up to
+  // four times (tryLocal, plainExact, enqueue), with the same string, and a Map lookup of a key
+  // string is most of what following heat costs. Only `tryLocal` adds keys (and so moves slots), and
+  // it rewrites these: between two calls of it the slot stays the key's.
+  private warmKey: string | undefined
+  private warmSet: HeatSet | undefined
+  private warmSlot = -1
 
   // Whether the store's exact call reads ledgers (LeaseStore.exactReadsLedgers).
   private readonly exactReadsLedgers: boolean
@@ -100,7 +107,7 @@ export class AutoSync {
 
   /** Whether `key` is on leases now. */
   isHot(key: string, policies: readonly Policy[]): boolean {
-    const slot = this.setOf(policies).keys.get(key)
+    const slot = this.slotOf(key, this.setOf(policies))
     return slot !== undefined && this.heat.isHot(slot)
   }
 
@@ -111,7 +118,7 @@ export class AutoSync {
   plainExact(key: string, policies: readonly Policy[]): boolean {
     const set = this.setOf(policies)
     if (!set.plainExact) return false
-    const slot = set.keys.get(key)
+    const slot = this.slotOf(key, set)
     return slot === undefined || !this.heat.isHot(slot)
   }
 
@@ -128,7 +135,39 @@ export class AutoSync {
   /** Counts the decision (heat) and answers it in-process when the key is hot and its lease covers it. */
   tryLocal(key: string, policies: readonly Policy[], cost: number): EvaluateResponse | undefined {
     const now = this.clock()
-    return this.warm(key, policies, now) ? this.leases.tryLocal(key, policies, cost, now) : undefined
+    const set = this.setOf(policies)
+    const heat = this.heat
+    // A key the lease engine follows finds its slot through its holding: one lookup of the key
+    // string, in the engine's map of the keys on leases, rather than two.
+    const holding = this.leases.find(key, policies)
+    const slot =
+      holding !== undefined && holding.heatSlot >= 0 && heat.stampOf(holding.heatSlot) === holding.heatStamp
+        ? holding.heatSlot
+        : (set.keys.get(key) ?? heat.add(key, set, now))
+    this.warmKey = key
+    this.warmSet = set
+    this.warmSlot = slot
+    const perMs = heat.count(slot, now, set.windowMs)
+    const hot = heat.isHot(slot)
+    if (!hot) {
+      if (perMs < set.hotPerMs) return undefined
+      heat.setHot(slot, true)
+    } else if (perMs < set.coolPerMs) {
+      // Cooled (below half the threshold: the gap keeps a key near it from flapping).
+      heat.setHot(slot, false)
+      this.leases.drop(key, policies)
+      return undefined
+    }
+    const stamp = heat.stampOf(slot)
+    if (holding === undefined || holding.heatStamp !== stamp || !hot) {
+      const held = holding ?? this.leases.holding(key, policies, now)
+      held.heatSlot = slot
+      held.heatStamp = stamp
+      // A key turning hot sizes its first lease to the rate its heat was read at: the lease engine
+      // counts only hot decisions, and with none yet it would decide this one exactly.
+      if (!hot) held.seed(perMs, now)
+    }
+    return this.leases.tryLocal(key, policies, cost, now)
   }
 
   /**
@@ -152,20 +191,8 @@ export class AutoSync {
     }
   }
 
-  // Counts the decision and answers whether the key is hot, switching it (and giving back its
-  // lease when it cools).
-  private warm(key: string, policies: readonly Policy[], now: number): boolean {
-    const set = this.setOf(policies)
-    const heat = this.heat
-    const slot = set.keys.get(key) ?? heat.add(key, set, now)
-    const perMs = heat.count(slot, now)
-    const hot = heat.isHot(slot)
-    if (!hot && perMs >= set.hotPerMs) heat.setHot(slot, true)
-    else if (hot && perMs < set.coolPerMs) {
-      heat.setHot(slot, false)
-      this.leases.drop(key, policies)
-    }
-    return heat.isHot(slot)
+  private slotOf(key: string, set: HeatSet): number | undefined {
+    return key === this.warmKey && set === this.warmSet ? this.warmSlot : set.keys.get(key)
   }
 
   private setOf(policies: readonly Policy[]): HeatSet {

@@ -11,6 +11,9 @@ export class Demand {
   // When the first units were asked, and how many: `estimate` reads the rate from what followed them.
   private firstAt = -Infinity
   private firstUnits = 0
+  // A rate told by `seed` and when: `estimate` reads at least it, decaying, until what is counted here says more.
+  private seedPerMs = 0
+  private seedAt = 0
 
   constructor(private readonly windowMs: number) {}
 
@@ -23,6 +26,17 @@ export class Demand {
     }
     this.rate = this.rate + units / this.windowMs
     return this.rate
+  }
+
+  /**
+   * A rate read elsewhere (`auto`: a key turning hot brings the rate its heat was read at, as the
+   * decisions it made cold were not counted here): `estimate` reads at least it, decaying as the
+   * rate does, so that the first units asked are not read as a key asked once. It is a floor, not a
+   * start: once the units counted here (read as `estimate` reads them) say more, they decide.
+   */
+  seed(perMs: number, now: number): void {
+    this.seedPerMs = perMs
+    this.seedAt = now
   }
 
   /** The rate at `now` (units per ms), without recording anything. */
@@ -40,6 +54,12 @@ export class Demand {
    * counts as at least a twentieth of the window, so two requests at once do not read as a flood.
    */
   estimate(now: number): number {
+    const counted = this.counted(now)
+    if (this.seedPerMs === 0) return counted
+    return Math.max(counted, this.seedPerMs * Math.exp(-Math.max(0, now - this.seedAt) / this.windowMs))
+  }
+
+  private counted(now: number): number {
     this.decay(now)
     if (this.firstAt === -Infinity) return 0
     const since = now - this.firstAt

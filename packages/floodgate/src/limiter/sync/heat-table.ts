@@ -3,6 +3,13 @@
 // How many slots one eviction looks at for a cold key past the hand: bounds its cost.
 const EVICTION_PROBES = 16
 const FIRST_CAPACITY = 1024
+// A slot's fields, side by side in one array (a decision reads them all, so from one cache line
+// rather than one per field): its rate, when it was read, its stamp (see stampOf) and its hot bit.
+const RATE = 0
+const AT = 1
+const STAMP = 2
+const HOT = 3
+const FIELDS = 4
 
 /** What owns a followed key: its map of key to slot, and how its keys' heat is read. */
 export interface HeatOwner {
@@ -24,9 +31,10 @@ export interface HeatOwner {
  * start walks the holes its deletions left).
  */
 export class HeatTable<Owner extends HeatOwner> {
-  private rate: Float64Array
-  private at: Float64Array
-  private hot: Uint8Array
+  // The slots' fields (FIELDS a slot).
+  private cells: Float64Array
+  // Adds so far: a slot's stamp.
+  private adds = 0
   private readonly keyOf: string[] = []
   private readonly ownerOf: Owner[] = []
   private used = 0
@@ -38,9 +46,7 @@ export class HeatTable<Owner extends HeatOwner> {
     private readonly forgotHot: (key: string, owner: Owner) => void,
   ) {
     const capacity = Math.min(maxKeys, FIRST_CAPACITY)
-    this.rate = new Float64Array(capacity)
-    this.at = new Float64Array(capacity)
-    this.hot = new Uint8Array(capacity)
+    this.cells = new Float64Array(capacity * FIELDS)
   }
 
   /** Keys followed. */
@@ -51,7 +57,7 @@ export class HeatTable<Owner extends HeatOwner> {
   /** Keys followed that are hot (walks the slots: at most `maxKeys`). */
   hotCount(): number {
     let hot = 0
-    for (let slot = 0; slot < this.used; slot++) hot += this.hot[slot]
+    for (let slot = 0; slot < this.used; slot++) hot += this.cells[slot * FIELDS + HOT]
     return hot
   }
 
@@ -59,46 +65,61 @@ export class HeatTable<Owner extends HeatOwner> {
   add(key: string, owner: Owner, now: number): number {
     let slot: number
     if (this.used < this.maxKeys) {
-      if (this.used === this.rate.length) this.grow()
+      if (this.used * FIELDS === this.cells.length) this.grow()
       slot = this.used++
     } else {
       slot = this.evict(now)
     }
     this.keyOf[slot] = key
     this.ownerOf[slot] = owner
-    this.rate[slot] = 0
-    this.at[slot] = now
-    this.hot[slot] = 0
+    const cell = slot * FIELDS
+    this.cells[cell + RATE] = 0
+    this.cells[cell + AT] = now
+    this.cells[cell + HOT] = 0
+    this.cells[cell + STAMP] = ++this.adds
     owner.keys.set(key, slot)
     return slot
   }
 
-  /** Counts one decision of `slot` at `now` and returns its rate (decisions per ms). */
-  count(slot: number, now: number): number {
+  /**
+   * Which following of a key `slot` holds (the count of adds when it was taken): a slot remembered
+   * elsewhere is still that key's while its stamp is unchanged.
+   */
+  stampOf(slot: number): number {
+    return this.cells[slot * FIELDS + STAMP]
+  }
+
+  /**
+   * Counts one decision of `slot` at `now` and returns its rate (decisions per ms). `windowMs` is its
+   * owner's (a caller that has the owner at hand passes it, sparing a read of `ownerOf`).
+   */
+  count(slot: number, now: number, windowMs = this.ownerOf[slot].windowMs): number {
     // A stream of r decisions per ms adds r·dt/windowMs and keeps exp(-dt/windowMs): the fixed point is r.
-    return (this.rate[slot] = this.rateAt(slot, now) + 1 / this.ownerOf[slot].windowMs)
+    return (this.cells[slot * FIELDS + RATE] = this.rateAt(slot, now, windowMs) + 1 / windowMs)
   }
 
   isHot(slot: number): boolean {
-    return this.hot[slot] === 1
+    return this.cells[slot * FIELDS + HOT] === 1
   }
 
   setHot(slot: number, hot: boolean): void {
-    this.hot[slot] = hot ? 1 : 0
+    this.cells[slot * FIELDS + HOT] = hot ? 1 : 0
   }
 
-  private rateAt(slot: number, now: number): number {
-    const at = this.at[slot]
-    if (now <= at) return this.rate[slot]
-    this.at[slot] = now
-    return (this.rate[slot] *= Math.exp(-(now - at) / this.ownerOf[slot].windowMs))
+  private rateAt(slot: number, now: number, windowMs: number): number {
+    const cell = slot * FIELDS
+    const at = this.cells[cell + AT]
+    if (now <= at) return this.cells[cell + RATE]
+    this.cells[cell + AT] = now
+    return (this.cells[cell + RATE] *= Math.exp(-(now - at) / windowMs))
   }
 
   // Frees a slot past the hand (see the class comment) and returns it.
   private evict(now: number): number {
     for (let probes = 0; probes < EVICTION_PROBES; probes++) {
       const slot = this.advance()
-      if (this.rateAt(slot, now) < this.ownerOf[slot].keepPerMs) return this.forget(slot)
+      const owner = this.ownerOf[slot]
+      if (this.rateAt(slot, now, owner.windowMs) < owner.keepPerMs) return this.forget(slot)
     }
     return this.forget(this.advance())
   }
@@ -113,23 +134,16 @@ export class HeatTable<Owner extends HeatOwner> {
     const key = this.keyOf[slot]
     const owner = this.ownerOf[slot]
     owner.keys.delete(key)
-    if (this.hot[slot] === 1) {
-      this.hot[slot] = 0
+    if (this.isHot(slot)) {
+      this.setHot(slot, false)
       this.forgotHot(key, owner)
     }
     return slot
   }
 
   private grow(): void {
-    const capacity = Math.min(this.maxKeys, this.rate.length * 2)
-    const rate = new Float64Array(capacity)
-    const at = new Float64Array(capacity)
-    const hot = new Uint8Array(capacity)
-    rate.set(this.rate)
-    at.set(this.at)
-    hot.set(this.hot)
-    this.rate = rate
-    this.at = at
-    this.hot = hot
+    const cells = new Float64Array(Math.min(this.maxKeys, (this.cells.length / FIELDS) * 2) * FIELDS)
+    cells.set(this.cells)
+    this.cells = cells
   }
 }

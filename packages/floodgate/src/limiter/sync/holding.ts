@@ -35,6 +35,12 @@ export class Holding extends Demand {
   readonly waiting: Waiter[] = []
   /** A store call for this key is in flight. */
   busy = false
+  /**
+   * Where `auto` follows the key's heat: its slot in the heat table and the stamp the slot had then
+   * (HeatTable.stampOf), so that a hot key's decision finds both with one lookup, this holding's.
+   */
+  heatSlot = -1
+  heatStamp = 0
 
   constructor(
     readonly key: string,

@@ -37,6 +37,9 @@ export class LeaseSync {
   // The last array looked up and its map: a limiter asks for one set nearly always.
   private lastArray: readonly Policy[] | undefined
   private lastKeys: Map<string, Holding> | undefined
+  // The holding found last, and the string it was asked by (`auto` asks in tryLocal and enqueue).
+  private lastHolding: Holding | undefined
+  private lastKey = ''
   private sweeper: unknown
   private closed = false
   // The in-process answer, rewritten by each synchronous decision (see Holding.respond). One for all
@@ -211,6 +214,7 @@ export class LeaseSync {
     await this.giveBackAll()
     this.holdings.clear()
     this.bySet.clear()
+    this.lastHolding = undefined
   }
 
   // The holdings of one policy set by key (equal sets share them, whatever the array).
@@ -232,12 +236,23 @@ export class LeaseSync {
   }
 
   private remove(holding: Holding): void {
+    if (holding === this.lastHolding) this.lastHolding = undefined
     this.holdings.delete(holding)
     holding.keys.delete(holding.key)
   }
 
-  private holding(key: string, policies: readonly Policy[], now: number): Holding {
+  /** The holding of `key` if it is followed (`auto` finds a hot key's heat from it), without following it. */
+  find(key: string, policies: readonly Policy[]): Holding | undefined {
+    const holding = this.keysOf(policies).get(key)
+    if (holding !== undefined) this.remember(key, holding)
+    return holding
+  }
+
+  /** The holding of `key`, following it from `now` if it is new. */
+  holding(key: string, policies: readonly Policy[], now: number): Holding {
     const keys = this.keysOf(policies)
+    const last = this.lastHolding
+    if (last !== undefined && last.keys === keys && key === this.lastKey) return last
     let holding = keys.get(key)
     if (holding === undefined) {
       if (this.holdings.size >= this.maxKeys) this.evictOne()
@@ -246,6 +261,12 @@ export class LeaseSync {
       keys.set(key, holding)
       this.holdings.add(holding)
     }
+    return this.remember(key, holding)
+  }
+
+  private remember(key: string, holding: Holding): Holding {
+    this.lastHolding = holding
+    this.lastKey = key
     return holding
   }
 
@@ -285,37 +306,27 @@ export class LeaseSync {
       returnUnused: live ? holding.balance : 0,
       deadline: first.deadline,
     }
-    // The old lease is being ended: nothing more is admitted from it, whatever the answer.
     if (live) this.stats.returned++
-    holding.clear()
-    holding.busy = true
-    const sentAt = now
-    this.store.lease([request]).then(
-      ([answer]) => this.granted(holding, request, answer, sentAt),
-      (error: unknown) => {
-        holding.busy = false
-        const waiting = holding.waiting.splice(0)
-        for (const waiter of waiting) if (!waiter.cancelled) waiter.done(error)
-      },
-    )
+    this.send(holding, request, now)
   }
 
   // One store call that ends the held lease (its rest back) and takes the next, with no request in hand.
   private renew(holding: Holding, want: number, now: number): void {
-    const request: LeaseRequest = {
-      key: holding.key,
-      policies: holding.policies,
-      id: newLeaseId(),
-      want,
-      need: 0,
-      leaseMs: holding.leaseMs,
-      returnId: holding.id,
-      returnUnused: holding.balance,
-    }
+    this.send(holding, { ...this.ending(holding), id: newLeaseId(), want }, now)
+  }
+
+  // A request that ends `holding`'s lease, its unused units back, and takes nothing.
+  private ending(holding: Holding): LeaseRequest {
+    const { key, policies, leaseMs } = holding
+    return { key, policies, id: 0, want: 0, need: 0, leaseMs, returnId: holding.id, returnUnused: holding.balance }
+  }
+
+  // Sends `request`, which ends the held lease: nothing more is admitted from it, whatever the answer.
+  private send(holding: Holding, request: LeaseRequest, sentAt: number): void {
     holding.clear()
     holding.busy = true
     this.store.lease([request]).then(
-      ([answer]) => this.granted(holding, request, answer, now),
+      ([answer]) => this.granted(holding, request, answer, sentAt),
       (error: unknown) => {
         holding.busy = false
         const waiting = holding.waiting.splice(0)
@@ -376,16 +387,7 @@ export class LeaseSync {
   }
 
   private giveBack(holding: Holding): Promise<void> {
-    const request: LeaseRequest = {
-      key: holding.key,
-      policies: holding.policies,
-      id: 0,
-      want: 0,
-      need: 0,
-      leaseMs: holding.leaseMs,
-      returnId: holding.id,
-      returnUnused: holding.balance,
-    }
+    const request = this.ending(holding)
     this.stats.returned++
     holding.clear()
     // A failed return is no loss of safety: the units come back when the lease expires.

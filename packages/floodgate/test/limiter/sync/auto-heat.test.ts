@@ -20,7 +20,12 @@ function replay(keyOf: (i: number) => string, perSecond: number, seconds: number
   let now = 0
   let hot = 0
   let drops = 0
-  const leases = { tryLocal: () => void hot++, drop: () => void drops++ } as unknown as LeaseSync
+  const leases = {
+    find: () => undefined,
+    holding: () => ({ seed: () => {} }),
+    tryLocal: () => void hot++,
+    drop: () => void drops++,
+  } as unknown as LeaseSync
   const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
   const decisions = perSecond * seconds
   for (let i = 0; i < decisions; i++) {
