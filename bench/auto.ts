@@ -74,7 +74,8 @@ function shapes(): Shape[] {
   return list
 }
 
-type Route = (rank: number) => RateLimiter
+/** The limiter that decides a request's key, given its rank and the key string built for the request. */
+type Route = (rank: number, key: string) => RateLimiter
 
 interface Row {
   contender: Contender
@@ -137,20 +138,31 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
       const lease = newLimiter(policy, 'lease')
       const hotRate = process.env.BENCH_AUTO_HOT_RATE
       const auto = newLimiter(hotRate === undefined ? policy : { ...policy, hotRate: Number(hotRate) }, 'auto')
-      const routes: [string, Route][] = [
-        ['exact (always)', () => exact],
-        ['lease', () => lease],
-        ['auto', () => auto],
+      // Each contender's route, made for the key prefix of its row.
+      const routes: [string, (prefix: string) => Route][] = [
+        ['exact (always)', () => () => exact],
+        ['lease', () => () => lease],
+        ['auto', () => () => auto],
       ]
       if (shape.yardstick) {
         const handLease = newLimiter(policy, 'lease')
         const handExact = newLimiter(policy, 'always')
-        routes.push([`hand-routed: lease for ${formatCount(HAND_HOT)} hottest`, (rank) => (rank < HAND_HOT ? handLease : handExact)])
+        // Routed as a deployment told its hot keys would route: by looking the request's key string
+        // up in a set of them (routing by the rank, which no server has, would spare the yardstick
+        // the lookup of each fresh key string that auto pays).
+        const hand = (prefix: string): Route => {
+          const hot = new Set(Array.from({ length: HAND_HOT }, (_, rank) => `${prefix}:${rank}`))
+          return (_rank, key) => (hot.has(key) ? handLease : handExact)
+        }
+        routes.push([`hand-routed: lease for ${formatCount(HAND_HOT)} hottest`, hand])
       }
       // BENCH_AUTO_ONLY (a contender's name, e.g. for a CPU profile) runs exact and that one.
       const only = process.env.BENCH_AUTO_ONLY
       if (only !== undefined) routes.splice(1, routes.length, ...routes.filter(([name], n) => n > 0 && name.startsWith(only)))
-      const rows = routes.map(([name, route], n) => row(name, `a${n}-${shape.algorithm}-${shape.name.length}`, route, shape, admin))
+      const rows = routes.map(([name, routeFor], n) => {
+        const prefix = `a${n}-${shape.algorithm}-${shape.name.length}`
+        return row(name, prefix, routeFor(prefix), shape, admin)
+      })
       await interleavedRounds(
         rows.map((r) => r.contender),
         ROUNDS,
@@ -209,7 +221,8 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
           if (wait > 0) await sleep(wait)
         }
         const rank = shape.rank(n)
-        counted(await route(rank).limit(`${prefix}:${rank}`), tally)
+        const key = `${prefix}:${rank}`
+        counted(await route(rank, key).limit(key), tally)
       },
     })
     offset += result.ops
@@ -224,7 +237,9 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
     nodeUs: [],
     contender: { name, measure: async () => 0 },
   }
-  const limiters = [...new Set([route(0), route(HAND_HOT)])]
+  const hottest = route(0, `${prefix}:0`)
+  const coldest = route(HAND_HOT, `${prefix}:${HAND_HOT}`)
+  const limiters = [...new Set([hottest, coldest])]
   result.contender = {
     name,
     before: async () => {
@@ -240,7 +255,7 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
       const after = leaseCounts(limiters)
       const node = process.cpuUsage(nodeBefore)
       // Every lease given back inside the measurement: its cost is this contender's.
-      await Promise.all([route(0).flush(), route(HAND_HOT).flush()])
+      await Promise.all(limiters.map((limiter) => limiter.flush()))
       const seconds = (performance.now() - started) / 1000
       const cpu = (await redisCpuSeconds(admin)) - cpuBefore
       result.decisions.push(ops / seconds)
