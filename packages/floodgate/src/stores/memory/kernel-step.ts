@@ -18,6 +18,8 @@ export interface KernelStep {
   n2: number
   /** After `decide`: how long the record is kept from now (ms, ≥ 1). */
   ttlMs: number
+  /** Never set by a kernel (it decides no key under a block): MemoryStore.decideOne's answer. */
+  blocked: boolean
 }
 
 /**
@@ -27,5 +29,5 @@ export interface KernelStep {
 export type Kernel = (f64: Float64Array, base: number, now: number, cost: number, policy: Policy, out: KernelStep) => boolean
 
 export function createKernelStep(): KernelStep {
-  return { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, n0: 0, n1: 0, n2: 0, ttlMs: 1 }
+  return { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0, n0: 0, n1: 0, n2: 0, ttlMs: 1, blocked: false }
 }
