@@ -73,6 +73,8 @@ export interface Shape {
    */
   readonly kernelWord: number
   readonly kernelAt: number
+  /** With a kernel: `protectBelow[0]`, read without the array. */
+  readonly kernelProtectBelow: number
 }
 
 /** The layouts of one store, by id and by the identities they hold, and the shapes of request arrays. */
@@ -95,13 +97,15 @@ export class Layouts {
       })
       const layout = this.layoutOf(distinct)
       const kernel = this.kernelOf(policies, layout)
+      const protectBelow = protectBelowOf(policies)
       shape = {
         layout,
         index,
-        protectBelow: protectBelowOf(policies),
+        protectBelow,
         kernel,
         kernelWord: kernel === undefined ? -1 : layout.id << 1,
         kernelAt: layout.at[index[0]],
+        kernelProtectBelow: protectBelow[0],
       }
       this.shapes.set(policies, shape)
     }

@@ -168,7 +168,7 @@ export class MemoryStore implements LeaseStore {
     if (Number.isNaN(f64[base + 1]) && f64[base + 2] >= 0) return false
     const step = this.kernelStep
     if (!shape.kernel!(f64, base, now, cost, policy, step)) return false
-    const restricted = !step.allowed || step.remaining < shape.protectBelow[0]
+    const restricted = !step.allowed || step.remaining < shape.kernelProtectBelow
     if (table.due(at, guarded, restricted)) table.place(key, at, guarded, restricted)
     return true
   }
