@@ -21,7 +21,7 @@ import { mergeRequestProblem } from '../merge-request.js'
 import { findPolicy, Layouts, type Shape } from './layouts.js'
 import { makeRoom } from './eviction.js'
 import { KeyTable, type Scratch, sizeScratch } from './key-table.js'
-import { createKernelStep, type KernelStep } from './kernel-step.js'
+import { createKernelStep, type KernelStep, resultOfStep, stepOfResult } from './kernel-step.js'
 import { type MemoryStoreOptions, resolveMemoryStoreOptions } from './memory-store-options.js'
 
 export type { MemoryStoreOptions } from './memory-store-options.js'
@@ -106,16 +106,8 @@ export class MemoryStore implements LeaseStore {
     const out = this.evaluation
     const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
     if (this.decideHeld(key, shape, policies[0], cost, now) || this.decideRest(key, shape, policies, cost, now)) {
-      const step = this.kernelStep
       if (out.results.length !== 1) sizeEvaluation(out, 1)
-      const result = out.results[0]
-      result.allowed = step.allowed
-      result.remaining = step.remaining
-      result.resetMs = step.resetMs
-      result.retryAfterMs = step.retryAfterMs
-      result.delayMs = step.delayMs
-      result.blocked = false
-      out.allowed = step.allowed
+      out.allowed = resultOfStep(this.kernelStep, out.results[0])
     }
     out.now = now
     return out
@@ -130,17 +122,12 @@ export class MemoryStore implements LeaseStore {
     const now = this.clock()
     const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
     const step = this.kernelStep
+    // The general path's one result is copied, so that the caller reads one shape of object.
     if (!this.decideHeld(key, shape, policies[0], cost, now) && !this.decideRest(key, shape, policies, cost, now)) {
-      const result = this.evaluation.results[0]
-      step.allowed = result.allowed
-      step.remaining = result.remaining
-      step.resetMs = result.resetMs
-      step.retryAfterMs = result.retryAfterMs
-      step.delayMs = result.delayMs
-      step.blocked = result.blocked
-      return step
+      stepOfResult(this.evaluation.results[0], step)
+    } else {
+      step.blocked = false
     }
-    step.blocked = false
     return step
   }
 
