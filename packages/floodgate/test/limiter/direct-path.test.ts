@@ -6,16 +6,40 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ALGORITHMS, RateLimiter, MemoryStore, createPolicies } from '../../src/index.js'
-import type { Decision, EvaluateRequest, EvaluateResponse, PolicyOptions, RateLimiterOptions } from '../../src/index.js'
+import type {
+  Decision,
+  EvaluateRequest,
+  EvaluateResponse,
+  Policy,
+  PolicyOptions,
+  PolicyResult,
+  RateLimiterOptions,
+} from '../../src/index.js'
 import { Clock } from './fixtures.js'
 
-/** A MemoryStore that throws while `failing` (a fault of the embedded store, e.g. a bad custom subclass). */
+/**
+ * A MemoryStore that throws while `failing` (a fault of the embedded store, e.g. a bad custom
+ * subclass): in decideOne, where the direct path asks, and in evaluateSync, where the general path
+ * asks. The direct path is not taken for a subclass that changes evaluateSync alone (see below).
+ */
 class BreakableMemoryStore extends MemoryStore {
   failing = false
+
+  override decideOne(key: string, policies: readonly Policy[], cost: number): PolicyResult {
+    if (this.failing) throw new Error('store broke')
+    return super.decideOne(key, policies, cost)
+  }
 
   override evaluateSync(request: EvaluateRequest): EvaluateResponse {
     if (this.failing) throw new Error('store broke')
     return super.evaluateSync(request)
+  }
+}
+
+/** A subclass that changes the Store contract's evaluateSync only: the direct path must not go past it. */
+class ChangedEvaluateSync extends MemoryStore {
+  override evaluateSync(request: EvaluateRequest): EvaluateResponse {
+    return super.evaluateSync({ ...request, cost: request.cost * 2 })
   }
 }
 
@@ -161,11 +185,15 @@ describe('the direct path', () => {
       ['a shadow policy', { policies: [{ ...plain, shadow: true }] }],
       ['a concurrency policy', { policies: [{ algorithm: 'concurrency', limit: 2, period: '10s' }] }],
       ['a store call hook', { policies: [plain], onStoreCall: () => undefined }],
+      ['a store whose evaluateSync is changed', { policies: [plain], store: new ChangedEvaluateSync({ clock: clock.read }) }],
       ['no own policies', {}],
     ]
     for (const [name, options] of cases) {
       const limiter = new RateLimiter({ clock: clock.read, store: new MemoryStore({ clock: clock.read }), ...options })
       assert.equal(takesDirectPath(limiter), false, name)
     }
+    // One that changes both is taken (as BreakableMemoryStore is above).
+    const both = new RateLimiter({ clock: clock.read, store: new BreakableMemoryStore({ clock: clock.read }), policies: [plain] })
+    assert.equal(takesDirectPath(both), true)
   })
 })

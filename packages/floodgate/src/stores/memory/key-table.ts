@@ -11,6 +11,7 @@ import { Slab } from './slab.js'
 import { makeRoom } from './eviction.js'
 import { MergeOrigins } from './merge-origins.js'
 import type { Scratch } from './scratch.js'
+import { Asides } from './asides.js'
 
 export { type Scratch, sizeScratch } from './scratch.js'
 
@@ -35,8 +36,7 @@ export class KeyTable {
   readonly slab = new Slab()
   // States that do not fit their record's words (see Layout): the record's first state word is NaN
   // and its second holds the index of the state's array here (-1 for an undefined state).
-  private readonly asides: (number[] | undefined)[] = []
-  private readonly freeAsides: number[] = []
+  private readonly asides = new Asides()
   // Block deadlines (rare: only a denial with blockMs sets one), by the offset of their record's
   // first word; a key holding any has the low bit of its layout word set.
   private readonly blocks = new Map<number, number>()
@@ -94,7 +94,7 @@ export class KeyTable {
         record.state = state
       } else {
         const ref = f64[base + 2]
-        record.state = ref >= 0 ? this.asides[ref] : undefined
+        record.state = ref >= 0 ? this.asides.get(ref) : undefined
       }
       into[i] = record
     }
@@ -167,16 +167,14 @@ export class KeyTable {
     const f64 = this.slab.f64
     const ref = f64[base + 2]
     if (Number.isNaN(f64[base + 1]) && ref >= 0) {
-      const held = this.asides[ref]!
+      const held = this.asides.get(ref)
       if (held === state) return
       this.bytes += (state.length - held.length) * BYTES_PER_WORD
       copyState(held, state)
       return
     }
-    const index = this.freeAsides.length > 0 ? this.freeAsides.pop()! : this.asides.length
-    this.asides[index] = state.slice()
     f64[base + 1] = Number.NaN
-    f64[base + 2] = index
+    f64[base + 2] = this.asides.add(state)
     this.bytes += ASIDE_BYTES + state.length * BYTES_PER_WORD
   }
 
@@ -185,9 +183,7 @@ export class KeyTable {
     const f64 = this.slab.f64
     const ref = f64[base + 2]
     if (!Number.isNaN(f64[base + 1]) || !(ref >= 0)) return
-    this.bytes -= ASIDE_BYTES + this.asides[ref]!.length * BYTES_PER_WORD
-    this.asides[ref] = undefined
-    this.freeAsides.push(ref)
+    this.bytes -= ASIDE_BYTES + this.asides.drop(ref) * BYTES_PER_WORD
     f64[base + 2] = -1
   }
 
@@ -224,19 +220,23 @@ export class KeyTable {
 
   /**
    * Puts a used key in its class (`guarded`: where it was found), at the young end when it changed
-   * class or is due a move. Stamps are compared modulo 2^32: a key untouched for 2^32 moves may
-   * then look recent and wait for its next use to move, which costs LRU order, never a decision.
+   * class or is due a move (see `due`).
    */
   place(key: string, at: number, guarded: boolean, restricted: boolean): void {
-    if (guarded !== restricted) {
-      this.leave(key, guarded)
-      ;(restricted ? this.guarded : this.open).set(key, at)
-      this.stamp(at)
-    } else if ((this.moves - this.slab.u32[2 * at]) >>> 0 > this.moveDistance) {
-      this.leave(key, guarded)
-      ;(guarded ? this.guarded : this.open).set(key, at)
-      this.stamp(at)
-    }
+    if (!this.due(at, guarded, restricted)) return
+    this.leave(key, guarded)
+    ;(restricted ? this.guarded : this.open).set(key, at)
+    this.stamp(at)
+  }
+
+  /**
+   * Whether `place` moves the key: it changes class, or maxKeys/2 moves happened since its last.
+   * Stamps are compared modulo 2^32: a key untouched for 2^32 moves may then look recent and wait
+   * for its next use to move, which costs LRU order, never a decision. Small, so that a caller's
+   * compiled code holds it and calls `place` only when it has work.
+   */
+  due(at: number, guarded: boolean, restricted: boolean): boolean {
+    return guarded !== restricted || (this.moves - this.slab.u32[2 * at]) >>> 0 > this.moveDistance
   }
 
   private stamp(at: number): void {
@@ -386,8 +386,7 @@ export class KeyTable {
     this.guarded.clear()
     this.openOldest.clear()
     this.guardedOldest.clear()
-    this.asides.length = 0
-    this.freeAsides.length = 0
+    this.asides.clear()
     this.blocks.clear()
     this.origins.clear()
     this.slab.clear()

@@ -65,6 +65,16 @@ export interface Shape {
    * policies stay on the general all-or-nothing path.
    */
   readonly kernel: Kernel | undefined
+  /**
+   * With a kernel: the layout word (see META_WORDS) of a key created by this request and holding
+   * no block deadline, and the offset of the policy's record in its block. A key whose word is this
+   * one is decided by the kernel at that offset with no further look (-1 without a kernel: no word
+   * is negative).
+   */
+  readonly kernelWord: number
+  readonly kernelAt: number
+  /** With a kernel: `protectBelow[0]`, read without the array. */
+  readonly kernelProtectBelow: number
 }
 
 /** The layouts of one store, by id and by the identities they hold, and the shapes of request arrays. */
@@ -86,7 +96,17 @@ export class Layouts {
         return at
       })
       const layout = this.layoutOf(distinct)
-      shape = { layout, index, protectBelow: protectBelowOf(policies), kernel: this.kernelOf(policies, layout) }
+      const kernel = this.kernelOf(policies, layout)
+      const protectBelow = protectBelowOf(policies)
+      shape = {
+        layout,
+        index,
+        protectBelow,
+        kernel,
+        kernelWord: kernel === undefined ? -1 : layout.id << 1,
+        kernelAt: layout.at[index[0]],
+        kernelProtectBelow: protectBelow[0],
+      }
       this.shapes.set(policies, shape)
     }
     return shape

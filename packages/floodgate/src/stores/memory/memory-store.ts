@@ -21,40 +21,10 @@ import { mergeRequestProblem } from '../merge-request.js'
 import { findPolicy, Layouts, type Shape } from './layouts.js'
 import { makeRoom } from './eviction.js'
 import { KeyTable, type Scratch, sizeScratch } from './key-table.js'
-import { createKernelStep, type KernelStep } from './kernel-step.js'
+import { createKernelStep, type KernelStep, resultOfStep, stepOfResult } from './kernel-step.js'
+import { type MemoryStoreOptions, resolveMemoryStoreOptions } from './memory-store-options.js'
 
-export interface MemoryStoreOptions {
-  /**
-   * Most keys kept at once (default 100 000), a strict bound: a flood of unique keys (random IPv6
-   * addresses) cannot grow the process without bound. Past it a key is dropped, and a dropped key
-   * starts fresh when it comes back (forgiven, never wrongly punished), so eviction chooses whom to
-   * forgive carefully. Keys are kept in two classes, each in LRU order (to within half the store: a
-   * key moves to the young end only when maxKeys/2 other keys moved since it last did):
-   * - protected: keys whose last decision denied (blocked ones included) or that have used more
-   *   than half the capacity of one of their policies. Forgetting one would hand its owner a reset.
-   * - open: every other key; forgetting one gives back less than half a limit.
-   *
-   * A key whose records have all expired stays until its room is needed (a key that lapses between
-   * visits is updated in place when it returns), and then goes first (it holds nothing); then the
-   * least recently used open key, and a protected key only when protected keys alone fill the
-   * store: then the least recently used of them is forgiven. A flood of fresh keys therefore never
-   * resets a limited key; an attacker must bring maxKeys keys of their own to their limits to force
-   * one out. Size maxKeys above the number of keys you expect to be limited at once.
-   */
-  maxKeys?: number
-  /**
-   * Most memory the keys may hold, in bytes (default 64 MiB), enforced like maxKeys. Counted
-   * cheaply, not measured: per key a fixed overhead plus 2 bytes per character of the key and 8
-   * bytes per number of its records (a block of numbers: an expiry and the state per
-   * policy), and per state that grows with use an array's overhead plus 8 bytes per number (a
-   * sliding-log keeps two per request in its window). Hash long, client-supplied keys before they
-   * get here (`boundedKey`).
-   * A single key larger than maxBytes is not kept.
-   */
-  maxBytes?: number
-  /** Milliseconds since the epoch when a request carries no `now` (default `Date.now`); tests inject one. */
-  clock?: () => number
-}
+export type { MemoryStoreOptions } from './memory-store-options.js'
 
 /**
  * An in-process `Store`: no I/O, no timers, answers synchronously. It offers `evaluateSync`, so a
@@ -73,6 +43,8 @@ export class MemoryStore implements LeaseStore {
   private lastShape: Shape | undefined
   // Where `locate` answers besides the offset: the key's class and where the request's policies live.
   private foundGuarded = false
+  // Where decideHeld and readCopies found the key's block (undefined: not held).
+  private foundAt: number | undefined
   private foundIndex: readonly number[] = []
   // evaluateKeyInto reads the records and keeps no reference, so one scratch serves every call.
   private readonly scratch: Scratch = { into: [], records: [], states: [] }
@@ -82,26 +54,10 @@ export class MemoryStore implements LeaseStore {
   private readonly kernelStep: KernelStep = createKernelStep()
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (options === null || typeof options !== 'object') {
-      throw new FloodgateError('INVALID_OPTION', 'MemoryStore options: expected an object like { maxKeys: 100000 }')
-    }
-    const maxKeys = options.maxKeys ?? 100_000
-    if (typeof maxKeys !== 'number' || !Number.isInteger(maxKeys) || maxKeys < 1) {
-      throw new FloodgateError('INVALID_OPTION', `maxKeys: must be a whole number ≥ 1, got ${JSON.stringify(maxKeys)}`)
-    }
-    const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
-    if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) {
-      throw new FloodgateError(
-        'INVALID_OPTION',
-        `maxBytes: must be a whole number of bytes ≥ 1, e.g. 67108864 for 64 MiB, got ${JSON.stringify(maxBytes)}`,
-      )
-    }
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', 'clock: must be a function returning milliseconds since the epoch')
-    }
+    const { maxKeys, maxBytes, clock } = resolveMemoryStoreOptions(options)
     this.maxKeys = maxKeys
     this.maxBytes = maxBytes
-    this.clock = options.clock ?? Date.now
+    this.clock = clock
     this.table = new KeyTable(this.layouts, maxKeys, maxBytes)
   }
 
@@ -149,12 +105,73 @@ export class MemoryStore implements LeaseStore {
     const now = request.now ?? this.clock()
     const out = this.evaluation
     const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
-    const at = this.locate(key, shape, now)
-    if (at === undefined || shape.kernel === undefined || !this.decideInPlace(key, at, shape, policies[0], cost, now)) {
-      this.evaluateGeneral(key, at, shape, policies, cost, now)
+    if (this.decideHeld(key, shape, policies[0], cost, now) || this.decideRest(key, shape, policies, cost, now)) {
+      if (out.results.length !== 1) sizeEvaluation(out, 1)
+      out.allowed = resultOfStep(this.kernelStep, out.results[0])
     }
     out.now = now
     return out
+  }
+
+  /**
+   * Decides a request of one policy synchronously, as `evaluateSync` does, and answers its one
+   * result (which speaks for the decision: a set of one is allowed exactly when its policy is): the
+   * store's own object, valid until its next call. The limiter's direct path asks this.
+   */
+  decideOne(key: string, policies: readonly Policy[], cost: number): PolicyResult {
+    const now = this.clock()
+    const shape = policies === this.lastPolicies ? this.lastShape! : this.shapeOf(policies)
+    const step = this.kernelStep
+    // The general path's one result is copied, so that the caller reads one shape of object.
+    if (!this.decideHeld(key, shape, policies[0], cost, now) && !this.decideRest(key, shape, policies, cost, now)) {
+      stepOfResult(this.evaluation.results[0], step)
+    } else {
+      step.blocked = false
+    }
+    return step
+  }
+
+  /**
+   * The usual request, decided by its kernel with the fewest looks: a key of the request's own
+   * layout (its word is `shape.kernelWord`: no block deadline either) whose state keeps its words.
+   * True when decided (the answer in `kernelStep`, the key placed); false, having written nothing,
+   * for the rest (decideRest), with `foundAt` and `foundGuarded` saying where the key is.
+   */
+  private decideHeld(key: string, shape: Shape, policy: Policy, cost: number, now: number): boolean {
+    const table = this.table
+    let guarded = false
+    let at = table.open.get(key)
+    if (at === undefined) {
+      at = table.guarded.get(key)
+      guarded = true
+    }
+    this.foundAt = at
+    this.foundGuarded = guarded
+    if (at === undefined) return false
+    const { f64, u32 } = table.slab
+    if (u32[2 * at + 1] !== shape.kernelWord) return false
+    const base = at + shape.kernelAt
+    // A state kept aside (its first word NaN, its second an index) is read by the general path.
+    if (Number.isNaN(f64[base + 1]) && f64[base + 2] >= 0) return false
+    const step = this.kernelStep
+    if (!shape.kernel!(f64, base, now, cost, policy, step)) return false
+    const restricted = !step.allowed || step.remaining < shape.kernelProtectBelow
+    if (table.due(at, guarded, restricted)) table.place(key, at, guarded, restricted)
+    return true
+  }
+
+  /**
+   * What decideHeld left: the key's layout made to cover the request (see `settle`), then its
+   * kernel when it can (true: the answer in `kernelStep`), else the general path (false: the
+   * answer in `evaluation`). A method of its own, as evaluateGeneral, so that the compiler spends
+   * its inlining budget on decideHeld in the callers that inline evaluateSync or decideOne.
+   */
+  private decideRest(key: string, shape: Shape, policies: readonly Policy[], cost: number, now: number): boolean {
+    let at = this.foundAt
+    if (at !== undefined) at = this.settle(key, at, this.foundGuarded, shape, now)
+    if (at !== undefined && shape.kernel !== undefined && this.decideInPlace(key, at, shape, policies[0], cost, now)) return true
+    this.evaluateGeneral(key, at, shape, policies, cost, now)
+    return false
   }
 
   /**
@@ -326,6 +343,12 @@ export class MemoryStore implements LeaseStore {
       guarded = true
     }
     this.foundGuarded = guarded
+    return this.settle(key, at, guarded, shape, now)
+  }
+
+  // locate's second half, for a key found at `at`: its layout made to cover the request's policies.
+  private settle(key: string, at: number, guarded: boolean, shape: Shape, now: number): number {
+    const table = this.table
     if (table.layoutAt(at) === shape.layout) {
       this.foundIndex = shape.index
       return at
@@ -336,7 +359,6 @@ export class MemoryStore implements LeaseStore {
   }
 
   // The slower paths (merge, lease) read records of their own, which the core may hand back.
-  private foundAt: number | undefined
   private readCopies(key: string, shape: Shape, now: number): (PolicyRecord | undefined)[] {
     const count = shape.index.length
     const at = this.locate(key, shape, now)
@@ -355,8 +377,8 @@ export class MemoryStore implements LeaseStore {
    * from the same definition as the step: kernels/): one policy, a held key whose record keeps its
    * state in its words (or none) and no block deadline. Charges, peeks, refunds, denials and lapsed
    * records alike; false before anything is written for the rest (a block deadline, a state kept
-   * aside, a denial that starts a block), which the general path decides. The answer's fields are
-   * written as evaluateKeyInto writes them, and the key is placed as keep would place it.
+   * aside, a denial that starts a block), which the general path decides. The answer is left in
+   * `kernelStep`, and the key is placed as keep would place it.
    */
   private decideInPlace(key: string, at: number, shape: Shape, policy: Policy, cost: number, now: number): boolean {
     const table = this.table
@@ -364,16 +386,6 @@ export class MemoryStore implements LeaseStore {
     if (base < 0) return false
     const step = this.kernelStep
     if (!shape.kernel!(table.slab.f64, base, now, cost, policy, step)) return false
-    const out = this.evaluation
-    if (out.results.length !== 1) sizeEvaluation(out, 1)
-    const result = out.results[0]
-    result.allowed = step.allowed
-    result.remaining = step.remaining
-    result.resetMs = step.resetMs
-    result.retryAfterMs = step.retryAfterMs
-    result.delayMs = step.delayMs
-    result.blocked = false
-    out.allowed = step.allowed
     table.place(key, at, this.foundGuarded, !step.allowed || step.remaining < shape.protectBelow[0])
     return true
   }

@@ -95,7 +95,7 @@ describe('one-policy kernels', () => {
     )
   })
 
-  it('a store deciding with kernels keeps exactly what the general path keeps, under eviction pressure', () => {
+  it('a store deciding with kernels (evaluateSync, decideOne) keeps exactly what the general path keeps, under eviction pressure', () => {
     const request = fc.record({ key: fc.integer({ min: 0, max: 9 }), set: fc.nat(2), advance: anyAdvance, cost: anyCost })
     fc.assert(
       fc.property(
@@ -107,21 +107,31 @@ describe('one-policy kernels', () => {
           const [a, b] = createPolicies(options.map((o, i) => ({ ...o, name: `p${i}` })))
           // Two one-policy sets (kernels) and a set of both (the general path), on the same keys.
           const sets: Policy[][] = [[a], [b], [a, b]]
+          let now = T0
           const fast = new MemoryStore({ maxKeys, maxBytes })
           const general = new MemoryStore({ maxKeys, maxBytes })
           ;(general as unknown as { layouts: Layouts }).layouts.kernels = {}
-          let now = T0
+          // The limiter's direct path asks decideOne (a set of one, the store's clock).
+          const direct = new MemoryStore({ maxKeys, maxBytes, clock: () => now })
           for (const { key, set, advance, cost } of trace) {
             now += advance
             const policies = sets[set]
             const one = fast.evaluateOne(`k${key}`, policies, cost, now)
             const other = general.evaluateOne(`k${key}`, policies, cost, now)
             assert.deepEqual(one, other, `k${key} at +${now - T0} ms, cost ${cost}`)
-            const [x, y] = [tableOf(fast), tableOf(general)]
-            assert.deepEqual([...x.open.keys()], [...y.open.keys()])
-            assert.deepEqual([...x.guarded.keys()], [...y.guarded.keys()])
-            assert.equal(x.bytes, y.bytes)
-            assert.deepEqual(Array.from(x.slab.f64), Array.from(y.slab.f64))
+            if (policies.length === 1) {
+              const { allowed, remaining, resetMs, retryAfterMs, delayMs, blocked } = direct.decideOne(`k${key}`, policies, cost)
+              assert.deepEqual({ allowed, remaining, resetMs, retryAfterMs, delayMs, blocked }, other.results[0], `decideOne k${key}`)
+            } else {
+              direct.evaluateOne(`k${key}`, policies, cost, now)
+            }
+            const [x, y, z] = [tableOf(fast), tableOf(general), tableOf(direct)]
+            for (const table of [x, z]) {
+              assert.deepEqual([...table.open.keys()], [...y.open.keys()])
+              assert.deepEqual([...table.guarded.keys()], [...y.guarded.keys()])
+              assert.equal(table.bytes, y.bytes)
+              assert.deepEqual(Array.from(table.slab.f64), Array.from(y.slab.f64))
+            }
           }
         },
       ),
