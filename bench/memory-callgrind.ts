@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { floorDecision } from './support.js'
 
 const { values } = parseArgs({
   options: {
@@ -38,36 +39,6 @@ function policyFor(algorithm: string) {
   return algorithm.endsWith('bucket') || algorithm === 'gcra'
     ? { algorithm, limit: 1_000, period: '1h', burst: 1e9 }
     : { algorithm, limit: 1e9, period: '1h' }
-}
-
-function floorDecision(entry: { count: number }, now: number) {
-  entry.count++
-  const part = {
-    name: '',
-    limit: 0,
-    periodMs: 0,
-    allowed: true,
-    remaining: entry.count,
-    resetMs: now,
-    retryAfterMs: 0,
-    delayMs: 0,
-    blocked: false,
-    over: false,
-    shadow: false,
-  }
-  return {
-    allowed: true,
-    limit: 0,
-    remaining: entry.count,
-    resetMs: now,
-    retryAfterMs: 0,
-    delayMs: 0,
-    policy: '',
-    over: false,
-    shadow: false,
-    source: 'store',
-    policies: [part],
-  }
 }
 
 // One row's call, made once per process.

@@ -6,7 +6,7 @@ import { RateLimiter, MemoryStore, createPolicies, type AlgorithmName } from '..
 import { createEvaluation, evaluateKeyInto, type PolicyRecord } from '../packages/floodgate/src/core/evaluate.js'
 import { copyState, createStepResult } from '../packages/floodgate/src/core/algorithms/types.js'
 import { ALGORITHM_BY_NAME, type State } from '../packages/floodgate/src/core/algorithms/index.js'
-import { decisionLiteral, type Contender } from './support.js'
+import { decisionLiteral, floorDecision, type Contender } from './support.js'
 import { awaitLoop, KEYS, longLived, OPS, policyFor, syncLoop } from './memory-options.js'
 
 export function floodgateBig([algorithm, limit]: [AlgorithmName, number]): Contender {
@@ -83,12 +83,6 @@ export const coreOnly: Contender = {
       return Promise.resolve((OPS * 1000) / (performance.now() - start))
     }
   }),
-}
-
-/** The floors' work per call: count, and a new decision as complete as Floodgate's (one policy part). */
-export function floorDecision(entry: { count: number }, now: number) {
-  entry.count++
-  return decisionLiteral(entry.count, now)
 }
 
 // A diagnostic floor for any limiter with this API, not a product path: what every call of an

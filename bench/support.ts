@@ -3,6 +3,12 @@
 
 import { writeFileSync } from 'node:fs'
 
+/** The floors' work per call: count, and a new decision as complete as Floodgate's (one policy part). */
+export function floorDecision(entry: { count: number }, now: number) {
+  entry.count++
+  return decisionLiteral(entry.count, now)
+}
+
 /** A new decision as complete as Floodgate's (one policy part), as the benches' floors build it. */
 export function decisionLiteral(remaining: number, now: number) {
   const part = {
