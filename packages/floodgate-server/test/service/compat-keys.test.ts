@@ -4,6 +4,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { crc32 } from 'node:zlib'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
@@ -28,14 +29,23 @@ descriptors:
       - { name: own, algorithm: token-bucket, limit: 2, period: 1h }
 `
 
-// The services' clock, frozen: the tests compute upstream's day window from it as the service does,
-// so no window turns over between them (at midnight UTC a live clock would).
-const T0 = Date.now()
-
-/** Upstream's window start of a day limit at T0, in Unix seconds (src/limiter/cache_key.go: now / divider * divider). */
+/** Upstream's window start of a day limit now, in Unix seconds (src/limiter/cache_key.go: now / divider * divider). */
 function dayStart(): number {
-  const now = Math.floor(T0 / 1000)
+  const now = Math.floor(Date.now() / 1000)
   return Math.floor(now / 86_400) * 86_400
+}
+
+// The tests compute upstream's day window from this machine's clock while the service computes it
+// from its own, so across midnight UTC the two could differ. Each group starts clear of the day's
+// end (a group takes well under this margin, even on a busy machine), waiting for the next day when
+// too close to it. The service keeps the real clock: a frozen one never lets its store breaker, opened
+// by a call made while Redis was still connecting, close again.
+const DAY_END_MARGIN_S = 300
+
+/** Resolves once the UTC day has at least DAY_END_MARGIN_S left (waits past midnight when it has not). */
+async function clearOfDayEnd(): Promise<void> {
+  const left = dayStart() + 86_400 - Date.now() / 1000
+  if (left < DAY_END_MARGIN_S) await sleep(left * 1000 + 1000)
 }
 
 /** One /json decision of Floodgate for `<key>=<value>`: [overall code, limit remaining], or ['ERROR', 0]. */
@@ -108,15 +118,12 @@ describe('on Redis, with a per-second Redis', () => {
   let perSecondClient: Redis
 
   before(async () => {
+    await clearOfDayEnd()
     ;[main, perSecond] = await Promise.all([startRedis(), startRedis()])
-    service = await startTestService(
-      RULES,
-      [
-        ...['--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_'],
-        ...['--redis-per-second', perSecond.url, '--store-timeout', '5s'],
-      ],
-      { clock: () => T0 },
-    )
+    service = await startTestService(RULES, [
+      ...['--redis', main.url, '--compat-keys', 'envoy', '--compat-prefix', 'edge_'],
+      ...['--redis-per-second', perSecond.url, '--store-timeout', '5s'],
+    ])
     mainClient = new Redis(main.url)
     perSecondClient = new Redis(perSecond.url)
     // The counters' clients do not queue commands while connecting: wait until a decision reaches Redis.
@@ -173,7 +180,7 @@ describe('on Redis, with a per-second Redis', () => {
 
   it('with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, reads the shared counters first and charges only the one going over', async () => {
     const flags = ['--compat-keys', 'envoy', '--compat-prefix', 'edge_', '--stop-increment-when-over-limit']
-    const other = await startTestService(RULES, ['--redis', main.url, ...flags], { clock: () => T0 })
+    const other = await startTestService(RULES, ['--redis', main.url, ...flags])
     try {
       const user = upstreamCacheKey('edge_', 'mig', [{ key: 'user', value: 'erin' }], dayStart())
       const team = upstreamCacheKey('edge_', 'mig', [{ key: 'team', value: 'blue' }], dayStart())
@@ -206,11 +213,10 @@ describe('on memcached servers', () => {
   let service: TestService
 
   before(async () => {
+    await clearOfDayEnd()
     servers = await Promise.all([startMemcached(), startMemcached()])
     const addresses = servers.map((s) => s.address).join(',')
-    service = await startTestService(RULES, ['--memcached', addresses, '--compat-keys', 'envoy', '--store-timeout', '5s'], {
-      clock: () => T0,
-    })
+    service = await startTestService(RULES, ['--memcached', addresses, '--compat-keys', 'envoy', '--store-timeout', '5s'])
   })
 
   after(async () => {
