@@ -20,6 +20,7 @@ import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-syn
 import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { zipfRanks } from '../packages/floodgate/test/support/zipf.js'
+import { replayHeat, type HeatReplay } from '../packages/floodgate/test/support/heat-replay.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const CALLERS = 256
@@ -307,28 +308,9 @@ export function printAutoPathCost(): void {
   )
 }
 
-// Replays `decisions` of `keyOf` at `perMs` decisions per ms of an injected clock through AutoSync
-// (hotRate `hotRate`), and reads the second half: the share decided hot, keys hot at its end, and
-// keys dropped from leases a second (each a return, and a lease call when it warms again).
-function replayHeat(keyOf: (i: number) => string, perMs: number, hotRate: number, decisions: number) {
-  const policies = [createPolicy({ ...POLICY, sync: 'auto', hotRate })]
-  let now = 0
-  let hot = 0
-  let drops = 0
-  const leases = {
-    find: () => undefined,
-    holding: () => ({ seed: () => {} }),
-    tryLocal: () => void hot++,
-    drop: () => void drops++,
-  } as unknown as LeaseSync
-  const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
-  for (let i = 0; i < decisions; i++) {
-    now = i / perMs
-    if (i === decisions / 2) hot = drops = 0
-    auto.tryLocal(keyOf(i), policies, 1)
-  }
-  const seconds = decisions / 2 / perMs / 1000
-  return { share: hot / (decisions / 2), hotKeys: auto.heatTotals().hot, dropsPerSecond: drops / seconds }
+// What `auto` leases at `perMs` decisions per ms with `hotRate` (test/support/heat-replay.ts).
+function replayAt(keyOf: (i: number) => string, perMs: number, hotRate: number, decisions: number): HeatReplay {
+  return replayHeat(keyOf, [createPolicy({ ...POLICY, sync: 'auto', hotRate })], perMs * 1000, decisions)
 }
 
 /**
@@ -345,7 +327,7 @@ export function printHeatShares(): void {
   const rows: string[][] = []
   for (const hotRate of [8, 5, 4]) {
     for (const perMs of [15, 75, 150, 300]) {
-      const zipfRow = replayHeat((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
+      const zipfRow = replayAt((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
       rows.push([
         `Zipf at ${formatCount(perMs * 1000)}/s`,
         String(hotRate),
@@ -355,7 +337,7 @@ export function printHeatShares(): void {
       ])
     }
     let seed = 12345
-    const uniform = replayHeat(
+    const uniform = replayAt(
       () => {
         seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
         return `u:${seed % LUKEWARM_KEYS}`

@@ -5,35 +5,15 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createPolicy } from '../../../src/core/policy.js'
-import { AutoSync } from '../../../src/limiter/sync/auto-sync.js'
-import type { LeaseSync } from '../../../src/limiter/sync/lease-sync.js'
-import type { LeaseStore } from '../../../src/stores/store.js'
+import { replayHeat } from '../../support/heat-replay.js'
 import { zipfRanks } from '../../support/zipf.js'
 
 const POLICIES = [createPolicy({ algorithm: 'fixed-window', limit: 1_000_000_000, period: '1h', sync: 'auto' })]
 const ZIPF = zipfRanks(100_000, 1.1)
 
-// Replays `seconds` of `keyOf` at `perSecond` decisions a second through AutoSync (default hotRate,
-// leaseMs and maxKeys), and reads the second half: the share of decisions made while their key was
-// hot (the lease engine asked), and how many keys went back to exact a second (each a lease returned).
+// Replays `seconds` of `keyOf` at `perSecond` decisions a second (default hotRate, leaseMs and maxKeys).
 function replay(keyOf: (i: number) => string, perSecond: number, seconds: number): { share: number; dropsPerSecond: number } {
-  let now = 0
-  let hot = 0
-  let drops = 0
-  const leases = {
-    find: () => undefined,
-    holding: () => ({ seed: () => {} }),
-    tryLocal: () => void hot++,
-    drop: () => void drops++,
-  } as unknown as LeaseSync
-  const auto = new AutoSync({ store: {} as LeaseStore, leases, clock: () => now })
-  const decisions = perSecond * seconds
-  for (let i = 0; i < decisions; i++) {
-    now = (i * 1000) / perSecond
-    if (i === decisions / 2) hot = drops = 0
-    auto.tryLocal(keyOf(i), POLICIES, 1)
-  }
-  return { share: hot / (decisions / 2), dropsPerSecond: drops / (seconds / 2) }
+  return replayHeat(keyOf, POLICIES, perSecond, perSecond * seconds)
 }
 
 const zipfKey = (i: number) => `z:${ZIPF[i & (ZIPF.length - 1)]}`
