@@ -4,8 +4,10 @@
 // redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast as it goes; fixed-window), and
 // uniform lukewarm keys (10,000 keys, ~20k decisions/s offered; one table per algorithm, without the
 // yardstick). Decisions/s, Redis CPU µs per decision with ratios to exact, and the share of
-// decisions answered in-process. Steady state: each measurement follows WARM_MS of the same load,
+// decisions answered in-process. Steady state: each measurement follows a warm-up of the same load,
 // outside it, and ends, inside it, with every lease given back (their cost is the contender's own).
+// The warm-up is three of auto's heat windows (BENCH_AUTO_WARM_MS overrides it): a key's rate is read
+// over one, and between its rounds a contender idles while the others run, so its keys cool.
 // Alone, it first prints what following heat costs Node per decision (printAutoPathCost), and with
 // BENCH_AUTO_HEAT=1 what auto leases at each pace (printHeatShares).
 // BENCH_AUTO_SHAPES (zipf, uniform, both by default) and BENCH_AUTO_ALGORITHMS (comma-separated, the
@@ -15,7 +17,7 @@ import { Redis } from 'ioredis'
 import { RateLimiter, type Decision } from '../packages/floodgate/src/index.js'
 import { RedisStore } from '../packages/floodgate/src/redis.js'
 import { createPolicy, type AlgorithmName, type PolicyOptions } from '../packages/floodgate/src/core/policy.js'
-import { AutoSync } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
+import { AutoSync, heatThresholds } from '../packages/floodgate/src/limiter/sync/auto-sync.js'
 import type { LeaseSync } from '../packages/floodgate/src/limiter/sync/lease-sync.js'
 import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
@@ -26,7 +28,7 @@ import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, typ
 const CALLERS = 256
 const ROUNDS = Number(process.env.BENCH_AUTO_ROUNDS ?? 3)
 const ROUND_MS = Number(process.env.BENCH_AUTO_ROUND_MS ?? 1500)
-const WARM_MS = Number(process.env.BENCH_AUTO_WARM_MS ?? 1500)
+const WARM_WINDOWS = 3
 const ZIPF_KEYS = 100_000
 const ZIPF_S = 1.1
 const LUKEWARM_KEYS = 10_000
@@ -138,7 +140,11 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
       const exact = newLimiter(policy, 'always')
       const lease = newLimiter(policy, 'lease')
       const hotRate = process.env.BENCH_AUTO_HOT_RATE
-      const auto = newLimiter(hotRate === undefined ? policy : { ...policy, hotRate: Number(hotRate) }, 'auto')
+      const autoPolicy = hotRate === undefined ? policy : { ...policy, hotRate: Number(hotRate) }
+      const auto = newLimiter(autoPolicy, 'auto')
+      const warmMs = Number(
+        process.env.BENCH_AUTO_WARM_MS ?? WARM_WINDOWS * heatThresholds([createPolicy({ ...autoPolicy, sync: 'auto' })]).windowMs,
+      )
       // Each contender's route, made for the key prefix of its row.
       const routes: [string, (prefix: string) => Route][] = [
         ['exact (always)', () => () => exact],
@@ -162,7 +168,7 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
       if (only !== undefined) routes.splice(1, routes.length, ...routes.filter(([name], n) => n > 0 && name.startsWith(only)))
       const rows = routes.map(([name, routeFor], n) => {
         const prefix = `a${n}-${shape.algorithm}-${shape.name.length}`
-        return row(name, prefix, routeFor(prefix), shape, admin)
+        return row(name, prefix, routeFor(prefix), shape, admin, warmMs)
       })
       await interleavedRounds(
         rows.map((r) => r.contender),
@@ -195,7 +201,7 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
           formatCount(median(r.hotKeys)),
         ]),
         `auto vs exact, ${shape.name}: ${shape.algorithm}, ${CALLERS} callers, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms ` +
-          `after ${WARM_MS} ms warm-up; key strings built per request`,
+          `after ${formatCount(warmMs)} ms warm-up; key strings built per request`,
       )
     }
   } finally {
@@ -204,7 +210,7 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
   }
 }
 
-function row(name: string, prefix: string, route: Route, shape: Shape, admin: Redis): Row {
+function row(name: string, prefix: string, route: Route, shape: Shape, admin: Redis, warmMs: number): Row {
   let offset = 0
   const tally = { local: 0 }
   const load = async (durationMs: number): Promise<number> => {
@@ -244,7 +250,7 @@ function row(name: string, prefix: string, route: Route, shape: Shape, admin: Re
   result.contender = {
     name,
     before: async () => {
-      await load(WARM_MS)
+      await load(warmMs)
     },
     measure: async () => {
       const cpuBefore = await redisCpuSeconds(admin)

@@ -44,7 +44,7 @@ const HEAT_DECISIONS = 16
 const COOL_SHARE = 1 / 2
 
 /** The thresholds and rate window of keys decided under `policies` (see HEAT_DECISIONS). */
-function heatThresholds(policies: readonly Policy[]): Pick<HeatSet, 'hotPerMs' | 'coolPerMs' | 'windowMs' | 'keepPerMs'> {
+export function heatThresholds(policies: readonly Policy[]): Pick<HeatSet, 'hotPerMs' | 'coolPerMs' | 'windowMs' | 'keepPerMs'> {
   const hotPerMs = Math.min(...policies.map((policy) => policy.hotRate)) / 1000
   const windowMs = Math.max(1000, HEAT_DECISIONS / hotPerMs)
   // A key is forgotten for a newer one below a quarter of the threshold read over 1 s, not over its
