@@ -1,13 +1,14 @@
 // The `auto` rows of `npm run bench:redis` (also alone: `node --conditions=floodgate-source --import
-// tsx bench/auto.ts`): exact, lease, auto and a hand-routed yardstick (leases for the HAND_HOT
-// hottest keys, exact for the rest) side by side on two shapes of traffic, on a private
-// redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast as it goes; fixed-window), and
-// uniform lukewarm keys (10,000 keys, ~20k decisions/s offered; one table per algorithm, without the
-// yardstick). Decisions/s, Redis CPU µs per decision with ratios to exact, and the share of
-// decisions answered in-process. Steady state: each measurement follows a warm-up of the same load,
-// outside it, and ends, inside it, with every lease given back (their cost is the contender's own).
-// The warm-up is three of auto's heat windows (BENCH_AUTO_WARM_MS overrides it): a key's rate is read
-// over one, and between its rounds a contender idles while the others run, so its keys cool.
+// tsx bench/auto.ts`): exact, lease, auto, a hand-routed yardstick (leases for the HAND_HOT hottest
+// keys, exact for the rest) and the floor (the load alone: bench/auto-floor.ts) side by side on two
+// shapes of traffic, on a private redis-server: Zipf(1.1) over 100,000 keys (closed loop, as fast
+// as it goes; fixed-window), and uniform lukewarm keys (10,000 keys, ~20k decisions/s offered; one
+// table per algorithm, without the yardstick or the floor). Decisions/s, Redis CPU µs per decision
+// with ratios to exact, and the share of decisions answered in-process. Steady state: each
+// measurement follows a warm-up of the same load, outside it, and ends, inside it, with every lease
+// given back (their cost is the contender's own). The warm-up is three of auto's heat windows
+// (BENCH_AUTO_WARM_MS overrides it): a key's rate is read over one, and between its rounds a
+// contender idles while the others run, so its keys cool.
 // Alone, it first prints what following heat costs Node per decision (printAutoPathCost), and with
 // BENCH_AUTO_HEAT=1 what auto leases at each pace (printHeatShares).
 // BENCH_AUTO_SHAPES (zipf, uniform, both by default) and BENCH_AUTO_ALGORITHMS (comma-separated, the
@@ -23,6 +24,7 @@ import type { LeaseStore } from '../packages/floodgate/src/stores/store.js'
 import { startRedis, type RedisProcess } from '../packages/floodgate/test/support/redis-server.js'
 import { zipfRanks } from '../packages/floodgate/test/support/zipf.js'
 import { replayHeat, type HeatReplay } from '../packages/floodgate/test/support/heat-replay.js'
+import { floorLimiter } from './auto-floor.js'
 import { formatCount, interleavedRounds, median, printTable, ratio, runLoad, type Contender } from './support.js'
 
 const CALLERS = 256
@@ -162,6 +164,8 @@ export async function printAutoRows(server: RedisProcess): Promise<void> {
           return (_rank, key) => (hot.has(key) ? handLease : handExact)
         }
         routes.push([`hand-routed: lease for ${formatCount(HAND_HOT)} hottest`, hand])
+        const floor = floorLimiter()
+        routes.push(['floor: the load alone (a Map count)', () => () => floor])
       }
       // BENCH_AUTO_ONLY (a contender's name, e.g. for a CPU profile) runs exact and that one.
       const only = process.env.BENCH_AUTO_ONLY
