@@ -136,6 +136,9 @@ describe('write-back sync', () => {
               for (const seen of lastView.values()) unknown += Math.max(0, merged - seen)
               const bound = limit + count * 3 + unknown / count
               assert.ok(admitted <= bound, `admitted ${admitted} > bound ${bound} (limit ${limit}, ${count} instances, store ${merged})`)
+              // The bound in terms known in advance, whatever the timing (docs/sync.md): L·(2N − 1)/N + N·c.
+              const known = (limit * (2 * count - 1)) / count + count * 3
+              assert.ok(admitted <= known, `admitted ${admitted} > ${known} (limit ${limit}, ${count} instances)`)
             }
           }
           await drain(f)
