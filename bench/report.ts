@@ -24,7 +24,13 @@ const ROOT = join(import.meta.dirname, '..')
 /** Each bench and its sizes: the defaults for a full run, small ones for --quick. */
 const RUNS = {
   memory: { file: 'memory', args: QUICK ? ['--ops', '5000', '--rounds', '1', '--keys', '1000', '--heap-keys', '2000'] : [], env: {} },
-  redis: { file: 'redis', args: [], env: QUICK ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '50' } : {} },
+  redis: {
+    file: 'redis',
+    args: [],
+    env: QUICK
+      ? { BENCH_ROUNDS: '1', BENCH_ROUND_MS: '50', BENCH_AUTO_ROUNDS: '1', BENCH_AUTO_ROUND_MS: '50', BENCH_AUTO_WARM_MS: '50' }
+      : {},
+  },
   redisMemory: { file: 'redis-memory', args: [], env: QUICK ? { BENCH_MEMORY_KEYS: '500' } : {} },
   service: {
     file: 'service',
