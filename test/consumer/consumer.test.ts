@@ -186,7 +186,9 @@ describe('the packed packages in a new app', { timeout: 1_800_000 }, () => {
     const service = spawn(join(app, 'node_modules/.bin/floodgate'), args.slice(1), { cwd: app, stdio: ['ignore', 'ignore', 'pipe'] })
     try {
       let answer: Response | undefined
-      for (let attempt = 0; attempt < 200 && answer === undefined; attempt++) {
+      // Until it answers, and while it answers 503 (still starting): wait for that state, not a time.
+      for (let attempt = 0; attempt < 200 && (answer === undefined || answer.status === 503); attempt++) {
+        if (answer !== undefined) await new Promise((resolve) => setTimeout(resolve, 100))
         answer = await fetch(`http://127.0.0.1:${httpPort}/v1/check`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
