@@ -43,8 +43,6 @@ export type CallMode = 'ok' | 'fail' | 'lost' | 'hang'
 /** One instance's way to the shared store: merges pass, fail unapplied, apply and lose the answer, or hang. */
 export class FlakyStore implements Store {
   mode: CallMode = 'ok'
-  /** The last answer that reached the instance, by key. */
-  readonly delivered = new Map<string, MergeResponse>()
   calls = 0
 
   constructor(private readonly inner: MemoryStore) {}
@@ -56,10 +54,7 @@ export class FlakyStore implements Store {
     if (mode === 'hang') return new Promise(() => {})
     const answers = this.inner.merge(batch)
     if (mode === 'lost') return answers.then(() => Promise.reject(new Error('connection lost before the answer')))
-    return answers.then((responses) => {
-      responses.forEach((response, i) => this.delivered.set(batch[i].key, response))
-      return responses
-    })
+    return answers
   }
 
   evaluate(): never {

@@ -124,7 +124,9 @@ describe('write-back sync', () => {
               continue
             }
             for (let n = 0; n < step.times; n++) {
-              const view = f.links[i].delivered.get(KEY)?.records[0].state?.[1] ?? 0
+              // What the instance decides from: the answer it took (not the link's last delivered one,
+              // which may be an answer that came after its call had timed out, and was dropped).
+              const view = f.instances[i].synced(KEY, policies)?.[0].state?.[1] ?? 0
               const decision = await decide(f.instances[i], policies, step.cost, KEY, f.time)
               if (!decision.allowed) continue
               admitted += step.cost
