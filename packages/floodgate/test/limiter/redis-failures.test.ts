@@ -166,6 +166,12 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
         breaker: { failures: 1, cooldown: '1h' },
         clock: frozen,
       })
+      // What the store and the limiter told, so that a probe that fails names why.
+      const told: string[] = []
+      const at = () => `${Math.round(performance.now())} ms`
+      limiter.on('store-error', (error: Error) => told.push(`${at()} store-error: ${error.message}`))
+      store.on('unavailable', (error, shard) => told.push(`${at()} unavailable ${shard}: ${error.message}`))
+      store.on('available', (shard) => told.push(`${at()} available ${shard}`))
       try {
         assert.equal((await limiter.limit('victim')).source, 'store')
         const killed = await cluster.killMaster('victim')
@@ -176,7 +182,7 @@ describe('RateLimiter back on Redis as soon as it answers again', () => {
         const startedAt = performance.now()
         const decision = await limiter.limit('victim')
         t.diagnostic(`new master answered ${Math.round(performance.now() - startedAt)} ms after the slot map changed`)
-        assert.equal(decision.source, 'store')
+        assert.equal(decision.source, 'store', `the probe was not answered by the store; events:\n${told.join('\n')}`)
         // The node asked may learn of the promotion a little after the client did.
         await cluster.waitUntilHealthy()
         assert.notEqual(await cluster.masterOf('victim'), killed.port)
