@@ -328,14 +328,14 @@ function replayAt(keyOf: (i: number) => string, perMs: number, hotRate: number, 
  * paces from 15,000 to 300,000 decisions/s (the pace falls when the machine is loaded), beside the
  * share the 2,000 hottest keys take; and on uniform lukewarm keys (10,000 at 20,000/s in a random
  * order), where a lower hotRate flaps. Each hotRate is read over 16 decisions at it (at least 1 s); the
- * default is 5.
+ * default is 12.
  */
 export function printHeatShares(): void {
   const zipf = zipfRanks(ZIPF_KEYS, ZIPF_S)
   let top = 0
   for (const rank of zipf) if (rank < HAND_HOT) top++
   const rows: string[][] = []
-  for (const hotRate of [8, 5, 4]) {
+  for (const hotRate of [12, 8, 5]) {
     for (const perMs of [15, 75, 150, 300]) {
       const zipfRow = replayAt((i) => `p:${zipf[i & (zipf.length - 1)]}`, perMs, hotRate, 3_000_000)
       rows.push([

@@ -67,7 +67,7 @@ export interface PolicyOptions {
   leaseMax?: number
   /**
    * `auto` only: decisions per second of one key on this instance at which it moves to leases, and
-   * back to exact below half of it (default: 5 per `leaseMs`, so 5 a second at the default 1 s). The
+   * back to exact below half of it (default: 12 per `leaseMs`, so 12 a second at the default 1 s). The
    * rate is read over the time in which a key at `hotRate` makes 16 decisions (at least 1 s).
    */
   hotRate?: number

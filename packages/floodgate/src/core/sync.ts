@@ -24,11 +24,12 @@ export const SYNC_DEFAULTS = Object.freeze({
   leaseMs: 1000,
   /**
    * auto: decisions one lease time must hold for a key to move to leases; the default `hotRate` is
-   * this many per `leaseMs` (5 a second at 1 s). A lease call (with its return) costs the Redis CPU
-   * of about 3 to 4 exact decisions (docs/sync.md, Auto): below this a lease would save little or
-   * cost more than the exact calls it replaces.
+   * this many per `leaseMs` (12 a second at 1 s). A lease taken and given back costs the Node CPU
+   * of about 12 decisions' worth of what an in-process answer saves over an exact one, and the
+   * Redis CPU of about 8 exact decisions (docs/sync.md, Auto): a lease covering fewer decisions
+   * costs more than the exact calls it replaces.
    */
-  hotDecisionsPerLease: 5,
+  hotDecisionsPerLease: 12,
 })
 
 /** What `sync` may be combined with; undefined when sound, else the reason it is not. */

@@ -41,7 +41,7 @@ describe('createPolicy: valid policies', () => {
       flushMs: 50,
       leaseMs: 1000,
       leaseMax: 1,
-      hotRate: 5,
+      hotRate: 12,
     })
   })
 
