@@ -182,6 +182,28 @@ describe("sync: 'auto' on Redis", () => {
     assert.ok((await remaining('warming', limit)) < limit - admitted, 'no block charged in the store')
   })
 
+  it('at the default hotRate (12 a second): a key at 8 a second stays exact, one at 30 a second moves to leases', async () => {
+    // The limiter's clock moves only here, so the paces are exact whatever the machine's speed.
+    let now = 1_000_000
+    const timers: Timers = { now: () => now, setTimeout: () => ({}) }
+    const auto = limiterOn(fixedWindow(100_000, 'auto'), { timers })
+    const sources = async (key: string, perSecond: number, count: number) => {
+      const seen: string[] = []
+      for (let i = 0; i < count; i++) {
+        now += 1000 / perSecond
+        seen.push((await auto.limit(key)).source)
+      }
+      return seen
+    }
+    // 8 a second: hot at the former default (5), below today's; every decision an exact store call.
+    assert.deepEqual([...new Set(await sources('lukewarm', 8, 60))], ['store'])
+    const hot = await sources('hot', 30, 90)
+    assert.ok(
+      hot.slice(-30).every((source) => source === 'lease'),
+      `at 30 a second: ${hot.slice(-30).join(',')}`,
+    )
+  })
+
   it('gives the lease of a key it stops following back to the store', async () => {
     const limit = 100_000
     // A clock that moves only here, and timers that never fire: no sweep gives anything back.
